@@ -1,0 +1,17 @@
+# Sourced by scripts/demo and scripts/test: create .venv (if needed) and install seqpack with its extras.
+# CPU machines: torch is pinned to 2.13.0 (an unpinned torch pulls a multi-GB CUDA build).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${PYTHON:-python3}"
+if [ ! -x "$ROOT/.venv/bin/python" ]; then
+  "$PY" -m venv "$ROOT/.venv"
+fi
+# shellcheck disable=SC1091
+. "$ROOT/.venv/bin/activate"
+STAMP="$ROOT/.venv/.seqpack-installed"
+if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
+  python -m pip install --quiet --upgrade pip
+  python -m pip install --quiet "torch==2.13.0"
+  python -m pip install --quiet -e "$ROOT[${SEQPACK_EXTRAS:-all,dev}]"
+  touch "$STAMP"
+fi

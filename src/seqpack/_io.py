@@ -1,0 +1,77 @@
+"""Atomic file writes: a crash never leaves a half-written file under its final name.
+
+Every writer in seqpack goes through :func:`atomic_path` (or :func:`atomic_write_bytes`): data is written
+to a hidden temporary name in the *same directory* (so the rename cannot cross file systems), fsynced,
+and renamed over the final name only when complete. On any exception the temporary file is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from seqpack.errors import InputError, UsageError
+
+TEMP_PREFIX = ".seqpack-tmp-"
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (best effort on file systems that refuse it)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_path(final: str | os.PathLike[str], *, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary path next to ``final``; on success fsync it and rename it to ``final``.
+
+    >>> with atomic_path("out/packs.parquet") as tmp:   # doctest: +SKIP
+    ...     pq.write_table(table, tmp)
+    """
+    final_path = Path(final)
+    if final_path.exists() and not overwrite:
+        raise UsageError(f"{os.fspath(final)}: already exists (pass --overwrite to replace it)")
+    directory = final_path.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=final_path.suffix, dir=directory)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, final_path)
+        fsync_dir(directory)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
+def atomic_write_bytes(final: str | os.PathLike[str], data: bytes, *, overwrite: bool = False) -> None:
+    """Write ``data`` to ``final`` atomically."""
+    with atomic_path(final, overwrite=overwrite) as tmp:
+        tmp.write_bytes(data)
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """Read a whole (small) file, turning OS errors into an :class:`InputError` naming the path."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{os.fspath(path)}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{os.fspath(path)}: is a directory, expected a file") from None
+    except OSError as exc:
+        raise InputError(f"{os.fspath(path)}: cannot read ({exc.strerror})") from None

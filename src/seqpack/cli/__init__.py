@@ -1,0 +1,77 @@
+"""The ``seqpack`` command line: one Typer app, one module per command under ``seqpack.cli``.
+
+Exit codes are decided here and nowhere else: 0 ok; 1 a finding, a mismatch or invalid data
+(:class:`~seqpack.errors.DataError`); 2 unreadable input or wrong usage
+(:class:`~seqpack.errors.InputError`, :class:`~seqpack.errors.UsageError`, click usage errors).
+A traceback is shown only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from seqpack import __version__
+from seqpack.cli import _commands
+from seqpack.cli._common import ClickException, err_console, state
+from seqpack.errors import SeqpackError
+
+app = typer.Typer(
+    name="seqpack",
+    help="Sequence packing and long-context training checks for Megatron-Bridge users.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"seqpack {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show a traceback for errors (for bug reports)."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Sequence packing and long-context training checks for Megatron-Bridge users."""
+    state.debug = debug
+
+
+_commands.register_all(app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (the console script calls ``sys.exit`` on it)."""
+    args = sys.argv[1:] if argv is None else argv
+    state.debug = "--debug" in args
+    try:
+        result = app(args=args, prog_name="seqpack", standalone_mode=False)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:
+        err_console.print("Aborted.")
+        return 130
+    except ClickException as exc:
+        exc.show(file=sys.stderr)  # type: ignore[attr-defined]
+        return 2
+    except SeqpackError as exc:
+        if state.debug:
+            raise
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err_console.print("Interrupted.")
+        return 130
+    return int(result) if isinstance(result, int) else 0
+
+
+def console_main() -> None:
+    """Entry point of the ``seqpack`` console script."""
+    sys.exit(main())

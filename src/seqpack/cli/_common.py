@@ -1,0 +1,62 @@
+"""Options and output helpers shared by every command, so all commands behave alike.
+
+* ``--format text|json`` is always the output format (:data:`FormatOption`); JSON goes to stdout,
+  carries ``"schema_version"`` and never mixes with progress text (:func:`emit_json`).
+* Progress and logs go to stderr (:data:`err_console`); ``--quiet`` silences them (:data:`QuietOption`).
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import typer
+from rich.console import Console
+
+
+def _click_exception_type() -> type[Exception]:
+    """Click's usage-error base: typer >= 0.26 vendors click as ``typer._click``, older typer uses click."""
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            exc_type: type[Exception] = importlib.import_module(module).ClickException
+            return exc_type
+        except ImportError:
+            continue
+    raise ImportError("neither typer._click nor click is importable")  # pragma: no cover
+
+
+ClickException = _click_exception_type()
+
+out_console = Console(soft_wrap=True, highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+@dataclass
+class _State:
+    debug: bool = False
+
+
+state = _State()
+
+
+class OutputFormat(str, enum.Enum):
+    """The output format of a command's result."""
+
+    text = "text"
+    json = "json"
+
+
+FormatOption = typer.Option(OutputFormat.text, "--format", help="Output format: text (tables) or json.")
+QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars or log lines on stderr.")
+
+
+def emit_json(payload: dict[str, Any], schema_version: int = 1) -> None:
+    """Write one JSON document to stdout with ``schema_version`` first."""
+    doc = {"schema_version": schema_version, **payload}
+    sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
+    sys.stdout.write("\n")
+    sys.stdout.flush()

@@ -1,0 +1,57 @@
+"""The one error hierarchy of seqpack.
+
+Every failure caused by user input is a :class:`SeqpackError`. The CLI maps the three kinds to the
+project-wide exit codes in one place (``seqpack.cli``), so library code never calls ``sys.exit``:
+
+* :class:`UsageError` -- wrong flags or contradictory options (exit 2);
+* :class:`InputError` -- input that cannot be read at all: missing file, not Parquet, bad YAML (exit 2);
+* :class:`DataError` -- input that was read but is invalid: a bad row, a broken invariant (exit 1).
+
+Messages are one line and name the file, the line/row/field, what was expected and what was found,
+e.g. ``data.jsonl:17: field 'input_ids': expected a list of non-negative integers, found -3``.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class SeqpackError(Exception):
+    """Base of every error seqpack raises for bad input; ``exit_code`` is what the CLI returns."""
+
+    exit_code: int = 1
+
+
+class UsageError(SeqpackError):
+    """Wrong usage: invalid option values or a combination of options that cannot work."""
+
+    exit_code = 2
+
+
+class InputError(SeqpackError):
+    """Input that cannot be read: missing, unreadable, or not in any format seqpack knows."""
+
+    exit_code = 2
+
+
+class DataError(SeqpackError):
+    """Input that was read but is invalid (a malformed row, a broken invariant, a mismatch)."""
+
+    exit_code = 1
+
+
+def where(
+    path: str | os.PathLike[str], line: int | None = None, *, row: int | None = None, field: str | None = None
+) -> str:
+    """Format the location prefix of a message: ``file:line``, ``file row N`` and ``field 'x'``.
+
+    ``line`` is 1-based (text files); ``row`` is 0-based (Parquet rows), as tools print them.
+    """
+    text = os.fspath(path)
+    if line is not None:
+        text += f":{line}"
+    if row is not None:
+        text += f" row {row}"
+    if field is not None:
+        text += f": field '{field}'"
+    return text

@@ -1,0 +1,109 @@
+"""Load a peer's code (Megatron-Bridge 0.6.2) by file path from its PyPI wheel, for equality tests.
+
+Bridge >= 0.4 needs Python 3.12 and megatron-core, so it is never installed: the wheel is downloaded with
+``pip download --no-deps --python-version 3.12 --only-binary=:all:`` into a cache directory, unpacked, and
+single modules are loaded by path with small stand-ins for the few imports they make. The stand-ins are
+named at each call site so a reader sees exactly what was replaced.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import types
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BRIDGE_VERSION = "0.6.2"
+CACHE_DIR = Path(os.environ.get("SEQPACK_TEST_CACHE", Path.home() / ".cache" / "seqpack-tests"))
+
+
+def _unavailable(reason: str) -> None:
+    """Fail in CI (the resource must be there), skip locally with the reason."""
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def bridge_wheel_root() -> Path:
+    """Directory holding the unpacked ``megatron-bridge`` 0.6.2 wheel (``<root>/megatron/bridge/...``)."""
+    root = CACHE_DIR / f"megatron_bridge-{BRIDGE_VERSION}"
+    marker = root / ".complete"
+    if marker.exists():
+        return root
+    download = CACHE_DIR / "wheels"
+    download.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--python-version",
+        "3.12",
+        "--only-binary=:all:",
+        "-d",
+        str(download),
+        f"megatron-bridge=={BRIDGE_VERSION}",
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    wheels = sorted(download.glob(f"megatron_bridge-{BRIDGE_VERSION}-*.whl"))
+    if result.returncode != 0 or not wheels:
+        _unavailable(f"cannot download megatron-bridge=={BRIDGE_VERSION}: {result.stderr.strip()[-300:]}")
+    with zipfile.ZipFile(wheels[0]) as archive:
+        archive.extractall(root)
+    marker.touch()
+    return root
+
+
+def load_module_by_path(
+    path: Path, name: str, stubs: Mapping[str, Mapping[str, Any]] | None = None
+) -> types.ModuleType:
+    """Import the file at ``path`` as module ``name``, with ``stubs`` (module -> attributes) pre-installed.
+
+    Stand-in modules are installed only while the module executes its imports, then removed again,
+    so they never leak into seqpack's own imports.
+    """
+    installed: list[str] = []
+    for mod_name, attrs in (stubs or {}).items():
+        parts = mod_name.split(".")
+        for i in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:i])
+            if prefix not in sys.modules:
+                module = types.ModuleType(prefix)
+                module.__path__ = []  # type: ignore[attr-defined]
+                sys.modules[prefix] = module
+                installed.append(prefix)
+        for attr, value in attrs.items():
+            setattr(sys.modules[mod_name], attr, value)
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        for prefix in installed:
+            sys.modules.pop(prefix, None)
+
+
+def bridge_algorithms() -> types.ModuleType:
+    """Bridge 0.6.2's ``data/packing/algorithms.py`` (imports numpy, tqdm and ``safe_load_npy``)."""
+    pytest.importorskip("tqdm")
+    root = bridge_wheel_root()
+    path = root / "megatron" / "bridge" / "data" / "packing" / "algorithms.py"
+
+    def _no_npy(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("the equality tests never load .npy through Bridge")
+
+    return load_module_by_path(
+        path,
+        "bridge_packing_algorithms",
+        stubs={"megatron.bridge.utils.safe_pickle": {"safe_load_npy": _no_npy}},
+    )
