@@ -10,6 +10,7 @@ import typer
 COMMAND_MODULES: list[str] = [
     "inspect",
     "env",
+    "fingerprint",
 ]
 
 

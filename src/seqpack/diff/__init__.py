@@ -9,13 +9,27 @@ from seqpack.diff._env import (
     env_report,
     parse_version,
 )
+from seqpack.diff._fingerprint import (
+    FINGERPRINT_ALGORITHM,
+    Fingerprint,
+    PackedFingerprinter,
+    PackedSource,
+    fingerprint_packed,
+)
+from seqpack.diff._hash import MASK_KINDS
 
 __all__ = [
+    "FINGERPRINT_ALGORITHM",
+    "MASK_KINDS",
     "EnvFinding",
     "EnvReport",
+    "Fingerprint",
+    "PackedFingerprinter",
+    "PackedSource",
     "VersionTable",
     "collect_versions",
     "env_findings",
     "env_report",
+    "fingerprint_packed",
     "parse_version",
 ]
