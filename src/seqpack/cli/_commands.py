@@ -11,6 +11,7 @@ COMMAND_MODULES: list[str] = [
     "inspect",
     "env",
     "fingerprint",
+    "diff",
 ]
 
 

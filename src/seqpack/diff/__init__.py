@@ -1,5 +1,6 @@
 """Regression tools: content fingerprints, packed-data and batch comparison, the environment report."""
 
+from seqpack.diff._compare import diff_paths
 from seqpack.diff._env import (
     EnvFinding,
     EnvReport,
@@ -28,6 +29,7 @@ __all__ = [
     "PackedSource",
     "VersionTable",
     "collect_versions",
+    "diff_paths",
     "env_findings",
     "env_report",
     "fingerprint_packed",
