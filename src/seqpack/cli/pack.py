@@ -105,6 +105,7 @@ def pack(
     workers: int = typer.Option(
         None, "--workers", "-j", help="Processes for parsing/tokenizing (all cores)."
     ),
+    chunk_rows: int = typer.Option(4096, "--chunk-rows", help="Records per chunk handed to a worker."),
     scratch_dir: Path = typer.Option(
         None, "--scratch-dir", help="Where the scratch store goes (default: DIR)."
     ),
@@ -142,6 +143,7 @@ def pack(
         scratch_dir=scratch_dir,
         overwrite=overwrite,
         quiet=quiet or output_format is OutputFormat.json,
+        chunk_rows=chunk_rows,
     )
     result = pack_files(opts)
     summary = _summary(result)

@@ -281,6 +281,8 @@ def pack_files(opts: PackOptions) -> PackResult:
     workers = opts.workers if opts.workers is not None else default_workers()
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
+    if opts.chunk_rows < 1:
+        raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
     out.mkdir(parents=True, exist_ok=True)
     store = ScratchStore((opts.scratch_dir or out) / default_scratch_dir(out).name)
     seconds: dict[str, float] = {}
