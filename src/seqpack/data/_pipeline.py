@@ -42,6 +42,7 @@ from seqpack.data.metadata import (
     read_metadata,
     write_metadata_entry,
 )
+from seqpack.diff._fingerprint import PackedFingerprinter
 from seqpack.errors import DataError, UsageError, where
 from seqpack.packing import BRIDGE_ALGORITHMS, BRIDGE_DEFAULT_ALGORITHM, DEFAULT_ALGORITHM, pack_lengths
 
@@ -338,7 +339,9 @@ def pack_files(opts: PackOptions) -> PackResult:
                 plan.items,
                 plan.pack_offsets,
                 on_row_group=lambda packs, _tokens: bar.advance(write_task, packs),
+                fingerprinter=(fingerprinter := PackedFingerprinter()),
             )
+            record["fingerprint"] = fingerprinter.result().to_dict()
             seconds["write"] = time.perf_counter() - t2
             record["input_sha256"] = _hash_inputs(opts.inputs)
             record["counts"] = {

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from seqpack.diff._fingerprint import PackedFingerprinter
 
 #: Bridge's packed Parquet schema, column order and types (spec §3).
 PACKED_SCHEMA = pa.schema(
@@ -70,8 +74,12 @@ def write_packed(
     items: np.ndarray,
     pack_offsets: np.ndarray,
     on_row_group: Callable[[int, int], None] | None = None,
+    fingerprinter: PackedFingerprinter | None = None,
 ) -> None:
-    """Write packs ``pack_offsets`` over ``items`` (indices of examples in the store) to ``path``."""
+    """Write packs ``pack_offsets`` over ``items`` (indices of examples in the store) to ``path``.
+
+    ``fingerprinter`` sees every row group's buffers as written (seqpack's content/packs fingerprints).
+    """
     num_packs = len(pack_offsets) - 1
     example_len = np.diff(offsets)
     with pq.ParquetWriter(path, PACKED_SCHEMA, compression=COMPRESSION) as writer:
@@ -111,5 +119,9 @@ def write_packed(
                 schema=PACKED_SCHEMA,
             )
             writer.write_batch(batch, row_group_size=ROW_GROUP_SIZE)
+            if fingerprinter is not None:
+                fingerprinter.update(
+                    row_token_offsets, out_ids, row_token_offsets, out_mask, seq_offsets, out_starts
+                )
             if on_row_group is not None:
                 on_row_group(p1 - p0, len(out_ids))

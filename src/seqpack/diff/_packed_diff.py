@@ -45,8 +45,9 @@ KIND_LABELS: Mapping[str, str] = {
 #: Sequences shown per side in "only in A/B" excerpts, and tokens shown per excerpt.
 EXAMPLES = 3
 EXCERPT_TOKENS = 16
-#: Keys of seqpack's own record that describe the run, not the data (never a difference by themselves).
-RUN_KEYS = frozenset({"version", "inputs", "tokenizer", "seconds"})
+#: Keys of seqpack's own record left out of the metadata comparison: they describe the run (version, input
+#: paths as typed), or repeat what the data comparison measures itself (the fingerprints).
+IGNORED_RECORD_KEYS = frozenset({"version", "inputs", "tokenizer", "seconds", "fingerprint"})
 
 
 @dataclass
@@ -199,7 +200,7 @@ def _metadata_section(a: _Side, b: _Side, entry_a: Any, entry_b: Any) -> dict[st
     if entry_a is not None and entry_b is not None:
         flat_a, flat_b = _flatten(entry_a), _flatten(entry_b)
         for key in sorted(set(flat_a) | set(flat_b)):
-            if key.startswith(f"{SEQPACK_KEY}.") and key.split(".")[1] in RUN_KEYS:
+            if key.startswith(f"{SEQPACK_KEY}.") and key.split(".")[1] in IGNORED_RECORD_KEYS:
                 continue
             if flat_a.get(key) != flat_b.get(key):
                 diffs[key] = [flat_a.get(key), flat_b.get(key)]
