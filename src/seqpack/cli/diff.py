@@ -32,6 +32,12 @@ def _print_packed(report: Mapping[str, Any]) -> None:
             p(f"  {key}: {va!r} -> {vb!r}")
     else:
         p("metadata: same")
+    if meta.get("seqpack_record_only_in"):
+        side = meta["seqpack_record_only_in"].upper()
+        p(
+            f"  (only {side} has a seqpack record: the other was written by another tool; "
+            "Bridge's keys compared)"
+        )
     pa, pb = report["packs"]["a"], report["packs"]["b"]
     for label, side in (("A", pa), ("B", pb)):
         size = f", pack size {side['pack_size']}" if side["pack_size"] is not None else ""

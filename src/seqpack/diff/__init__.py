@@ -18,6 +18,7 @@ from seqpack.diff._fingerprint import (
     fingerprint_packed,
 )
 from seqpack.diff._hash import MASK_KINDS
+from seqpack.diff._verify import PartResult, VerifyOptions, verify_bridge
 
 __all__ = [
     "FINGERPRINT_ALGORITHM",
@@ -27,6 +28,8 @@ __all__ = [
     "Fingerprint",
     "PackedFingerprinter",
     "PackedSource",
+    "PartResult",
+    "VerifyOptions",
     "VersionTable",
     "collect_versions",
     "diff_paths",
@@ -34,4 +37,5 @@ __all__ = [
     "env_report",
     "fingerprint_packed",
     "parse_version",
+    "verify_bridge",
 ]

@@ -197,7 +197,14 @@ def _pack_summary(side: _Side, entry: Mapping[str, Any] | None) -> dict[str, Any
 
 def _metadata_section(a: _Side, b: _Side, entry_a: Any, entry_b: Any) -> dict[str, Any]:
     diffs: dict[str, list[Any]] = {}
+    record_only_in: str | None = None
     if entry_a is not None and entry_b is not None:
+        # A file written by Bridge (or another tool) has no seqpack record: compare Bridge's keys only.
+        has_a, has_b = SEQPACK_KEY in entry_a, SEQPACK_KEY in entry_b
+        if has_a != has_b:
+            record_only_in = "a" if has_a else "b"
+            entry_a = {k: v for k, v in entry_a.items() if k != SEQPACK_KEY}
+            entry_b = {k: v for k, v in entry_b.items() if k != SEQPACK_KEY}
         flat_a, flat_b = _flatten(entry_a), _flatten(entry_b)
         for key in sorted(set(flat_a) | set(flat_b)):
             if key.startswith(f"{SEQPACK_KEY}.") and key.split(".")[1] in IGNORED_RECORD_KEYS:
@@ -208,6 +215,7 @@ def _metadata_section(a: _Side, b: _Side, entry_a: Any, entry_b: Any) -> dict[st
         "a": a.metadata_path,
         "b": b.metadata_path,
         "compared": entry_a is not None and entry_b is not None,
+        "seqpack_record_only_in": record_only_in,
         "differences": diffs,
     }
 
