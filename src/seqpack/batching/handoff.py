@@ -122,6 +122,7 @@ def to_hf_packed(
         stored = np.diff(bounds)
         input_ids[i, :n] = ids
         positions[i, :n] = np.arange(n) - np.repeat(bounds[:-1], stored)
+        positions[i, n:] = np.arange(width - n)
         # Stored mask[j] supervises token j+1, which HF expects as labels[j+1].
         supervised = np.zeros(n, dtype=bool)
         supervised[1:] = mask[:-1]
