@@ -16,6 +16,7 @@ from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_js
 from seqpack.data.metadata import SEQPACK_KEY, metadata_filename, read_metadata
 from seqpack.data.packed import PackedBlock, PackedReader, read_legacy_npy
 from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
+from seqpack.diff import dump_batches
 from seqpack.errors import DataError, InputError
 
 #: Bridge's packed file names, ``{split}_{N}.idx.parquet`` (or legacy ``{split}_{N}.npy``), spec §3.
@@ -122,6 +123,15 @@ def inspect_command(
     ),
     output_format: OutputFormat = FormatOption,
     quiet: bool = QuietOption,
+    dump: int | None = typer.Option(
+        None, "--dump-batches", help="Write the first K collated batches to --out."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="The .npz file --dump-batches writes."),
+    batch_size: int = typer.Option(1, "--batch-size", help="Packs per dumped batch (GBS/DP)."),
+    variant: str = typer.Option(
+        "0.6.2", "--collate-variant", help="Collate as Bridge 0.6.2, main or legacy."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
 ) -> None:
     """Check packed data and its metadata; print packs, sequences, efficiency and length statistics.
 
@@ -177,6 +187,10 @@ def inspect_command(
             "entry": picked[0],
             "mismatches": [m.__dict__ for m in mismatches],
         }
+    if dump is not None:  # batch dumps for `seqpack diff` (seqpack.diff)
+        entry = picked[1] if picked else None
+        dump_batches(path, out, dump, pack_size=pack_size, metadata=entry, batch_size=batch_size,
+                     variant=variant, overwrite=overwrite)  # fmt: skip
     if output_format is OutputFormat.json:
         emit_json({"path": path, "files": files, **report, "metadata": meta})
     else:

@@ -42,7 +42,6 @@ from seqpack.data.metadata import (
     read_metadata,
     write_metadata_entry,
 )
-from seqpack.diff._fingerprint import PackedFingerprinter
 from seqpack.errors import DataError, UsageError, where
 from seqpack.packing import BRIDGE_ALGORITHMS, BRIDGE_DEFAULT_ALGORITHM, DEFAULT_ALGORITHM, pack_lengths
 
@@ -241,6 +240,8 @@ class _Pass1:
 
 def pack_files(opts: PackOptions) -> PackResult:
     """Pack ``opts.inputs`` into ``opts.out_dir`` (see the module docstring)."""
+    from seqpack.diff import PackedFingerprinter  # not at module level: seqpack.diff reads seqpack.data
+
     max_len, algorithm = _check_options(opts)
     text_spec: TextSpec | None = None
     tok_sha = None

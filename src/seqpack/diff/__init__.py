@@ -1,6 +1,7 @@
 """Regression tools: content fingerprints, packed-data and batch comparison, the environment report."""
 
 from seqpack.diff._compare import diff_paths
+from seqpack.diff._dump import dump_batches
 from seqpack.diff._env import (
     EnvFinding,
     EnvReport,
@@ -33,6 +34,7 @@ __all__ = [
     "VersionTable",
     "collect_versions",
     "diff_paths",
+    "dump_batches",
     "env_findings",
     "env_report",
     "fingerprint_packed",

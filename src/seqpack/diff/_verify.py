@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from seqpack.data import PackOptions, pack_files
 from seqpack.data.metadata import BRIDGE_METADATA_KEYS, read_metadata
 from seqpack.diff._bridge_peer import bridge_available, load_offline_packing, temporary_workdir
 from seqpack.diff._packed_diff import diff_packed
@@ -99,10 +100,6 @@ class _TokenizedDataset:
 
 
 def _packing_part(opts: VerifyOptions, work: Path) -> PartResult:
-    # Imported here: the pack pipeline imports seqpack.diff (for its fingerprints), so a module-level
-    # import would be circular.
-    from seqpack.data import PackOptions, pack_files
-
     bridge = load_offline_packing(opts.wheel, work)
     samples = work / "samples.jsonl"
     generate_samples(samples, opts.samples, opts.pack_size, opts.seed)
