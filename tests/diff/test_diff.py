@@ -229,3 +229,14 @@ def test_dump_vs_packed_is_usage_error(tmp_path: Path) -> None:
     assert main(["diff", str(a), str(b)]) == 2
     with pytest.raises(Exception, match="batch dump"):
         diff_paths(a, b)
+
+
+def test_pack_size_from_file_name_when_a_sidecar_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = write_packed(tmp_path / "a" / "training_32.idx.parquet", packs_of(SAMPLES, [3, 3, 3, 3]))
+    b = write_packed(tmp_path / "b" / "training_32.idx.parquet", packs_of(SAMPLES, [3, 3, 3, 3]))
+    write_metadata_entry(tmp_path / "a" / "32_metadata.jsonl", BRIDGE_META)
+    code, report = run_json(capsys, str(a), str(b))
+    assert code == 0 and not report["metadata"]["compared"]
+    assert report["packs"]["b"]["pack_size"] == 32 and not report["packs"]["pack_size_differs"]

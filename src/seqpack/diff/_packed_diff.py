@@ -68,6 +68,16 @@ class _Side:
         return np.concatenate([np.zeros(1, np.int64), np.cumsum(self.packs.nseq)])
 
 
+def _size_from_name(spec: str) -> int | None:
+    """``N`` of Bridge's file names ``{split}_{N}.idx.parquet`` / ``{split}_{N}.npy`` (spec §3)."""
+    name = Path(spec).name
+    for suffix in (".idx.parquet", ".idx.pq", ".parquet", ".pq", ".npy"):
+        if name.lower().endswith(suffix):
+            size = name[: -len(suffix)].rsplit("_", 1)[-1]
+            return int(size) if size.isdigit() else None
+    return None
+
+
 def find_metadata(spec: str) -> Path | None:
     """The sidecar beside a packed spec: ``{N}_metadata.jsonl`` for ``*_{N}.idx.parquet``, else the only one.
 
@@ -76,13 +86,10 @@ def find_metadata(spec: str) -> Path | None:
     """
     path = Path(spec)
     directory = path if path.is_dir() else path.parent
-    name = path.name
-    for suffix in (".idx.parquet", ".idx.pq", ".parquet", ".pq", ".npy"):
-        if name.lower().endswith(suffix):
-            size = name[: -len(suffix)].rsplit("_", 1)[-1]
-            candidate = directory / f"{size}_metadata.jsonl"
-            if size.isdigit() and candidate.is_file():
-                return candidate
+    size = _size_from_name(spec)
+    if size is not None:
+        candidate = directory / f"{size}_metadata.jsonl"
+        return candidate if candidate.is_file() else None
     found = sorted(directory.glob("*_metadata.jsonl"))
     return found[0] if len(found) == 1 else None
 
@@ -183,8 +190,8 @@ def _efficiency(side: _Side, pack_size: int | None) -> float | None:
     return round(runtime / len(side.packs.nseq) / pack_size * 100, 2)
 
 
-def _pack_summary(side: _Side, entry: Mapping[str, Any] | None) -> dict[str, Any]:
-    pack_size = entry.get("pack_size") if entry else None
+def _pack_summary(side: _Side, entry: Mapping[str, Any] | None, spec: str) -> dict[str, Any]:
+    pack_size = entry.get("pack_size") if entry else _size_from_name(spec)
     return {
         "count": len(side.packs.nseq),
         "sequences": len(side.seqs.length),
@@ -333,7 +340,7 @@ def diff_packed(spec_a: str, spec_b: str, *, eos_id: int | None = None) -> dict[
         entry_b = _entry_for(meta_b, spec_b) if meta_b else None
         match = match_sequences(a.seqs.tok, a.seqs.mask, b.seqs.tok, b.seqs.mask)
         boundaries, first_pack = _pack_sections(a, b)
-        packs_a, packs_b = _pack_summary(a, entry_a), _pack_summary(b, entry_b)
+        packs_a, packs_b = _pack_summary(a, entry_a, spec_a), _pack_summary(b, entry_b, spec_b)
         metadata = _metadata_section(a, b, entry_a, entry_b)
         same_tokens = len(match.only_a) == 0 and len(match.only_b) == 0
         same_content = same_tokens and len(match.changed_a) == 0
@@ -361,7 +368,8 @@ def diff_packed(spec_a: str, spec_b: str, *, eos_id: int | None = None) -> dict[
             "packs": {
                 "a": packs_a,
                 "b": packs_b,
-                "pack_size_differs": packs_a["pack_size"] != packs_b["pack_size"],
+                "pack_size_differs": None not in (packs_a["pack_size"], packs_b["pack_size"])
+                and packs_a["pack_size"] != packs_b["pack_size"],
             },
             "sequences": {
                 "a": len(a.seqs.tok),
