@@ -238,5 +238,7 @@ def test_pack_size_from_file_name_when_a_sidecar_is_missing(
     b = write_packed(tmp_path / "b" / "training_32.idx.parquet", packs_of(SAMPLES, [3, 3, 3, 3]))
     write_metadata_entry(tmp_path / "a" / "32_metadata.jsonl", BRIDGE_META)
     code, report = run_json(capsys, str(a), str(b))
-    assert code == 0 and not report["metadata"]["compared"]
+    assert code == 1 and not report["metadata"]["compared"]
+    assert report["verdict"] == "same packs; metadata differs"
+    assert report["metadata"]["differences"] == {"(metadata entry)": ["present", None]}
     assert report["packs"]["b"]["pack_size"] == 32 and not report["packs"]["pack_size_differs"]

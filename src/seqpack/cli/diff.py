@@ -24,8 +24,11 @@ def _print_packed(report: Mapping[str, Any]) -> None:
     p(f"A: {report['a']['path']}\nB: {report['b']['path']}")
     p(f"verdict: [bold]{report['verdict']}[/]")
     meta = report["metadata"]
-    if not meta["compared"]:
-        p("metadata: not compared (a sidecar {N}_metadata.jsonl is missing beside A or B)")
+    if not meta["compared"] and not meta["differences"]:
+        p("metadata: not compared (no sidecar {N}_metadata.jsonl beside A or B)")
+    elif not meta["compared"]:
+        side = "A" if meta["a"] else "B"
+        p(f"metadata differs: only {side} has a metadata sidecar entry ({meta['a'] or meta['b']})")
     elif meta["differences"]:
         p("metadata differs:")
         for key, (va, vb) in meta["differences"].items():

@@ -218,6 +218,8 @@ def _metadata_section(a: _Side, b: _Side, entry_a: Any, entry_b: Any) -> dict[st
                 continue
             if flat_a.get(key) != flat_b.get(key):
                 diffs[key] = [flat_a.get(key), flat_b.get(key)]
+    if (entry_a is None) != (entry_b is None):  # a sidecar (or its split's entry) on one side only
+        diffs["(metadata entry)"] = ["present" if entry_a else None, "present" if entry_b else None]
     return {
         "a": a.metadata_path,
         "b": b.metadata_path,
