@@ -62,6 +62,47 @@ def test_a_different_bridge_packing_fails(
     assert packing["status"] == "failed" and packing["details"]["first_differing_pack"] is not None
 
 
+def _bridge_importable_via_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand in for an importable Bridge: its dataset class loaded by path from the 0.6.2 wheel."""
+    from _support.bridge_batching import bridge_packing_modules
+
+    cls = bridge_packing_modules().parquet.GPTSFTPackedParquetDataset
+    monkeypatch.setattr(_verify, "bridge_available", lambda: (True, ""))
+    monkeypatch.setattr(_verify, "bridge_dataset_class", lambda: cls)
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("pad", [1, 4])
+def test_collate_part_against_bridge_062_collate(monkeypatch: pytest.MonkeyPatch, pad: int) -> None:
+    _bridge_importable_via_wheel(monkeypatch)
+    opts = VerifyOptions(wheel=str(bridge_wheel()), samples=300, pack_size=128, pad_seq_to_mult=pad)
+    packing, collate, config = verify_bridge(opts)
+    assert packing.status == "passed"
+    assert collate.status == "passed", collate.details
+    assert collate.details["variant"] == "0.6.2"
+    assert config.status == "skipped" and config.reason
+
+
+@pytest.mark.network
+def test_collate_part_sees_a_release_difference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Collating as Bridge main (no EOS zeroing, padding_mask) differs from the 0.6.2 collate_fn."""
+    _bridge_importable_via_wheel(monkeypatch)
+    monkeypatch.setattr(_verify, "collate_variant", lambda _version: "main")
+    opts = VerifyOptions(wheel=str(bridge_wheel()), samples=300, pack_size=128)
+    _, collate, _ = verify_bridge(opts)
+    assert collate.status == "failed"
+    keys = {m["key"] for m in collate.details["mismatches"]}
+    assert {"loss_mask", "padding_mask"} <= keys
+
+
+@pytest.mark.parametrize(
+    ("version", "variant"),
+    [("0.5.1", "legacy"), ("0.6.0", "0.6.2"), ("0.6.2", "0.6.2"), ("0.7.0rc1", "main")],
+)
+def test_collate_variant_by_release(version: str, variant: str) -> None:
+    assert _verify.collate_variant(version) == variant
+
+
 def test_not_a_wheel_is_unreadable(tmp_path: Path) -> None:
     fake = tmp_path / "megatron_bridge-9.9.9-py3-none-any.whl"
     with zipfile.ZipFile(fake, "w") as archive:

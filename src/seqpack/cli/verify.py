@@ -35,6 +35,12 @@ def _print_text(results: list[PartResult]) -> None:
                 )
             if "files" in d:
                 out_console.print(f"         kept: {d['files']['seqpack']}  {d['files']['bridge']}")
+        if part.name == "collate" and d:
+            out_console.print(
+                f"{'':9}{d['batches']} batches of {d['batch_size']} packs; seqpack collates as {d['variant']}"
+            )
+            for m in d["mismatches"]:
+                out_console.print(f"         batch {m['batch']}: key {m['key']} differs")
 
 
 def register(app: typer.Typer) -> None:
