@@ -129,3 +129,24 @@ def test_cli_unreadable_exits_2(tmp_path: Path) -> None:
     bad.write_bytes(b"not parquet")
     assert main(["fingerprint", str(bad)]) == 2
     assert main(["fingerprint", str(tmp_path / "missing.parquet")]) == 2
+
+
+def test_check_against_the_record_of_seqpack_pack(tmp_path: Path, capsys) -> None:
+    from seqpack.data import PackOptions, example_dataset_path, pack_files
+
+    result = pack_files(PackOptions([example_dataset_path()], tmp_path / "out", 512, quiet=True))
+    path = str(result.packed_path)
+    assert main(["fingerprint", path, "--check"]) == 0
+    assert "matches the record" in capsys.readouterr().out
+    # rewrite the packs in another order: same content, another packing
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    pq.write_table(table.take(list(range(len(table)))[::-1]), path)
+    assert main(["fingerprint", path, "--check", "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc["check"]["mismatches"]) == ["packs"]
+    assert (
+        main(["fingerprint", str(write_packed(tmp_path / "x.parquet", packs_of(SAMPLES, [12]))), "--check"])
+        == 2
+    )

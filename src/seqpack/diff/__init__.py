@@ -19,6 +19,7 @@ from seqpack.diff._fingerprint import (
     fingerprint_packed,
 )
 from seqpack.diff._hash import MASK_KINDS
+from seqpack.diff._packed_diff import recorded_fingerprint
 from seqpack.diff._verify import PartResult, VerifyOptions, verify_bridge
 
 __all__ = [
@@ -39,5 +40,6 @@ __all__ = [
     "env_report",
     "fingerprint_packed",
     "parse_version",
+    "recorded_fingerprint",
     "verify_bridge",
 ]

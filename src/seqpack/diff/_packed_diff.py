@@ -123,6 +123,17 @@ def _entry_for(entries: list[dict[str, Any]], spec: str) -> dict[str, Any] | Non
     return entries[0] if entries else None
 
 
+def recorded_fingerprint(spec: str) -> tuple[str, dict[str, Any]] | None:
+    """The fingerprint ``seqpack pack`` recorded for ``spec`` (sidecar path, record), if there is one."""
+    meta_path = find_metadata(spec)
+    if meta_path is None:
+        return None
+    entry = _entry_for(read_metadata(meta_path), spec)
+    record = entry.get(SEQPACK_KEY) if entry else None
+    found = record.get("fingerprint") if isinstance(record, Mapping) else None
+    return (os.fspath(meta_path), dict(found)) if isinstance(found, Mapping) else None
+
+
 def _eos_from_metadata(entries: list[dict[str, Any]] | None) -> int | None:
     for entry in entries or []:
         record = entry.get(SEQPACK_KEY)
