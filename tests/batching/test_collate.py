@@ -147,6 +147,12 @@ def test_dataset_items_and_negative_index(tmp_path: Path) -> None:
     assert pad["input_ids"].tolist() == [30, 31, 32, 2] and pad["loss_mask"].tolist() == [0, 0, 0, 0]
     batch = PackedCollator(EOS, 8)([ds[0], ds[-1]])
     assert batch["loss_mask"][1].sum() == 0
+    rows[1]["seq_start_id"] = [0, 2, 1]
+    write_packs(tmp_path / "bad" / "training_8.idx.parquet", rows)
+    with pytest.raises(
+        DataError, match=r"training_8\.idx\.parquet row 1: field 'seq_start_id': not non-decreasing"
+    ):
+        PackedDataset(tmp_path / "bad")[0]
 
 
 # ---- errors ------------------------------------------------------------------------------------------------
