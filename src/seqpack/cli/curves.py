@@ -1,4 +1,4 @@
-"""``seqpack curves compare|show|export``: loss curves from any Megatron log, compared with real tolerances."""
+"""``seqpack curves compare|show|export``: loss curves from any Megatron log, with real tolerances."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ SCHEMA_VERSION = 1
 TABLE_WIDTH = 160  # tables are wide; do not fold them into 80 columns when stdout is a pipe
 
 app = typer.Typer(
-    help="Loss curves: read Megatron-LM/Bridge/NeMo logs, TensorBoard, golden JSON, CSV/JSONL; compare; plot.",
+    help="Loss curves from Megatron-LM/Bridge/NeMo logs, TensorBoard, golden JSON, CSV/JSONL: compare, plot.",
     no_args_is_help=True,
 )
 
@@ -177,7 +177,7 @@ def compare(
 ) -> None:
     """Compare loss curves of two or more runs; exit 0 when they match, 1 when not, 2 when unreadable.
 
-    Example: seqpack curves compare golden_values_dev_dgx_h100.json train.log --tolerance golden --plot diff.png
+    Example: seqpack curves compare golden_values_dev_dgx_h100.json train.log -t golden --plot diff.png
     """
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs (reference first)")
