@@ -39,12 +39,13 @@ def mlm_line(
 def nemo_line(iteration: int, loss: float, *, last: int = 19) -> str:
     """One NeMo 2.x Lightning line (iterations from 0)."""
     return (
-        f"Training epoch 0, iteration {iteration}/{last} | lr: 1.499e-07 | consumed_samples: {64 * (iteration + 1)}"
-        f" | global_batch_size: 64 | global_step: {iteration} | reduced_train_loss: {loss} | "
+        f"Training epoch 0, iteration {iteration}/{last} | lr: 1.499e-07 | "
+        f"consumed_samples: {64 * (iteration + 1)} | global_batch_size: 64 | global_step: {iteration} | reduced_train_loss: {loss} | "
         "train_step_timing in s: 0.4531"
     )
 
 
 def validation_block(iteration: int, loss: float, where: str = "") -> str:
     dash = "-" * 90
-    return f"{dash}\n validation loss at iteration {iteration}{where} | lm loss value: {loss:E} | lm loss PPL: 1.0E+04 | \n{dash}"
+    line = f" validation loss at iteration {iteration}{where} | lm loss value: {loss:E} | lm loss PPL: 1.0E+04 | "
+    return f"{dash}\n{line}\n{dash}"
