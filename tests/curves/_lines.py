@@ -38,14 +38,24 @@ def mlm_line(
 
 def nemo_line(iteration: int, loss: float, *, last: int = 19) -> str:
     """One NeMo 2.x Lightning line (iterations from 0)."""
-    return (
-        f"Training epoch 0, iteration {iteration}/{last} | lr: 1.499e-07 | "
-        f"consumed_samples: {64 * (iteration + 1)} | global_batch_size: 64 | global_step: {iteration} | reduced_train_loss: {loss} | "
-        "train_step_timing in s: 0.4531"
-    )
+    fields = [
+        f"Training epoch 0, iteration {iteration}/{last}",
+        "lr: 1.499e-07",
+        f"consumed_samples: {64 * (iteration + 1)}",
+        "global_batch_size: 64",
+        f"global_step: {iteration}",
+        f"reduced_train_loss: {loss}",
+        "train_step_timing in s: 0.4531",
+    ]
+    return " | ".join(fields)
 
 
 def validation_block(iteration: int, loss: float, where: str = "") -> str:
+    """A dashed validation block; ``where`` is e.g. `` on test set``."""
     dash = "-" * 90
-    line = f" validation loss at iteration {iteration}{where} | lm loss value: {loss:E} | lm loss PPL: 1.0E+04 | "
-    return f"{dash}\n{line}\n{dash}"
+    fields = [
+        f" validation loss at iteration {iteration}{where}",
+        f"lm loss value: {loss:E}",
+        "lm loss PPL: 1.0E+04",
+    ]
+    return f"{dash}\n{' | '.join(fields)} | \n{dash}"
