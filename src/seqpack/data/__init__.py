@@ -13,9 +13,20 @@ from seqpack.data.metadata import (
     read_metadata,
     write_metadata_entry,
 )
+from seqpack.data.packed import (
+    REQUIRED_COLUMNS,
+    PackedBlock,
+    PackedReader,
+    PackedRow,
+    read_legacy_npy,
+    resolve_packed_paths,
+    validate_block,
+)
+from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
 
 __all__ = [
     "BRIDGE_METADATA_KEYS",
+<<<<<<< HEAD
     "EXAMPLE_EOS_ID",
     "PACKED_SCHEMA",
     "ROW_GROUP_SIZE",
@@ -26,9 +37,23 @@ __all__ = [
     "bridge_overrides",
     "combine_metadata",
     "example_dataset_path",
+=======
+    "REQUIRED_COLUMNS",
+    "SEQPACK_KEY",
+    "PackedBlock",
+    "PackedReader",
+    "PackedRow",
+    "PackedStats",
+    "collect_stats",
+    "combine_metadata",
+    "compare_metadata",
+>>>>>>> batching
     "metadata_filename",
     "pack_files",
     "packed_filename",
+    "read_legacy_npy",
     "read_metadata",
+    "resolve_packed_paths",
+    "validate_block",
     "write_metadata_entry",
 ]
