@@ -10,6 +10,8 @@ import typer
 COMMAND_MODULES: list[str] = [
     "pack",
     "inspect",
+    "doctor",
+    "translate",
     "curves",
 ]
 
