@@ -26,28 +26,23 @@ from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metada
 
 __all__ = [
     "BRIDGE_METADATA_KEYS",
-<<<<<<< HEAD
     "EXAMPLE_EOS_ID",
     "PACKED_SCHEMA",
+    "REQUIRED_COLUMNS",
     "ROW_GROUP_SIZE",
     "SEQPACK_KEY",
     "PackOptions",
     "PackResult",
-    "TooLong",
-    "bridge_overrides",
-    "combine_metadata",
-    "example_dataset_path",
-=======
-    "REQUIRED_COLUMNS",
-    "SEQPACK_KEY",
     "PackedBlock",
     "PackedReader",
     "PackedRow",
     "PackedStats",
+    "TooLong",
+    "bridge_overrides",
     "collect_stats",
     "combine_metadata",
     "compare_metadata",
->>>>>>> batching
+    "example_dataset_path",
     "metadata_filename",
     "pack_files",
     "packed_filename",
