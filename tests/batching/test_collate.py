@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,8 @@ def test_dataset_items_and_negative_index(tmp_path: Path) -> None:
     assert pad["input_ids"].tolist() == [30, 31, 32, 2] and pad["loss_mask"].tolist() == [0, 0, 0, 0]
     batch = PackedCollator(EOS, 8)([ds[0], ds[-1]])
     assert batch["loss_mask"][1].sum() == 0
+    clone = pickle.loads(pickle.dumps(ds))  # DataLoader workers started with spawn get a pickled copy
+    assert clone[1]["input_ids"].tolist() == [30, 31, 32, 2]
     rows[1]["seq_start_id"] = [0, 2, 1]
     write_packs(tmp_path / "bad" / "training_8.idx.parquet", rows)
     with pytest.raises(

@@ -370,6 +370,13 @@ class PackedReader:
         block, in_group = self.block_of(index)
         return block.row(in_group)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without open handles or cached groups (DataLoader workers started with spawn reopen)."""
+        state = self.__dict__.copy()
+        state["_files"] = {}
+        state["_cache"] = OrderedDict()
+        return state
+
     def close(self) -> None:
         for handle in self._files.values():
             handle.close()
