@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from _support.peers import bridge_algorithms
 from seqpack.packing import BRIDGE_ALGORITHMS, pack_lengths
@@ -105,3 +107,26 @@ def test_same_packs_same_order_as_bridge(
     theirs, their_meta = run_bridge(bridge, lengths, pack_size, algorithm, seed, max_seq_length)
     assert ours == theirs
     assert our_meta == their_meta and list(our_meta) == list(their_meta)
+
+
+bridge_cases = st.integers(1, 24).flatmap(
+    lambda pack: st.tuples(
+        st.just(pack),
+        st.lists(st.integers(0, pack + 3), min_size=1, max_size=80),
+        st.integers(0, pack),
+        st.sampled_from(BRIDGE_ALGORITHMS),
+        st.integers(0, 2**32 - 1),
+    )
+)
+
+
+@settings(max_examples=40)
+@given(case=bridge_cases)
+def test_random_datasets_match_bridge(
+    bridge: types.ModuleType, case: tuple[int, list[int], int, str, int]
+) -> None:
+    """Zero lengths, ties, drops above max_seq_length, any seed: still Bridge's packs in Bridge's order."""
+    pack_size, lengths, max_seq_length, algorithm, seed = case
+    assume(any(r <= max_seq_length for r in lengths))  # Bridge cannot pack an empty histogram
+    ours = seqpack_packs(lengths, pack_size, algorithm, seed, max_seq_length)
+    assert ours == run_bridge(bridge, lengths, pack_size, algorithm, seed, max_seq_length)

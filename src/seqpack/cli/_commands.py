@@ -10,6 +10,9 @@ import typer
 COMMAND_MODULES: list[str] = [
     "pack",
     "inspect",
+    "doctor",
+    "translate",
+    "curves",
     "env",
     "fingerprint",
     "diff",

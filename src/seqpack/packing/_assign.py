@@ -97,6 +97,10 @@ def pack_lengths(
 
     Every length must be in ``[0, pack_size]`` (``DataError`` otherwise: reject long samples before).
     Empty input gives an empty plan. ``algorithm`` is one of :data:`ALGORITHMS`.
+
+    To reproduce Bridge when samples were dropped first (its ``r > max_seq_length`` rule), pass the kept
+    lengths in input order and map the plan back: ``kept = np.flatnonzero(r <= max_seq_length)``,
+    ``plan = pack_lengths(r[kept], ...)``, original indices ``kept[plan.items]``.
     """
     if algorithm not in ALGORITHMS:
         raise UsageError(f"unknown packing algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")

@@ -37,14 +37,20 @@ def _tree_size(n: int) -> int:
 
 @numba.njit(cache=True)
 def _tree_set(tree: IntArray, size: int, leaf: int, value: int) -> None:
-    """Set one leaf and restore the max invariant on its path to the root (O(log size))."""
+    """Set one leaf and restore the max invariant on its path to the root (O(log size)).
+
+    Stops early once a node's max is unchanged: nothing above it can change either.
+    """
     node = leaf + size
     tree[node] = value
     node >>= 1
     while node >= 1:
         left = tree[2 * node]
         right = tree[2 * node + 1]
-        tree[node] = left if left >= right else right
+        best = left if left >= right else right
+        if tree[node] == best:
+            break
+        tree[node] = best
         node >>= 1
 
 
@@ -84,9 +90,14 @@ def first_fit(seq: IntArray, pack_size: int) -> tuple[IntArray, int]:
     Each length goes to the lowest-index open bin whose remaining capacity is >= the length, else opens a
     new bin -- the rule of Bridge's ``first_fit`` (spec §2), with its segment tree in a flat array
     (unopened bins hold -1 so that even a zero length never lands in one).
+
+    The tree needs a leaf per bin that can ever open: at most ``2 * sum // pack_size + 1``, because a
+    bin is opened only by an item that fits in no earlier bin, so the loads of any two bins sum to more
+    than ``pack_size`` (at most one bin is half full or less). A smaller tree stays in cache.
     """
     n = seq.shape[0]
-    size = _tree_size(n)
+    max_bins = 2 * seq.sum() // pack_size + 1
+    size = _tree_size(min(n, max_bins))
     tree = np.full(2 * size, -1, dtype=np.int64)
     bin_of = np.empty(n, dtype=np.int64)
     n_bins = 0
