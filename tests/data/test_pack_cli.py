@@ -122,3 +122,32 @@ def test_example_dataset_text_summary(tmp_path: Path, capsys: pytest.CaptureFixt
     rows = read_rows(tmp_path / "ex" / "training_1024.idx.parquet")
     assert sum(len(r["seq_start_id"]) for r in rows) == 1000
     assert example_dataset_path().stat().st_size < 400_000
+
+
+def test_interrupt_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seqpack.data import _pipeline
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_pipeline, "write_packed", interrupted)
+    source = write_jsonl(tmp_path / "in.jsonl", [SHORT, LONG])
+    scratch = tmp_path / "scratch"
+    args = [str(source), "--out", str(tmp_path / "out"), "--pack-size", "16", "--scratch-dir", str(scratch)]
+    code, _, _ = run(args, capsys)
+    assert code == 130
+    assert list((tmp_path / "out").iterdir()) == []
+    assert not scratch.exists() or list(scratch.iterdir()) == []
+
+
+def test_datasets_directory_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    datasets = pytest.importorskip("datasets")
+    datasets.Dataset.from_list([SHORT, LONG]).save_to_disk(str(tmp_path / "ds"))
+    code, _, err = run([str(tmp_path / "ds"), "--out", str(tmp_path / "out"), "--pack-size", "16"], capsys)
+    assert code == 0, err
+    assert sequences(tmp_path / "out" / "training_16.idx.parquet") == [
+        (SHORT["input_ids"], [*SHORT["loss_mask"][1:], 0]),
+        (LONG["input_ids"], [*LONG["loss_mask"][1:], 0]),
+    ]
