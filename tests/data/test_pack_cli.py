@@ -151,3 +151,18 @@ def test_datasets_directory_input(tmp_path: Path, capsys: pytest.CaptureFixture[
         (SHORT["input_ids"], [*SHORT["loss_mask"][1:], 0]),
         (LONG["input_ids"], [*LONG["loss_mask"][1:], 0]),
     ]
+
+
+def test_hf_layout_positions_and_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = pack(
+        tmp_path, capsys, "--pack-size", "16", "--layout", "hf", "--algorithm", "first_fit_decreasing"
+    )
+    assert summary["overrides"] == []
+    assert summary["metadata_path"].endswith("16_metadata.hf.jsonl")
+    [row] = read_rows(tmp_path / "out" / "training_16.hf.parquet")
+    assert row["seq_lengths"] == [11, 3]  # LONG first (decreasing), then SHORT
+    assert row["input_ids"] == LONG["input_ids"] + SHORT["input_ids"]
+    assert row["position_ids"] == [*range(11), 0, 1, 2]
+    # -100 on each sequence's first token and wherever the input mask is 0.
+    long_labels = [-100, -100, *LONG["input_ids"][2:]]
+    assert row["labels"] == [*long_labels, -100, 6, EOS]

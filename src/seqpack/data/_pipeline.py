@@ -46,6 +46,8 @@ from seqpack.errors import DataError, UsageError, where
 from seqpack.packing import BRIDGE_ALGORITHMS, BRIDGE_DEFAULT_ALGORITHM, DEFAULT_ALGORITHM, pack_lengths
 
 SPLITS = ("training", "validation")
+#: ``bridge``: Bridge's packed Parquet (spec §3); ``hf``: the flattened padding-free layout.
+LAYOUTS = ("bridge", "hf")
 #: Keys of the seqpack record that must agree between the splits of one output directory.
 _SPLIT_AGREEMENT = ("pack_size", "pad_seq_to_mult", "seed", "tokenizer_sha256")
 
@@ -74,6 +76,7 @@ class PackOptions:
     overwrite: bool = False
     quiet: bool = False
     chunk_rows: int = DEFAULT_CHUNK_ROWS
+    layout: str = "bridge"
 
 
 @dataclass
@@ -134,6 +137,8 @@ def _check_options(opts: PackOptions) -> tuple[int, str]:
         raise UsageError("--prompt-field and --completion-field go together")
     if opts.prompt_field is not None and opts.tokenizer is None:
         raise UsageError("--prompt-field/--completion-field need --tokenizer")
+    if opts.layout not in LAYOUTS:
+        raise UsageError(f"--layout must be one of {', '.join(LAYOUTS)}, got {opts.layout!r}")
     if opts.eos_id is not None and opts.eos_id < 0:
         raise UsageError(f"--eos-id must be >= 0, got {opts.eos_id}")
     return max_len, algorithm
@@ -261,11 +266,15 @@ def pack_files(opts: PackOptions) -> PackResult:
     out = opts.out_dir
     packed_path = out / packed_filename(opts.split, opts.pack_size)
     meta_path = out / metadata_filename(opts.pack_size)
+    if opts.layout == "hf":  # never mixed with a Bridge set's files in the same directory
+        packed_path = out / hf_filename(opts.split, opts.pack_size)
+        meta_path = out / f"{opts.pack_size}_metadata.hf.jsonl"
     rejects_path = out / f"rejects_{opts.split}.jsonl"
     record: dict[str, Any] = {
         "version": __version__,
         "split": opts.split,
         "mode": "bridge-compat" if opts.bridge_compat else "seqpack",
+        "layout": opts.layout,
         "algorithm": algorithm,
         "seed": opts.seed,
         "pack_size": opts.pack_size,
@@ -338,6 +347,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 plan.items,
                 plan.pack_offsets,
                 on_row_group=lambda packs, _tokens: bar.advance(write_task, packs),
+                layout=opts.layout,
             )
             seconds["write"] = time.perf_counter() - t2
             record["input_sha256"] = _hash_inputs(opts.inputs)
@@ -378,9 +388,16 @@ def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:
     )
 
 
+def hf_filename(split: str, pack_size: int) -> str:
+    """The flattened Hugging Face layout's file name: ``{split}_{N}.hf.parquet``."""
+    return f"{split}_{pack_size}.hf.parquet"
+
+
 def bridge_overrides(result: PackResult) -> list[str]:
     """The Megatron-Bridge 0.6.2 overrides that train on this output directory (spec §1, §4)."""
     record = result.metadata[SEQPACK_KEY]
+    if record.get("layout") == "hf":
+        return []
     n = result.pack_size
     specs = "dataset.offline_packing_specs"
     out = result.packed_path.parent
