@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
+import os
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 
 from _support.pack_inputs import EOS, read_rows, run, write_jsonl
 from seqpack.data import example_dataset_path
+from seqpack.data._scratch import ScratchStore
+from seqpack.errors import InputError
 
 LONG = {
     "input_ids": [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, EOS],
@@ -166,3 +171,15 @@ def test_hf_layout_positions_and_labels(tmp_path: Path, capsys: pytest.CaptureFi
     # -100 on each sequence's first token and wherever the input mask is 0.
     long_labels = [-100, -100, *LONG["input_ids"][2:]]
     assert row["labels"] == [*long_labels, -100, 6, EOS]
+
+
+def test_scratch_out_of_disk_names_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*_args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    store = ScratchStore(tmp_path / "scratch")
+    with pytest.raises(InputError, match=r"scratch: no space left .* --scratch-dir"):
+        store.append(np.zeros(4, np.int64), np.ones(4, np.uint8), np.array([4]))
+    store.remove()
+    assert not (tmp_path / "scratch").exists()

@@ -46,7 +46,14 @@ class _GrowingFile:
         self._map = None
         try:
             with open(self.path, "r+b") as handle:
-                handle.truncate(capacity * self.dtype.itemsize)
+                old_bytes = self.capacity * self.dtype.itemsize
+                new_bytes = capacity * self.dtype.itemsize
+                if hasattr(os, "posix_fallocate"):
+                    # Reserve the blocks now: a full disk is then an ENOSPC here, not a SIGBUS on a
+                    # later write through the memmap.
+                    os.posix_fallocate(handle.fileno(), old_bytes, new_bytes - old_bytes)
+                else:  # pragma: no cover - not Linux
+                    handle.truncate(new_bytes)
         except OSError as exc:
             raise _disk_error(self.path.parent, exc) from None
         self.capacity = capacity
@@ -59,7 +66,7 @@ class _GrowingFile:
         assert self._map is not None
         try:
             self._map[self.size : end] = values
-        except OSError as exc:  # pragma: no cover - sparse files fail on write when the disk is full
+        except OSError as exc:  # pragma: no cover - defensive: blocks were reserved in _grow
             raise _disk_error(self.path.parent, exc) from None
         self.size = end
 
