@@ -12,7 +12,8 @@ import numpy as np
 import orjson
 import pytest
 
-from _support.pack_inputs import EOS, read_rows, run, write_jsonl
+from _support.pack_inputs import EOS, random_examples, read_rows, run, write_jsonl
+from seqpack.cli import main
 from seqpack.data import example_dataset_path
 from seqpack.data._scratch import ScratchStore
 from seqpack.errors import InputError
@@ -183,3 +184,10 @@ def test_scratch_out_of_disk_names_directory(tmp_path: Path, monkeypatch: pytest
         store.append(np.zeros(4, np.int64), np.ones(4, np.uint8), np.array([4]))
     store.remove()
     assert not (tmp_path / "scratch").exists()
+
+
+def test_inspect_accepts_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = random_examples(np.random.default_rng(1), 200, 60)
+    pack(tmp_path, capsys, "--pack-size", "64", "--cp", "2", rows=rows)
+    assert main(["inspect", str(tmp_path / "out")]) == 0
+    assert "consistent" in capsys.readouterr().out
