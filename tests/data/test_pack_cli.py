@@ -174,12 +174,16 @@ def test_hf_layout_positions_and_labels(tmp_path: Path, capsys: pytest.CaptureFi
     assert row["labels"] == [*long_labels, -100, 6, EOS]
 
 
-def test_scratch_out_of_disk_names_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def full(*_args: object) -> None:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+def test_scratch_out_of_disk_names_directory(tmp_path: Path) -> None:
+    class FullDisk:
+        def write(self, _data: object) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(os, "posix_fallocate", full)
+        def close(self) -> None:
+            return None
+
     store = ScratchStore(tmp_path / "scratch")
+    store._tokens._handle = FullDisk()  # type: ignore[assignment]
     with pytest.raises(InputError, match=r"scratch: no space left .* --scratch-dir"):
         store.append(np.zeros(4, np.int64), np.ones(4, np.uint8), np.array([4]))
     store.remove()
