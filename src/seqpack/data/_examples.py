@@ -7,8 +7,10 @@ A stored example is Bridge's (spec §2): ``input_ids`` ending with EOS and ``los
     {"input_ids": [7, 2]}                          ->     mask    [0 1 1 1 1]
                                                           lengths [3 2]
 
-Validation is vectorised over the chunk; only when a check fails does a slow pass find the first bad row,
-so the error names it exactly (file, line/row, field, what was found).
+Plain JSON lines go through a numba scanner (``_jsonscan``) straight into the arrays; Arrow batches through
+their buffers. Anything the fast paths decline is parsed with orjson and validated vectorised over the
+chunk; only when a check fails does a slow pass find the first bad row, so the error names it exactly
+(file, line/row, field, what was found).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from seqpack.data._jsonscan import scan_lines
 from seqpack.data._readers import RawChunk
 from seqpack.data._scratch import MAX_TOKEN_ID
 from seqpack.errors import DataError, where
@@ -90,6 +93,10 @@ def pretokenized(path: str, chunk: RawChunk) -> Examples:
         fast = _from_arrow(path, chunk)
         if fast is not None:
             return fast
+    if chunk.lines is not None:
+        scanned = scan_lines(chunk.lines)
+        if scanned is not None:
+            return Examples(chunk.source, chunk.locs, *scanned)
     return from_records(path, chunk, records_of(path, chunk), ints_only=_integer_literals_only(chunk))
 
 
