@@ -290,6 +290,9 @@ def pack_files(opts: PackOptions) -> PackResult:
     workers = opts.workers if opts.workers is not None else default_workers()
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
+    if text_spec is None:
+        # Pre-tokenized chunks are scanned faster in this process than they can be shipped to another.
+        workers = 1
     if opts.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
     out.mkdir(parents=True, exist_ok=True)
