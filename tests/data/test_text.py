@@ -93,3 +93,25 @@ def test_cli_text_workers_give_identical_bytes(
     assert (
         sum(len(r["seq_start_id"]) for r in read_rows(tmp_path / "out1" / "training_64.idx.parquet")) == 120
     )
+
+
+def test_worker_error_names_row(
+    tmp_path: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{"prompt": "hello", "completion": "hi"}] * 30 + [{"prompt": "hello"}]
+    source = write_jsonl(tmp_path / "pc.jsonl", rows)
+    out = tmp_path / "out"
+    args = [str(source), "--out", str(out), "--pack-size", "64", "--tokenizer", str(tokenizer_dir)]
+    args += [
+        "--prompt-field",
+        "prompt",
+        "--completion-field",
+        "completion",
+        "--workers",
+        "2",
+        "--chunk-rows",
+        "8",
+    ]
+    code, _, err = run(args, capsys)
+    assert code == 1 and "pc.jsonl:31: field 'completion': missing" in err
+    assert list(out.iterdir()) == []

@@ -70,8 +70,11 @@ def _print_text(summary: dict[str, Any]) -> None:
     out_console.print(f"packed:   {summary['packed_path']}")
     out_console.print(f"metadata: {summary['metadata_path']}")
     out_console.print(f"rejects:  {summary['rejects_path']}")
-    out_console.print("Train on it with these Megatron-Bridge overrides:")
-    out_console.print("  " + " \\\n  ".join(summary["overrides"]))
+    if summary["overrides"]:
+        out_console.print("Train on it with these Megatron-Bridge overrides:")
+        out_console.print("  " + " \\\n  ".join(summary["overrides"]))
+    else:
+        out_console.print("Flattened layout: input_ids, position_ids, labels (-100 off-target), seq_lengths.")
 
 
 def pack(
@@ -103,9 +106,10 @@ def pack(
     completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
     messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
     workers: int = typer.Option(
-        None, "--workers", "-j", help="Processes for parsing/tokenizing (all cores)."
+        None, "--workers", "-j", help="Processes for tokenizing text (default: all cores)."
     ),
-    chunk_rows: int = typer.Option(4096, "--chunk-rows", help="Records per chunk handed to a worker."),
+    layout: str = typer.Option("bridge", "--layout", help="bridge (packed Parquet) or hf (flattened)."),
+    chunk_rows: int = typer.Option(1024, "--chunk-rows", help="Records per chunk handed to a worker."),
     scratch_dir: Path = typer.Option(
         None, "--scratch-dir", help="Where the scratch store goes (default: DIR)."
     ),
@@ -144,6 +148,7 @@ def pack(
         overwrite=overwrite,
         quiet=quiet or output_format is OutputFormat.json,
         chunk_rows=chunk_rows,
+        layout=layout,
     )
     result = pack_files(opts)
     summary = _summary(result)

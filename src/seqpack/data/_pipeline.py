@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -42,10 +42,12 @@ from seqpack.data.metadata import (
     read_metadata,
     write_metadata_entry,
 )
-from seqpack.errors import DataError, UsageError, where
+from seqpack.errors import DataError, UsageError
 from seqpack.packing import BRIDGE_ALGORITHMS, BRIDGE_DEFAULT_ALGORITHM, DEFAULT_ALGORITHM, pack_lengths
 
 SPLITS = ("training", "validation")
+#: ``bridge``: Bridge's packed Parquet (spec §3); ``hf``: the flattened padding-free layout.
+LAYOUTS = ("bridge", "hf")
 #: Keys of the seqpack record that must agree between the splits of one output directory.
 _SPLIT_AGREEMENT = ("pack_size", "pad_seq_to_mult", "seed", "tokenizer_sha256")
 
@@ -74,6 +76,7 @@ class PackOptions:
     overwrite: bool = False
     quiet: bool = False
     chunk_rows: int = DEFAULT_CHUNK_ROWS
+    layout: str = "bridge"
 
 
 @dataclass
@@ -134,6 +137,8 @@ def _check_options(opts: PackOptions) -> tuple[int, str]:
         raise UsageError("--prompt-field and --completion-field go together")
     if opts.prompt_field is not None and opts.tokenizer is None:
         raise UsageError("--prompt-field/--completion-field need --tokenizer")
+    if opts.layout not in LAYOUTS:
+        raise UsageError(f"--layout must be one of {', '.join(LAYOUTS)}, got {opts.layout!r}")
     if opts.eos_id is not None and opts.eos_id < 0:
         raise UsageError(f"--eos-id must be >= 0, got {opts.eos_id}")
     return max_len, algorithm
@@ -169,21 +174,14 @@ def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: di
 
 
 class _Pass1:
-    """Consumes converted chunks: infers/checks EOS, shapes, appends to the store, writes rejects."""
+    """Consumes converted chunks: checks EOS, shapes, appends to the store, writes rejects, counts."""
 
-    def __init__(self, opts: PackOptions, shape_spec: ShapeSpec | None, store: ScratchStore, rejects: Any):
-        self.opts = opts
-        self.paths = as_paths(opts.inputs)
-        self.spec = shape_spec
+    def __init__(self, paths: tuple[str, ...], store: ScratchStore, rejects: BinaryIO) -> None:
+        self.paths = paths
         self.store = store
         self.rejects = rejects
         self.counts = Counts()
         self.lengths: list[np.ndarray] = []
-
-    def eos_for(self, examples: Examples) -> int:
-        if self.spec is not None:
-            return self.spec.eos_id
-        return int(examples.tokens[examples.lengths[0] - 1])
 
     def check_eos(self, examples: Examples, eos_id: int) -> None:
         """Pre-tokenized input without a given EOS: every row must end with the same token."""
@@ -191,12 +189,9 @@ class _Pass1:
         bad = np.flatnonzero(last != eos_id)
         if bad.size:
             i = int(bad[0])
-            loc = int(examples.locs[i])
-            path = self.paths[examples.source]
-            prefix = where(path, loc, field=IDS_FIELD) if path.endswith(".jsonl") else where(path, row=loc)
             raise DataError(
-                f"{prefix}: last token {int(last[i])} differs from {eos_id}, the last token of the rows "
-                "before it (pass --eos-id, or fix the row)"
+                f"{examples.where(self.paths[examples.source], i, IDS_FIELD)}: last token {int(last[i])} "
+                f"differs from {eos_id}, the last token of the rows before it (pass --eos-id, or fix the row)"
             )
 
     def add(self, examples: Examples, spec: ShapeSpec, infer_eos: bool) -> None:
@@ -219,9 +214,7 @@ class _Pass1:
             self._reject_line(examples, spec, int(i), Action(int(actions[i])), int(shaped.pieces[i]))
 
     def _reject_line(self, examples: Examples, spec: ShapeSpec, i: int, action: Action, pieces: int) -> None:
-        path = self.paths[examples.source]
         runtime = int(examples.lengths[i]) - 1
-        key = "line" if path.endswith((".jsonl", ".json", ".ndjson")) else "row"
         what = {
             Action.rejected: "rejected (not packed)",
             Action.truncated: f"truncated to {spec.cap} runtime tokens",
@@ -229,8 +222,8 @@ class _Pass1:
             Action.dropped: "dropped (not packed, as Bridge does with pad_seq_to_mult=1)",
         }[action]
         record = {
-            "source": path,
-            key: int(examples.locs[i]),
+            "source": self.paths[examples.source],
+            "line" if examples.line_based else "row": int(examples.locs[i]),
             "reason": f"too long: {runtime} runtime tokens > {spec.cap}",
             "length": runtime,
             "action": what,
@@ -263,11 +256,15 @@ def pack_files(opts: PackOptions) -> PackResult:
     out = opts.out_dir
     packed_path = out / packed_filename(opts.split, opts.pack_size)
     meta_path = out / metadata_filename(opts.pack_size)
+    if opts.layout == "hf":  # never mixed with a Bridge set's files in the same directory
+        packed_path = out / hf_filename(opts.split, opts.pack_size)
+        meta_path = out / f"{opts.pack_size}_metadata.hf.jsonl"
     rejects_path = out / f"rejects_{opts.split}.jsonl"
     record: dict[str, Any] = {
         "version": __version__,
         "split": opts.split,
         "mode": "bridge-compat" if opts.bridge_compat else "seqpack",
+        "layout": opts.layout,
         "algorithm": algorithm,
         "seed": opts.seed,
         "pack_size": opts.pack_size,
@@ -283,6 +280,9 @@ def pack_files(opts: PackOptions) -> PackResult:
     workers = opts.workers if opts.workers is not None else default_workers()
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
+    if text_spec is None:
+        # Pre-tokenized chunks are scanned faster in this process than they can be shipped to another.
+        workers = 1
     if opts.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
     out.mkdir(parents=True, exist_ok=True)
@@ -295,7 +295,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             bar = stack.enter_context(progress(opts.quiet))
             rejects = stack.enter_context(open(rejects_tmp, "wb"))
             t0 = time.perf_counter()
-            pass1 = _Pass1(opts, None, store, rejects)
+            pass1 = _Pass1(as_paths(opts.inputs), store, rejects)
             task = bar.add_task("read", total=None)
             spec: ShapeSpec | None = None
             infer_eos = eos_id is None
@@ -307,11 +307,10 @@ def pack_files(opts: PackOptions) -> PackResult:
                     spec = ShapeSpec(
                         max_len,
                         opts.pad_seq_to_mult,
-                        pass1.eos_for(examples) if eos_id is None else int(eos_id),
+                        int(examples.tokens[examples.lengths[0] - 1]) if eos_id is None else int(eos_id),
                         opts.too_long or TooLong.reject,
                         opts.bridge_compat,
                     )
-                    pass1.spec = spec
                 pass1.add(examples, spec, infer_eos)
                 bar.advance(task, len(examples.lengths))
                 _rate(bar, task, pass1.counts, t0)
@@ -331,7 +330,13 @@ def pack_files(opts: PackOptions) -> PackResult:
             seconds["plan"] = time.perf_counter() - t1
             t2 = time.perf_counter()
             write_task = bar.add_task("write", total=plan.num_packs)
+
+            def row_group_done(packs: int, _tokens: int) -> None:
+                store.release_pages()
+                bar.advance(write_task, packs)
+
             rejects.close()
+            fingerprinter = PackedFingerprinter() if opts.layout == "bridge" else None
             write_packed(
                 packed_tmp,
                 store.tokens(),
@@ -339,10 +344,12 @@ def pack_files(opts: PackOptions) -> PackResult:
                 store.offsets(),
                 plan.items,
                 plan.pack_offsets,
-                on_row_group=lambda packs, _tokens: bar.advance(write_task, packs),
-                fingerprinter=(fingerprinter := PackedFingerprinter()),
+                on_row_group=row_group_done,
+                layout=opts.layout,
+                fingerprinter=fingerprinter,
             )
-            record["fingerprint"] = fingerprinter.result().to_dict()
+            if fingerprinter is not None:
+                record["fingerprint"] = fingerprinter.result().to_dict()
             seconds["write"] = time.perf_counter() - t2
             record["input_sha256"] = _hash_inputs(opts.inputs)
             record["counts"] = {
@@ -382,9 +389,16 @@ def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:
     )
 
 
+def hf_filename(split: str, pack_size: int) -> str:
+    """The flattened Hugging Face layout's file name: ``{split}_{N}.hf.parquet``."""
+    return f"{split}_{pack_size}.hf.parquet"
+
+
 def bridge_overrides(result: PackResult) -> list[str]:
     """The Megatron-Bridge 0.6.2 overrides that train on this output directory (spec §1, §4)."""
     record = result.metadata[SEQPACK_KEY]
+    if record.get("layout") == "hf":
+        return []
     n = result.pack_size
     specs = "dataset.offline_packing_specs"
     out = result.packed_path.parent
