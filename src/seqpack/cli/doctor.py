@@ -131,11 +131,18 @@ def doctor(
     if world_size is not None and dp is not None:
         raise UsageError("give --world-size or --dp, not both")
     options = {
-        "tp": tp, "pp": pp, "cp": cp, "ep": ep, "sequence_parallel": sequence_parallel,
-        "mbs": mbs, "gbs": gbs,
-        "seq_length": seq_length, "pack_size": pack_size, "pad_seq_to_mult": pad_seq_to_mult,
+        "tp": tp,
+        "pp": pp,
+        "cp": cp,
+        "ep": ep,
+        "sequence_parallel": sequence_parallel,
+        "mbs": mbs,
+        "gbs": gbs,
+        "seq_length": seq_length,
+        "pack_size": pack_size,
+        "pad_seq_to_mult": pad_seq_to_mult,
         "per_token_loss": per_token_loss,
-    }  # fmt: skip
+    }
     loaded = load_config(
         config,
         overrides or [],
