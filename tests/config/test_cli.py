@@ -135,3 +135,16 @@ def test_translate_bridge_to_mlm(capsys: pytest.CaptureFixture[str], tmp_path: P
     cfg.write_text("_target_: x\nmodel:\n  _target_: y\n  num_layers: 2\nlogger:\n  foo: 1\n")
     assert main(["translate", "bridge-to-mlm", "--config", str(cfg), "--strict"]) == 1
     assert capsys.readouterr().out.splitlines() == ["--num-layers 2", "# untranslated: logger.foo=1"]
+
+
+@pytest.mark.shared
+def test_real_cp2_case_as_fine_tuning(capsys: pytest.CaptureFixture[str], shared_dir: Path) -> None:
+    """The CP=2 functional case is a valid pretraining run; fine-tuning it needs per-token loss (SP012),
+    and 6 ranks cannot hold TP 2 x CP 2 (SP018)."""
+    path = (
+        shared_dir / "data/mlm-functional-cases/gpt3_mcore_te_tp2_pp1_resume_torch_dist_cp2_nondeterministic"
+    )
+    argv = ["doctor", "--model-config", str(path / "model_config.yaml"), "--format", "json", "--lang", "en"]
+    code, doc = _json(capsys, [*argv, "--dataset-kind", "sft", "--world-size", "6"])
+    assert code == 1
+    assert [f["id"] for f in doc["findings"]] == ["SP012", "SP018"]
