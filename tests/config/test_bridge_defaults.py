@@ -18,7 +18,7 @@ NOT_LITERAL = object()
 
 
 def _class_defaults(path: Path, name: str) -> dict[str, Any]:
-    """``field -> literal default`` of a dataclass in a source file (:data:`NOT_LITERAL` for other defaults)."""
+    """``field -> literal default`` of a dataclass in a source file (``NOT_LITERAL`` otherwise)."""
     tree = ast.parse(path.read_text())
     (cls,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name]
     out: dict[str, Any] = {}
