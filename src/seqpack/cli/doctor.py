@@ -127,7 +127,7 @@ def doctor(
         None, "--recipe", help="Bridge recipe name (used to infer the family)."
     ),
     kernel_chunk: int | None = typer.Option(
-        None, "--kernel-chunk", help="Pack width must divide into this chunk."
+        None, "--kernel-chunk", help="An attention-kernel chunk the pack width must be a multiple of."
     ),
     allow: list[str] | None = typer.Option(None, "--allow", help="Accept a finding by id (repeatable)."),
     fix: bool = typer.Option(False, "--fix", help="Print the corrected overrides."),
