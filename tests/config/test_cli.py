@@ -156,3 +156,17 @@ def test_overrides_without_a_config_file(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["doctor", "--cp", "2", "--lang", "fr"]) == 2
     assert main(["translate", "mlm-to-bridge"]) == 2
     capsys.readouterr()
+
+
+def test_translated_values_survive_shell_and_hydra_quoting(capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    from seqpack.config import parse_override
+
+    assert main(["translate", "mlm-to-bridge", "--", "--split", "949,50,1", "--data-path", "1.0 /a b"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["dataset.split=\"'949,50,1'\"", "dataset.data_path=\"'1.0 /a b'\""]
+    assert [parse_override(shlex.split(line)[0]) for line in lines] == [
+        ("dataset.split", "949,50,1"),
+        ("dataset.data_path", "1.0 /a b"),
+    ]

@@ -169,3 +169,9 @@ def test_findings_point_at_the_yaml_line(tmp_path: Path) -> None:
     loaded = load_config(_write(tmp_path, "model:\n  seq_length: 4096\n  context_paralel_size: 2\n"))
     (finding,) = [f for f in check(loaded).findings if f.id == "SP101"]
     assert "cfg.yaml:3)" in finding.message and "model.context_parallel_size" in finding.message
+
+
+def test_delete_override_removes_a_key(tmp_path: Path) -> None:
+    loaded = load_config(_write(tmp_path, DRY_RUN_V06), ["~dataset.offline_packing_specs"])
+    assert loaded.view.dataset.offline_packing_specs is None
+    assert "SP002" in [f.id for f in check(loaded).findings]

@@ -114,9 +114,25 @@ class LoadedConfig:
     source: str | None = None
 
 
+class _Delete:
+    """The value of a ``~key`` override: remove the key (Hydra's deletion syntax)."""
+
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+DELETE = _Delete()
+
+
 def parse_override(item: str) -> tuple[str, Any]:
-    """Parse one ``a.b=c`` override as run_recipe does (OmegaConf dotlist grammar; ``+``/``++`` prefixes
-    are accepted and dropped)."""
+    """Parse one override as run_recipe does: ``a.b=c`` (values in the OmegaConf dotlist grammar),
+    ``+a.b=c`` and ``++a.b=c`` (add / force-add: the same here), ``~a.b`` or ``~a.b=c`` (delete: the value
+    is :data:`DELETE`)."""
+    if item.startswith("~"):
+        key = item[1:].split("=", 1)[0].strip()
+        if not key:
+            raise UsageError(f"override {item!r}: expected ~KEY")
+        return key, DELETE
     text = item.lstrip("+")
     if "=" not in text or not text.split("=", 1)[0].strip():
         raise UsageError(f"override {item!r}: expected KEY=VALUE, e.g. model.context_parallel_size=2")
@@ -183,7 +199,7 @@ def load_config(
         merged = OmegaConf.create(document)
         for layer in (mlm_layer, cli_layer):
             for key, value, _source in layer:
-                OmegaConf.update(merged, key, value, merge=True, force_add=True)
+                set_key(merged, key, value)
         raw = to_plain(merged)
     except OmegaConfBaseException as exc:
         raise InputError(
@@ -196,6 +212,19 @@ def load_config(
     if dataset_kind is not None:
         view.dataset.kind = dataset_kind
     return LoadedConfig(view=view, problems=problems, raw=raw, source=source)
+
+
+def set_key(cfg: DictConfig, key: str, value: Any) -> None:
+    """Apply one parsed override to ``cfg`` (creating missing sections; :data:`DELETE` removes the key)."""
+    if value is not DELETE:
+        OmegaConf.update(cfg, key, value, merge=True, force_add=True)
+        return
+    *parents, last = key.split(".")
+    node: Any = cfg
+    for part in parents:
+        node = node.get(part) if isinstance(node, DictConfig) else None
+    if isinstance(node, DictConfig) and last in node:
+        del node[last]
 
 
 def to_plain(cfg: DictConfig) -> dict[str, Any]:
