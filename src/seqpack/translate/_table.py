@@ -233,6 +233,8 @@ FLAG_TABLE: tuple[FlagMapping, ...] = (
     _v("--dist-ckpt-strictness", "checkpoint.dist_ckpt_strictness"),
     _s("--finetune", checkpoint__finetune=True),
     _s("--exit-on-missing-checkpoint", checkpoint__exit_on_missing_checkpoint=True),
+    _s("--use-checkpoint-args", checkpoint__use_checkpoint_args=True),
+    _v("--ckpt-step", "checkpoint.ckpt_step"),
     _s("--async-save", checkpoint__async_save=True),
     _s("--use-persistent-ckpt-worker", checkpoint__use_persistent_ckpt_worker=True),
     _s("--no-ckpt-fully-parallel-save", checkpoint__fully_parallel_save=False),
@@ -275,7 +277,6 @@ NO_BRIDGE_EQUIVALENT: Mapping[str, str] = {
     ),
     "--verify-integrity": "no Bridge equivalent (checkpoint integrity checks are Megatron-LM only)",
     "--group-query-attention": "Bridge enables grouped-query attention by setting model.num_query_groups",
-    "--use-checkpoint-args": "Bridge loads model settings from the recipe / HF config, not checkpoint args",
 }
 
 #: Value flags Megatron-LM types as ``int`` / ``float`` (megatron/training/arguments.py); a value of another
@@ -299,6 +300,7 @@ INT_FLAGS: frozenset[str] = frozenset(
         "--moe-ffn-hidden-size",
         "--moe-router-topk",
         "--mtp-num-layers",
+        "--ckpt-step",
         "--q-lora-rank",
         "--kv-lora-rank",
         "--qk-head-dim",
