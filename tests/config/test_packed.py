@@ -130,3 +130,10 @@ def test_bad_packed_inputs(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no Parquet files"):
         read_packed_facts(str(tmp_path / "empty"), multiple=1, pack_size=16)
+
+
+def test_config_path_missing_here_is_a_warning(tmp_path: Path) -> None:
+    overrides = _config(16, f"{SPECS}.packed_train_data_path={tmp_path}/nowhere/training_16.idx.parquet")
+    report = check(load_config(overrides=overrides))
+    assert [f.id for f in report.findings] == ["SP032"] and not report.has_error
+    assert "SP032" not in [f.id for f in check(load_config(overrides=_config(16))).findings]

@@ -69,6 +69,11 @@ class PackedFacts:
         return out
 
 
+def packed_spec_exists(spec: str) -> bool:
+    """Whether a packed-data spec (file, directory or glob) names anything on this machine."""
+    return Path(spec).exists() or (any(ch in spec for ch in "*?[") and bool(glob.glob(spec)))
+
+
 def resolve_parquet(spec: str) -> list[str]:
     """Files of a packed-data spec: a ``.parquet``/``.pq`` file, a glob, or a directory (sorted, unique)."""
     path = Path(spec)
