@@ -175,3 +175,10 @@ def test_delete_override_removes_a_key(tmp_path: Path) -> None:
     loaded = load_config(_write(tmp_path, DRY_RUN_V06), ["~dataset.offline_packing_specs"])
     assert loaded.view.dataset.offline_packing_specs is None
     assert "SP002" in [f.id for f in check(loaded).findings]
+
+
+def test_dates_stay_strings_and_null_sections_take_overrides(tmp_path: Path) -> None:
+    text = "dataset:\n  seq_length: 4096\n  offline_packing_specs: null\n  note: 2024-01-01\n"
+    loaded = load_config(_write(tmp_path, text), ["dataset.offline_packing_specs.packed_sequence_size=4096"])
+    assert loaded.raw["dataset"]["note"] == "2024-01-01"
+    assert loaded.view.offline_specs.packed_sequence_size == 4096

@@ -203,7 +203,7 @@ def load_config(
         raw = to_plain(merged)
     except OmegaConfBaseException as exc:
         raise InputError(
-            f"{source or 'config'}: cannot merge the overrides ({exc.__class__.__name__}: {exc})"
+            f"{source or 'config'}: cannot merge the overrides ({str(exc).splitlines()[0]})"
         ) from None
     view = _build_view(raw, problems)
     for problem in problems:
