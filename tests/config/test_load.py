@@ -182,3 +182,15 @@ def test_dates_stay_strings_and_null_sections_take_overrides(tmp_path: Path) -> 
     loaded = load_config(_write(tmp_path, text), ["dataset.offline_packing_specs.packed_sequence_size=4096"])
     assert loaded.raw["dataset"]["note"] == "2024-01-01"
     assert loaded.view.offline_specs.packed_sequence_size == 4096
+
+
+def test_checkpoint_directory_reads_the_newest_run_config(tmp_path: Path) -> None:
+    for step, seq in (("iter_0000100", 2048), ("iter_0000200", 4096)):
+        (tmp_path / step).mkdir()
+        (tmp_path / step / "run_config.yaml").write_text(f"model:\n  seq_length: {seq}\n")
+    loaded = load_config(tmp_path)
+    assert loaded.view.model.seq_length == 4096
+    assert loaded.source is not None and loaded.source.endswith("iter_0000200/run_config.yaml")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"without run_config\.yaml"):
+        load_config(tmp_path / "empty")

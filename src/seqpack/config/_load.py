@@ -19,6 +19,7 @@ import os
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -165,6 +166,26 @@ def plain_option_overrides(options: Mapping[str, Any]) -> list[tuple[str, Any, s
     return out
 
 
+#: The name Bridge saves the full config under in every checkpoint (training/utils/checkpoint_utils.py).
+RUN_CONFIG_NAME = "run_config.yaml"
+
+
+def resolve_config_path(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """A config file, or for a checkpoint / run directory its ``run_config.yaml`` (the newest ``iter_*``)."""
+    directory = Path(path)
+    if not directory.is_dir():
+        return path
+    direct = directory / RUN_CONFIG_NAME
+    if direct.is_file():
+        return direct
+    found = sorted(directory.glob(f"iter_*/{RUN_CONFIG_NAME}"))
+    if not found:
+        raise InputError(
+            f"{os.fspath(path)}: a directory without {RUN_CONFIG_NAME} (nor iter_*/{RUN_CONFIG_NAME})"
+        )
+    return found[-1]
+
+
 def load_config(
     path: str | os.PathLike[str] | None = None,
     overrides: Sequence[str] = (),
@@ -179,6 +200,7 @@ def load_config(
     lines: dict[str, int] = {}
     source = None
     if path is not None:
+        path = resolve_config_path(path)
         source = os.fspath(path)
         document, lines = load_yaml(path)
         if document is None:
