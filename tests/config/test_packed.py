@@ -146,3 +146,29 @@ def test_broken_rows_are_invalid_data(tmp_path: Path) -> None:
     pq.write_table(broken, packed / "training_16.idx.parquet")
     with pytest.raises(DataError, match=r"row 0: field 'seq_start_id': must start at 0"):
         read_packed_facts(str(packed), multiple=1, pack_size=16)
+
+
+def test_doctor_reads_what_seqpack_pack_writes(tmp_path: Path) -> None:
+    """End to end with the real packer: packs made for CP 1 are stale for CP 2 (SP041, SP042)."""
+    from seqpack.data import EXAMPLE_EOS_ID, PackOptions, example_dataset_path, pack_files
+
+    out = tmp_path / "packed"
+    options = PackOptions(
+        inputs=[example_dataset_path()],
+        out_dir=out,
+        pack_size=256,
+        eos_id=EXAMPLE_EOS_ID,
+        workers=1,
+        quiet=True,
+    )
+    pack_files(options)
+    cp1 = _config(256)
+    assert _ids(out, *cp1) == []
+    cp2 = _config(
+        256,
+        "model.context_parallel_size=2",
+        "model.calculate_per_token_loss=true",
+        f"{SPECS}.pad_seq_to_mult=4",
+    )
+    ids = _ids(out, *cp2)
+    assert "SP041" in ids and "SP042" in ids
