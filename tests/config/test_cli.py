@@ -170,3 +170,13 @@ def test_translated_values_survive_shell_and_hydra_quoting(capsys: pytest.Captur
         ("dataset.split", "949,50,1"),
         ("dataset.data_path", "1.0 /a b"),
     ]
+
+
+@pytest.mark.shared
+def test_mlm_args_override_the_model_config(capsys: pytest.CaptureFixture[str], shared_dir: Path) -> None:
+    path = (
+        shared_dir / "data/mlm-functional-cases/gpt3_mcore_te_tp2_pp1_resume_torch_dist_cp2_nondeterministic"
+    )
+    argv = ["doctor", "--model-config", str(path / "model_config.yaml"), "--format", "json", "--lang", "en"]
+    code, doc = _json(capsys, [*argv, "--mlm-args", "--seq-length 1022"])
+    assert code == 1 and [f["id"] for f in doc["findings"]] == ["SP011"]
