@@ -19,7 +19,7 @@ _DATASET_KINDS: tuple[DatasetKind, ...] = ("sft", "sft_in_batch", "pretrain")
 
 
 def _mlm_translation(mlm_args: str | None, model_config: Path | None) -> Translation | None:
-    """The model_config's flags, then ``--mlm-args`` on top (a flag given in both takes the --mlm-args value)."""
+    """The model_config's flags, then ``--mlm-args`` on top (a flag in both takes the --mlm-args value)."""
     if mlm_args is None and model_config is None:
         return None
     result = Translation()
