@@ -166,24 +166,27 @@ def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedCon
 def suggest_fixes(loaded: LoadedConfig, options: DoctorOptions | None = None) -> list[str]:
     """The overrides that clear the fixable errors and warnings (allowed findings are left alone).
 
-    Fixes are applied and the rules re-run, up to :data:`MAX_FIX_ROUNDS` times; a key keeps the first value
-    proposed for it, so two rules can never ping-pong (e.g. SP005 sets the pack size before SP016 looks).
+    Fixes are applied and the rules re-run, up to :data:`MAX_FIX_ROUNDS` times. A key keeps the first value
+    proposed for it unless an error's fix needs another value where a warning's fix chose one (an error
+    outranks advice); otherwise first wins, so two rules can never ping-pong (SP005 sets the pack size
+    before SP016 looks at it).
     """
     options = options or DoctorOptions()
-    chosen: dict[str, str] = {}
+    chosen: dict[str, tuple[str, int]] = {}  # key -> (override, severity rank of the rule that chose it)
     current = loaded
     for _ in range(MAX_FIX_ROUNDS):
         report = check(current, options)
-        added = False
+        changed = False
         for finding in report.findings:
             if finding.allowed or finding.severity == "info":
                 continue
+            rank = SEVERITY_ORDER[finding.severity]
             for item in finding.fix:
                 key = item.split("=", 1)[0]
-                if key not in chosen:
-                    chosen[key] = item
-                    added = True
-        if not added:
+                if key not in chosen or (rank < chosen[key][1] and chosen[key][0] != item):
+                    chosen[key] = (item, rank)
+                    changed = True
+        if not changed:
             break
-        current = apply_overrides(loaded, list(chosen.values()))
-    return list(chosen.values())
+        current = apply_overrides(loaded, [item for item, _ in chosen.values()])
+    return [item for item, _ in chosen.values()]
