@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import pickle
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _support.diff_samples import EOS, chat, packs_of, write_packed
 from seqpack.cli import main
@@ -242,3 +245,31 @@ def test_pack_size_from_file_name_when_a_sidecar_is_missing(
     assert report["verdict"] == "same packs; metadata differs"
     assert report["metadata"]["differences"] == {"(metadata entry)": ["present", None]}
     assert report["packs"]["b"]["pack_size"] == 32 and not report["packs"]["pack_size_differs"]
+
+
+seq_strategy = st.lists(st.integers(3, 9), min_size=1, max_size=6).map(
+    lambda body: ([*body, EOS], [*[1] * len(body), 0])
+)
+
+
+@settings(max_examples=25)
+@given(st.lists(seq_strategy, min_size=2, max_size=14), st.randoms(use_true_random=False), st.data())
+def test_any_two_packings_of_one_multiset_match(samples: list, rnd: Any, data: st.DataObject) -> None:
+    """Any shuffle and any cut into packs keep the multiset; dropping one sample leaves exactly it in A."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        shuffled = samples.copy()
+        rnd.shuffle(shuffled)
+        cuts = sorted(set(data.draw(st.lists(st.integers(1, len(samples) - 1), max_size=4))))
+        sizes = [b - a for a, b in zip([0, *cuts], [*cuts, len(samples)], strict=True)]
+        a = write_packed(root / "a.parquet", packs_of(samples, [len(samples)]))
+        b = write_packed(root / "b.parquet", packs_of(shuffled, sizes))
+        report = diff_paths(a, b, eos_id=EOS)
+        assert report["sequences"]["identical"] == len(samples)
+        assert report["a"]["fingerprint"]["content"] == report["b"]["fingerprint"]["content"]
+        dropped = data.draw(st.integers(0, len(samples) - 1))
+        rest = shuffled[:dropped] + shuffled[dropped + 1 :]
+        c = write_packed(root / "c.parquet", packs_of(rest, [len(rest)]))
+        report = diff_paths(a, c, eos_id=EOS)
+        assert (report["sequences"]["only_in_a"], report["sequences"]["only_in_b"]) == (1, 0)
+        assert report["sequences"]["only_in_a_examples"][0]["tokens"] == list(shuffled[dropped][0])
