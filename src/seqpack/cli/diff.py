@@ -7,7 +7,8 @@ from typing import Any
 
 import typer
 
-from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
+from seqpack._progress import progress
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
 from seqpack.diff import diff_paths
 
 
@@ -127,6 +128,7 @@ def register(app: typer.Typer) -> None:
             None, "--eos-id", help="EOS token id for the mask kinds (default: metadata, dump, or inferred)."
         ),
         output_format: OutputFormat = FormatOption,
+        quiet: bool = QuietOption,
     ) -> None:
         """Show what differs between two packed datasets (or two batch dumps), cheapest difference first.
 
@@ -134,7 +136,9 @@ def register(app: typer.Typer) -> None:
 
         Example: seqpack diff old/training_4096.idx.parquet new/training_4096.idx.parquet
         """
-        report = diff_paths(a, b, eos_id=eos_id)
+        with progress(quiet) as bar:
+            task = bar.add_task("diff (packs of A, then B)", total=None)
+            report = diff_paths(a, b, eos_id=eos_id, on_packs=lambda n: bar.advance(task, n))
         if output_format is OutputFormat.json:
             emit_json(report)
         elif report["kind"] == "batches":

@@ -6,7 +6,8 @@ from typing import Any
 
 import typer
 
-from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
+from seqpack._progress import progress
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
 from seqpack.diff import fingerprint_packed, recorded_fingerprint
 from seqpack.errors import UsageError
 
@@ -37,6 +38,7 @@ def register(app: typer.Typer) -> None:
             help="Compare with the fingerprint seqpack pack recorded in the metadata sidecar.",
         ),
         output_format: OutputFormat = FormatOption,
+        quiet: bool = QuietOption,
     ) -> None:
         """Print an order-independent content hash (sequences with masks) and a hash of the packs as stored.
 
@@ -50,7 +52,9 @@ def register(app: typer.Typer) -> None:
         recorded = recorded_fingerprint(path) if check else None
         if check and recorded is None:
             raise UsageError(f"{path}: no fingerprint recorded in a metadata sidecar beside it (--check)")
-        result = fingerprint_packed(path).to_dict()
+        with progress(quiet) as bar:
+            task = bar.add_task("fingerprint", total=None)
+            result = fingerprint_packed(path, on_packs=lambda n: bar.advance(task, n)).to_dict()
         stored = recorded[1] if recorded else {}
         mismatches = {
             k: [stored.get(k), result[k]] for k in _CHECKED if recorded and stored.get(k) != result[k]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from seqpack.diff._batch_diff import diff_batches, is_batch_dump
@@ -11,7 +12,11 @@ from seqpack.errors import UsageError
 
 
 def diff_paths(
-    a: str | os.PathLike[str], b: str | os.PathLike[str], *, eos_id: int | None = None
+    a: str | os.PathLike[str],
+    b: str | os.PathLike[str],
+    *,
+    eos_id: int | None = None,
+    on_packs: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Compare ``a`` with ``b``: two batch dumps (``.npz``) or two packed sets (Parquet or legacy ``.npy``,
     mixed freely: they compare by content)."""
@@ -21,4 +26,4 @@ def diff_paths(
         raise UsageError(f"{sa if dump_a else sb}: a batch dump (.npz) compares only with another batch dump")
     if dump_a:
         return diff_batches(sa, sb, eos_id=eos_id)
-    return diff_packed(sa, sb, eos_id=eos_id)
+    return diff_packed(sa, sb, eos_id=eos_id, on_packs=on_packs)

@@ -16,7 +16,7 @@ without reading the packs again.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,25 +235,36 @@ def infer_eos_id(block: PackedBlock) -> int:
 
 
 def scan_blocks(
-    blocks: Iterable[PackedBlock], *, eos_id: int | None = None, keep_sequences: bool = False
+    blocks: Iterable[PackedBlock],
+    *,
+    eos_id: int | None = None,
+    keep_sequences: bool = False,
+    on_packs: Callable[[int], None] | None = None,
 ) -> PackedFingerprinter:
-    """Run the fingerprinter over ``blocks``; ``eos_id=None`` infers it from the first block."""
+    """Run the fingerprinter over ``blocks``; ``eos_id=None`` infers it from the first block.
+
+    ``on_packs(n)`` is called after each block with its number of packs (a progress bar's advance).
+    """
     fingerprinter: PackedFingerprinter | None = None
     for block in blocks:
         if fingerprinter is None:
             eos = infer_eos_id(block) if eos_id is None else eos_id
             fingerprinter = PackedFingerprinter(eos_id=eos, keep_sequences=keep_sequences)
         fingerprinter.update_block(block)
+        if on_packs is not None:
+            on_packs(block.num_rows)
     if fingerprinter is None:  # pragma: no cover - readers refuse empty files
         raise InputError("no packs to fingerprint")
     return fingerprinter
 
 
-def fingerprint_packed(spec: str | os.PathLike[str]) -> Fingerprint:
+def fingerprint_packed(
+    spec: str | os.PathLike[str], *, on_packs: Callable[[int], None] | None = None
+) -> Fingerprint:
     """Both fingerprints of a packed set (Parquet file/glob/directory or legacy ``.npy``), streamed."""
     source = PackedSource(spec)
     try:
         # The fingerprints do not depend on the EOS id (only the diff's mask kinds do): skip inferring it.
-        return scan_blocks(source.blocks(), eos_id=-1).result()
+        return scan_blocks(source.blocks(), eos_id=-1, on_packs=on_packs).result()
     finally:
         source.close()

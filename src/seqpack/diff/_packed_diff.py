@@ -20,7 +20,7 @@ sequence); excerpts re-read single packs through the row-group cache.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,8 @@ from seqpack.diff._fingerprint import PackedSource, PackTable, SequenceTable, in
 from seqpack.diff._hash import MASK_KINDS
 from seqpack.diff._match import match_sequences
 from seqpack.errors import InputError
+
+ProgressHook = Callable[[int], None] | None
 
 #: How a mask kind reads in a sentence ("<label>: supervised in B, not in A: N tokens").
 KIND_LABELS: Mapping[str, str] = {
@@ -149,8 +151,10 @@ def _open_side(spec: str) -> tuple[PackedSource, str | None, Any]:
     return source, None if meta_path is None else os.fspath(meta_path), metadata
 
 
-def _scan(label: str, source: PackedSource, meta: Any, path: str | None, eos: int) -> _Side:
-    scanner = scan_blocks(source.blocks(), eos_id=eos, keep_sequences=True)
+def _scan(
+    label: str, source: PackedSource, meta: Any, path: str | None, eos: int, on_packs: ProgressHook
+) -> _Side:
+    scanner = scan_blocks(source.blocks(), eos_id=eos, keep_sequences=True, on_packs=on_packs)
     seqs, packs = scanner.tables()
     return _Side(label, source, path, meta, seqs, packs, scanner.result().to_dict())
 
@@ -330,8 +334,13 @@ def _pack_sections(a: _Side, b: _Side) -> tuple[dict[str, Any], dict[str, Any] |
     return boundaries, first
 
 
-def diff_packed(spec_a: str, spec_b: str, *, eos_id: int | None = None) -> dict[str, Any]:
-    """Compare two packed sets; the JSON-ready report (``identical`` says whether anything differs)."""
+def diff_packed(
+    spec_a: str, spec_b: str, *, eos_id: int | None = None, on_packs: ProgressHook = None
+) -> dict[str, Any]:
+    """Compare two packed sets; the JSON-ready report (``identical`` says whether anything differs).
+
+    ``on_packs(n)`` is called as packs of either side are scanned (a progress bar's advance).
+    """
     src_a, path_a, meta_a = _open_side(spec_a)
     try:
         src_b, path_b, meta_b = _open_side(spec_b)
@@ -347,8 +356,8 @@ def diff_packed(spec_a: str, spec_b: str, *, eos_id: int | None = None) -> dict[
             if first is None:  # pragma: no cover - readers refuse empty files
                 raise InputError(f"{spec_a}: no packs")
             eos = infer_eos_id(first)
-        a = _scan("a", src_a, meta_a, path_a, eos)
-        b = _scan("b", src_b, meta_b, path_b, eos)
+        a = _scan("a", src_a, meta_a, path_a, eos, on_packs)
+        b = _scan("b", src_b, meta_b, path_b, eos, on_packs)
         entry_a = _entry_for(meta_a, spec_a) if meta_a else None
         entry_b = _entry_for(meta_b, spec_b) if meta_b else None
         match = match_sequences(a.seqs.tok, a.seqs.mask, b.seqs.tok, b.seqs.mask)
