@@ -70,7 +70,7 @@ class PackedFingerprinter:
 
     The pack writer feeds each row group as it writes it (:meth:`update`), so fingerprinting costs no
     second read. With ``keep_sequences=True`` the per-sequence hashes are also kept (what ``seqpack diff``
-    compares): 8 + 8 + 8 + 32 bytes per sequence, never the tokens.
+    compares): 8 + 8 + 8 + 16 bytes per sequence, never the tokens.
     """
 
     eos_id: int = -1
@@ -111,7 +111,7 @@ class PackedFingerprinter:
         self._counts[0] += len(seq_lengths)
         self._counts[1] += len(pack_nseq)
         self._counts[2] += int(input_offsets[-1] - input_offsets[0])
-        self._counts[3] += int(seq_kinds.sum())
+        self._counts[3] += int(seq_kinds.sum(dtype=np.int64))
         if self.keep_sequences:
             pack_len = np.diff(np.asarray(input_offsets, dtype=np.int64))
             self._seq_parts.append((seq_hashes[:, 0], seq_hashes[:, 2], seq_lengths, seq_kinds))
@@ -146,7 +146,7 @@ class PackedFingerprinter:
             tok=_cat([p[0] for p in seq_parts], np.uint64),
             mask=_cat([p[1] for p in seq_parts], np.uint64),
             length=_cat([p[2] for p in seq_parts], np.int64),
-            kinds=_cat([p[3] for p in seq_parts], np.int64, (0, len(MASK_KINDS))),
+            kinds=_cat([p[3] for p in seq_parts], np.int32, (0, len(MASK_KINDS))),
         )
         packs = PackTable(
             hashes=_cat([p[0] for p in pack_parts], np.uint64, (0, 3)),
@@ -167,7 +167,7 @@ class SequenceTable:
     tok: npt.NDArray[np.uint64]
     mask: npt.NDArray[np.uint64]
     length: npt.NDArray[np.int64]
-    kinds: npt.NDArray[np.int64]
+    kinds: npt.NDArray[np.int32]
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def hash_packs(
 ) -> tuple[
     npt.NDArray[np.uint64],
     npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
+    npt.NDArray[np.int32],
     npt.NDArray[np.uint64],
     npt.NDArray[np.int64],
 ]:
@@ -86,7 +86,7 @@ def hash_packs(
     n_seq = start_offsets[n_pack] - start_offsets[0]
     seq_hashes = np.empty((n_seq, 4), dtype=np.uint64)
     seq_lengths = np.empty(n_seq, dtype=np.int64)
-    seq_kinds = np.zeros((n_seq, 4), dtype=np.int64)
+    seq_kinds = np.zeros((n_seq, 4), dtype=np.int32)
     pack_hashes = np.empty((n_pack, 3), dtype=np.uint64)
     pack_nseq = np.empty(n_pack, dtype=np.int64)
     s = 0

@@ -13,7 +13,7 @@ The report answers, in order:
 5. **boundaries** -- packs at the same index with the same tokens but other sequence starts or masks;
 6. **first differing pack** -- its index and both sides' excerpts, with the first differing position.
 
-Memory: one pass over each side keeps only per-sequence and per-pack hashes (about 60 bytes per
+Memory: one pass over each side keeps only per-sequence and per-pack hashes (about 40 bytes per
 sequence); excerpts re-read single packs through the row-group cache.
 """
 
@@ -247,7 +247,7 @@ def _metadata_section(a: _Side, b: _Side, entry_a: Any, entry_b: Any) -> dict[st
 def _mask_section(
     a: _Side, b: _Side, changed_a: npt.NDArray[np.int64], changed_b: npt.NDArray[np.int64]
 ) -> dict[str, Any]:
-    delta = b.seqs.kinds[changed_b] - a.seqs.kinds[changed_a]
+    delta = b.seqs.kinds[changed_b].astype(np.int64) - a.seqs.kinds[changed_a]
     kinds: dict[str, Any] = {}
     for column, kind in enumerate(MASK_KINDS):
         d = delta[:, column]
