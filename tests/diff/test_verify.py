@@ -38,6 +38,15 @@ def test_packing_part_matches_bridge_062(pad: int) -> None:
 
 
 @pytest.mark.network
+def test_keep_leaves_both_packings(tmp_path: Path) -> None:
+    opts = VerifyOptions(wheel=str(bridge_wheel()), samples=50, pack_size=64, keep=tmp_path / "keep")
+    packing = verify_bridge(opts)[0]
+    files = packing.details["files"]
+    assert Path(files["seqpack"]).is_file() and Path(files["bridge"]).is_file()
+    assert main(["diff", files["seqpack"], files["bridge"], "-q"]) == 0
+
+
+@pytest.mark.network
 def test_a_different_bridge_packing_fails(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
