@@ -47,6 +47,7 @@ _RECORD = re.compile(rb"iteration\s+(\d+)\s*/\s*\d+\s*\|")
 _VALIDATION = re.compile(rb"validation loss at ([^|\n]*)\|([^\n]*)")
 _VALIDATION_AT = re.compile(rb"iteration\s+(\d+)(.*)")
 _STEP_TIME = re.compile(rb"Step Time :\s*([-+0-9.eE]+)s(?:\s+GPU utilization:\s*([-+0-9.eE]+))?")
+_DROPPED = 0  # key hash given to fields whose value is not a number (FNV-1a never yields 0 here)
 _HEAD_BYTES = 1 << 20  # NeMo detection looks at the first MiB
 _NEMO_HINT = re.compile(rb"reduced_train_loss|Training epoch \d+, iteration \d+/")
 
@@ -132,30 +133,34 @@ def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> None:
     base = state.records
     state.records += n
     state.iteration_chunks.append(rec_iter)
-    keep = f_status != STATUS_BAD
     for k in np.flatnonzero(f_status == STATUS_SLOW).tolist():
         f_value[k] = float(_text(block, int(f_vs[k]), int(f_ve[k])))
-    for k in np.flatnonzero(~keep)[:MAX_NOTES].tolist():
-        key = _text(block, int(f_ks[k]), int(f_ke[k]))
-        raw = _text(block, int(f_vs[k]), int(f_ve[k]))
-        where = f"{source}:{_line_of(state, block, int(f_vs[k]))}: iteration {int(rec_iter[f_rec[k]])}"
-        state.note(f"{where}: field '{key}': not a number: {raw!r}")
-    f_rec, f_hash, f_value, f_ks, f_ke = f_rec[keep], f_hash[keep], f_value[keep], f_ks[keep], f_ke[keep]
+    bad = f_status == STATUS_BAD
+    if bad.any():
+        for k in np.flatnonzero(bad)[:MAX_NOTES].tolist():
+            key = _text(block, int(f_ks[k]), int(f_ke[k]))
+            raw = _text(block, int(f_vs[k]), int(f_ve[k]))
+            where = f"{source}:{_line_of(state, block, int(f_vs[k]))}: iteration {int(rec_iter[f_rec[k]])}"
+            state.note(f"{where}: field '{key}': not a number: {raw!r}")
+        f_hash = np.where(bad, _DROPPED, f_hash)
+    # Group the fields by key; a stable sort keeps each key's records in log order.
     order = np.argsort(f_hash, kind="stable")
-    f_rec, f_hash, f_value, f_ks, f_ke = f_rec[order], f_hash[order], f_value[order], f_ks[order], f_ke[order]
-    bounds = np.flatnonzero(f_hash[1:] != f_hash[:-1]) + 1
+    hashes = f_hash[order]
+    bounds = np.flatnonzero(hashes[1:] != hashes[:-1]) + 1
     has_loss = np.zeros(n, dtype=bool)
-    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), int(f_hash.size)], strict=True):
-        if hi <= lo:
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), int(hashes.size)], strict=True):
+        h = int(hashes[lo])
+        if hi <= lo or h == _DROPPED:
             continue
-        h = int(f_hash[lo])
         known = state.key_names.get(h)
         if known is None:
-            key = _text(block, int(f_ks[lo]), int(f_ke[lo]))
+            first = int(order[lo])
+            key = _text(block, int(f_ks[first]), int(f_ke[first]))
             known = state.key_names[h] = LOG_KEYS.get(key, (key, 1.0))
         name, scale = known
-        ids = f_rec[lo:hi]
-        values = f_value[lo:hi] * scale if scale != 1.0 else f_value[lo:hi]
+        take = order[lo:hi]
+        ids = f_rec[take]
+        values = f_value[take] * scale if scale != 1.0 else f_value[take]
         state.chunks.setdefault(name, []).append((ids + base, values))
         if name == LOSS:
             has_loss[ids] = True
@@ -281,10 +286,10 @@ def _finish(state: _State, source: str, input_format: str | None) -> Curves:
     )
     metrics = {}
     for name, chunks in state.chunks.items():
+        # record ids rise within a chunk (stable grouping) and from block to block: already log order
         records = np.concatenate([c[0] for c in chunks])
         values = np.concatenate([c[1] for c in chunks])
-        order = np.argsort(records, kind="stable")  # back to log order: the later of two records wins
-        metrics[name] = resolve(record_iterations[records[order]], values[order])
+        metrics[name] = resolve(record_iterations[records], values)
     if state.step_times:
         ids = np.asarray([t[0] for t in state.step_times], dtype=np.int64)
         metrics[STEP_TIME] = resolve(record_iterations[ids], [t[1] for t in state.step_times])
