@@ -21,8 +21,8 @@ import numpy.typing as npt
 
 _SPACE, _TAB, _CR, _NL = 32, 9, 13, 10
 _PIPE, _COLON, _BRACKET, _SLASH = 124, 58, 91, 47
-_HEADER = np.frombuffer(b"iteration", dtype=np.uint8)
-_POW10 = np.array([10.0**k for k in range(23)], dtype=np.float64)
+HEADER_WORD = np.frombuffer(b"iteration", dtype=np.uint8)  # passed in: numba reads globals as constants
+POW10 = np.array([10.0**k for k in range(23)], dtype=np.float64)  # exact doubles up to 1e22
 _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
@@ -281,7 +281,3 @@ def scan_records(
         f_value[:nf],
         f_status[:nf],
     )
-
-
-HEADER_WORD = _HEADER
-POW10 = _POW10

@@ -4,12 +4,13 @@ What real logs look like (``shared/data/real-logs/``) decides the shape of this 
 
 * A record is ``iteration <N>/<M> | key: value | key: value | ... |``. Whatever comes before ``iteration``
   (no timestamp, ``[2025-04-13 23:41:12]``, ``[2026-08-22 10:00:00.123456]``, launcher prefixes such as
-  ``[default3]:`` or ``[lrdn3321:3]:`` that change from line to line) is ignored, so one regex finds
-  every record whatever the prefix. A record ends at the end of its line *or* where the next record
+  ``[default3]:`` or ``[lrdn3321:3]:`` that change from line to line) is ignored: the record is found
+  wherever its header starts. A record ends at the end of its line *or* where the next record
   starts (two records can run together on one physical line), and at the first ``[`` (a ``[Rank N]``
   line glued to it).
-* Fields are split on ``|`` and at the last ``:``; printed keys are mapped to Megatron-LM's TensorBoard
-  names and units (:mod:`._names`), so ``(ms)`` and ``(s)`` times, ``lm-loss`` and ``lm loss`` agree.
+* Fields are split on ``|``, key and value at the first ``:``; printed keys are mapped to
+  Megatron-LM's TensorBoard names and units (:mod:`._names`), so ``(ms)`` and ``(s)`` times,
+  ``lm-loss`` and ``lm loss`` agree.
 * Megatron prints a loss only when it is > 0: a NaN loss *vanishes* from the line. A record without
   ``lm loss`` is listed as a missing loss, or as skipped when ``number of skipped iterations`` > 0 and
   no NaN was counted (every step of the interval skipped, e.g. fp16 overflow).
@@ -43,11 +44,10 @@ from seqpack.errors import InputError
 BLOCK_BYTES = 16 << 20  # bounds memory: the kernel keeps ~10 arrays of 8 bytes per ':' of a block
 MAX_NOTES = 20
 
-_RECORD = re.compile(rb"iteration\s+(\d+)\s*/\s*\d+\s*\|")
 _VALIDATION = re.compile(rb"validation loss at ([^|\n]*)\|([^\n]*)")
 _VALIDATION_AT = re.compile(rb"iteration\s+(\d+)(.*)")
 _STEP_TIME = re.compile(rb"Step Time :\s*([-+0-9.eE]+)s(?:\s+GPU utilization:\s*([-+0-9.eE]+))?")
-_DROPPED = 0  # key hash given to fields whose value is not a number (FNV-1a never yields 0 here)
+_DROPPED = 0  # key hash given to fields whose value is not a number (a real key hashing to 0: p = 2**-64)
 _HEAD_BYTES = 1 << 20  # NeMo detection looks at the first MiB
 _NEMO_HINT = re.compile(rb"reduced_train_loss|Training epoch \d+, iteration \d+/")
 
@@ -158,6 +158,8 @@ def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> None:
             key = _text(block, int(f_ks[first]), int(f_ke[first]))
             known = state.key_names[h] = LOG_KEYS.get(key, (key, 1.0))
         name, scale = known
+        if not name:
+            continue  # ": value" without a key
         take = order[lo:hi]
         ids = f_rec[take]
         values = f_value[take] * scale if scale != 1.0 else f_value[take]
