@@ -1,0 +1,110 @@
+"""The packing metadata sidecar ``{N}_metadata.jsonl`` (spec §3).
+
+Despite its name the file is **one JSON array**, one dict appended per split (train first, then
+validation). Bridge writes six keys in this order::
+
+    [{"dataset_max_seqlen": 6, "max_samples_per_bin": 3, "packing_factor": 2.0,
+      "packing_efficiency": 73.33, "pack_size": 10, "min_packed_seqlen": 5}]
+
+Bridge's readers take the max (or, for ``min_packed_seqlen``, the min) across entries. seqpack adds one key
+of its own after the six, ``"seqpack"``, holding its record of how the split was made (version, split,
+mode, algorithm, seed, pad multiple, tokenizer, counts); readers ignore keys they do not know.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from seqpack._io import atomic_write_bytes, read_bytes
+from seqpack.errors import DataError, InputError
+from seqpack.packing import BRIDGE_METADATA_KEYS
+
+#: The key under which seqpack keeps its own record in each entry (CONVENTIONS: data and files).
+SEQPACK_KEY = "seqpack"
+#: Keys whose combined value across entries is the minimum; every other Bridge key combines by max.
+_MIN_KEYS = frozenset({"min_packed_seqlen"})
+
+
+def metadata_filename(pack_size: int) -> str:
+    """Bridge's default sidecar name for packs of ``pack_size`` tokens: ``{N}_metadata.jsonl``."""
+    return f"{pack_size}_metadata.jsonl"
+
+
+def packed_filename(split: str, pack_size: int) -> str:
+    """Bridge's default packed-data name for a split: ``{split}_{N}.idx.parquet``."""
+    return f"{split}_{pack_size}.idx.parquet"
+
+
+def read_metadata(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Read a sidecar: a JSON array of entries, each holding at least Bridge's six keys.
+
+    Raises :class:`InputError` when the file is missing or not JSON, :class:`DataError` when it is JSON
+    of the wrong shape (naming the entry and key).
+    """
+    raw = read_bytes(path)
+    try:
+        doc = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        col = getattr(exc, "colno", None)
+        pos = f":{line}:{col}" if line is not None else ""
+        raise InputError(f"{os.fspath(path)}{pos}: not valid JSON ({exc.__class__.__name__})") from None
+    if not isinstance(doc, list):
+        raise DataError(
+            f"{os.fspath(path)}: expected a JSON array of metadata entries, found {type(doc).__name__}"
+        )
+    for index, entry in enumerate(doc):
+        _check_entry(path, index, entry)
+    return doc
+
+
+def _check_entry(path: str | os.PathLike[str], index: int, entry: object) -> None:
+    if not isinstance(entry, dict):
+        raise DataError(f"{os.fspath(path)}: entry {index}: expected an object, found {type(entry).__name__}")
+    for key in BRIDGE_METADATA_KEYS:
+        if key not in entry:
+            raise DataError(f"{os.fspath(path)}: entry {index}: missing key '{key}'")
+        value = entry[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise DataError(
+                f"{os.fspath(path)}: entry {index}: key '{key}': expected a number, found {value!r}"
+            )
+
+
+def combine_metadata(entries: Sequence[Mapping[str, Any]]) -> dict[str, int | float]:
+    """Combine entries as Bridge's readers do: max of every key, min of ``min_packed_seqlen``."""
+    if not entries:
+        raise DataError("metadata holds no entries")
+    combined: dict[str, int | float] = {}
+    for key in BRIDGE_METADATA_KEYS:
+        values = [entry[key] for entry in entries]
+        combined[key] = min(values) if key in _MIN_KEYS else max(values)
+    return combined
+
+
+def entry_split(entry: Mapping[str, Any]) -> str | None:
+    """The split seqpack recorded for an entry (``None`` for entries written by other tools)."""
+    record = entry.get(SEQPACK_KEY)
+    if isinstance(record, Mapping):
+        split = record.get("split")
+        return split if isinstance(split, str) else None
+    return None
+
+
+def write_metadata_entry(path: str | os.PathLike[str], entry: Mapping[str, Any]) -> None:
+    """Append ``entry`` to the sidecar at ``path`` (creating it), replacing an entry of the same split.
+
+    Bridge only ever appends; seqpack replaces the entry of a split it re-packs (with ``--overwrite``) so
+    the file keeps one entry per split. The file is rewritten atomically.
+    """
+    entries: list[dict[str, Any]] = read_metadata(path) if Path(path).exists() else []
+    split = entry_split(entry)
+    if split is not None:
+        entries = [e for e in entries if entry_split(e) != split]
+    entries.append(dict(entry))
+    # json.dumps' default separators, as Bridge writes the file with json.dump.
+    atomic_write_bytes(path, json.dumps(entries).encode(), overwrite=True)
