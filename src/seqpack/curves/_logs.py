@@ -36,7 +36,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from seqpack.curves._kernel import HEADER_WORD, POW10, STATUS_BAD, STATUS_SLOW, scan_records
+from seqpack.curves._kernel import (
+    HEADER_WORD,
+    MAX_KEYS,
+    POW10,
+    STATUS_BAD,
+    STATUS_SLOW,
+    TOO_MANY_KEYS,
+    scan_records,
+)
 from seqpack.curves._names import GPU_UTILIZATION, LOG_KEYS, LOSS, NAN_ITERS, SKIPPED, STEP_TIME
 from seqpack.curves._series import Curves, FloatArray, IntArray, Segment, resolve
 from seqpack.errors import InputError
@@ -47,7 +55,8 @@ MAX_NOTES = 20
 _VALIDATION = re.compile(rb"validation loss at ([^|\n]*)\|([^\n]*)")
 _VALIDATION_AT = re.compile(rb"iteration\s+(\d+)(.*)")
 _STEP_TIME = re.compile(rb"Step Time :\s*([-+0-9.eE]+)s(?:\s+GPU utilization:\s*([-+0-9.eE]+))?")
-_DROPPED = 0  # key hash given to fields whose value is not a number (a real key hashing to 0: p = 2**-64)
+_DROPPED = -2  # key id given to fields whose value is not a number
+MIN_RECORD_BYTES = 14  # "iteration 1/1|": bounds the number of records in a block
 _HEAD_BYTES = 1 << 20  # NeMo detection looks at the first MiB
 _NEMO_HINT = re.compile(rb"reduced_train_loss|Training epoch \d+, iteration \d+/")
 
@@ -99,17 +108,37 @@ def _text(block: bytes, start: int, end: int) -> str:
     return block[start:end].decode("utf-8", errors="replace")
 
 
-def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> None:
-    """Parse every training, validation and Step Time record of one block of whole lines."""
+def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> int:
+    """Parse every training, validation and Step Time record of one block of whole lines.
+
+    Returns the number of newlines in the block (counted by the kernel on its way).
+    """
     buf = np.frombuffer(block, dtype=np.uint8)
-    (rec_iter, rec_pos, rec_closed, f_rec, f_hash, f_ks, f_ke, f_vs, f_ve, f_value, f_status) = scan_records(
+    (
+        rec_iter,
+        rec_pos,
+        rec_closed,
+        f_rec,
+        f_key,
+        f_vs,
+        f_ve,
+        f_value,
+        f_status,
+        key_hash,
+        key_span,
+        newlines,
+    ) = scan_records(
         buf,
         1 if state.nemo else 0,
-        block.count(b"iteration"),
+        len(block) // MIN_RECORD_BYTES + 1,
         block.count(b":"),
         HEADER_WORD,
         POW10,
     )
+    if np.any(f_key == TOO_MANY_KEYS):
+        raise InputError(
+            f"{source}: more than {MAX_KEYS} different field names in one block: not a training log"
+        )
     n = rec_iter.size
     if at_eof and n and not state.nemo and not block.endswith(b"\n") and not rec_closed[-1]:
         last = int(rec_pos[-1])
@@ -121,43 +150,45 @@ def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> None:
             n -= 1
             keep = f_rec < n
             rec_iter, rec_pos = rec_iter[:n], rec_pos[:n]
-            f_rec, f_hash, f_ks, f_ke = f_rec[keep], f_hash[keep], f_ks[keep], f_ke[keep]
-            f_vs, f_ve, f_value, f_status = f_vs[keep], f_ve[keep], f_value[keep], f_status[keep]
+            f_rec, f_key, f_vs, f_ve = f_rec[keep], f_key[keep], f_vs[keep], f_ve[keep]
+            f_value, f_status = f_value[keep], f_status[keep]
     if b"Step Time :" in block or (state.pending_step_time is not None and n):
         _collect_step_times(state, block, rec_pos)
     if b"validation loss at" in block:
         _scan_validation(state, block)
     if n == 0:
-        return
+        return int(newlines)
     _track_segments(state, block, rec_iter, rec_pos)
     base = state.records
     state.records += n
     state.iteration_chunks.append(rec_iter)
+    names = []
+    for h, (start, end) in zip(key_hash.tolist(), key_span.tolist(), strict=True):
+        known = state.key_names.get(h)
+        if known is None:
+            key = _text(block, start, end)
+            known = state.key_names[h] = LOG_KEYS.get(key, (key, 1.0))
+        names.append(known)
     for k in np.flatnonzero(f_status == STATUS_SLOW).tolist():
         f_value[k] = float(_text(block, int(f_vs[k]), int(f_ve[k])))
     bad = f_status == STATUS_BAD
     if bad.any():
         for k in np.flatnonzero(bad)[:MAX_NOTES].tolist():
-            key = _text(block, int(f_ks[k]), int(f_ke[k]))
+            start, end = key_span[int(f_key[k])].tolist()
             raw = _text(block, int(f_vs[k]), int(f_ve[k]))
             where = f"{source}:{_line_of(state, block, int(f_vs[k]))}: iteration {int(rec_iter[f_rec[k]])}"
-            state.note(f"{where}: field '{key}': not a number: {raw!r}")
-        f_hash = np.where(bad, _DROPPED, f_hash)
-    # Group the fields by key; a stable sort keeps each key's records in log order.
-    order = np.argsort(f_hash, kind="stable")
-    hashes = f_hash[order]
-    bounds = np.flatnonzero(hashes[1:] != hashes[:-1]) + 1
+            state.note(f"{where}: field '{_text(block, start, end)}': not a number: {raw!r}")
+        f_key = np.where(bad, np.int16(_DROPPED), f_key)
+    # Group the fields by key id (a radix sort on int16); stable, so each key keeps log order.
+    order = np.argsort(f_key, kind="stable")
+    keys = f_key[order]
+    bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
     has_loss = np.zeros(n, dtype=bool)
-    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), int(hashes.size)], strict=True):
-        h = int(hashes[lo])
-        if hi <= lo or h == _DROPPED:
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), int(keys.size)], strict=True):
+        key_id = int(keys[lo])
+        if hi <= lo or key_id == _DROPPED:
             continue
-        known = state.key_names.get(h)
-        if known is None:
-            first = int(order[lo])
-            key = _text(block, int(f_ks[first]), int(f_ke[first]))
-            known = state.key_names[h] = LOG_KEYS.get(key, (key, 1.0))
-        name, scale = known
+        name, scale = names[key_id]
         if not name:
             continue  # ": value" without a key
         take = order[lo:hi]
@@ -168,6 +199,7 @@ def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> None:
             has_loss[ids] = True
     if not has_loss.all():
         state.no_loss.append(np.flatnonzero(~has_loss) + base)
+    return int(newlines)
 
 
 def _track_segments(state: _State, block: bytes, iters: IntArray, positions: IntArray) -> None:
@@ -261,8 +293,7 @@ def read_log(path: str | os.PathLike[str], input_format: str | None = None) -> C
                 if state is None:
                     nemo = input_format == "nemo" or (input_format is None and looks_like_nemo(block))
                     state = _State(nemo=nemo)
-                _scan_block(state, block, source, at_eof)
-                state.lines_before += block.count(b"\n")
+                state.lines_before += _scan_block(state, block, source, at_eof)
                 if at_eof:
                     break
     except FileNotFoundError:
