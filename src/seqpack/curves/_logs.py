@@ -318,10 +318,13 @@ def _finish(state: _State, source: str, input_format: str | None) -> Curves:
         np.concatenate(state.iteration_chunks) if state.iteration_chunks else np.zeros(0, dtype=np.int64)
     )
     metrics = {}
-    for name, chunks in state.chunks.items():
+    missing, skipped = _lost_losses(state, record_iterations)  # reads the chunks: before they go
+    for name in list(state.chunks):
+        chunks = state.chunks.pop(name)  # free each metric's chunks as soon as it is joined
         # record ids rise within a chunk (stable grouping) and from block to block: already log order
         records = np.concatenate([c[0] for c in chunks])
         values = np.concatenate([c[1] for c in chunks])
+        del chunks
         metrics[name] = resolve(record_iterations[records], values)
     if state.step_times:
         ids = np.asarray([t[0] for t in state.step_times], dtype=np.int64)
@@ -333,7 +336,6 @@ def _finish(state: _State, source: str, input_format: str | None) -> Curves:
             metrics[GPU_UTILIZATION] = resolve(record_iterations[util_ids], utils)
     for name, (its, vals) in state.validation.data.items():
         metrics[name] = resolve(its, vals)
-    missing, skipped = _lost_losses(state, record_iterations)
     if state.nemo:
         fmt = "nemo"
     elif input_format in ("mlm", "bridge"):
