@@ -143,16 +143,19 @@ def _write_png_html(
     rows: list[dict[str, str]],
     notes: list[str],
     overwrite: bool,
+    quiet: bool,
 ) -> None:
     from seqpack.curves._report import render_html, render_png
 
     png = render_png(runs, metric, comparisons, steps)
     if plot is not None:
         atomic_write_bytes(plot, png, overwrite=overwrite)
-        err_console.print(f"wrote {plot}")
+        if not quiet:
+            err_console.print(f"wrote {plot}")
     if html_out is not None:
         atomic_write_bytes(html_out, render_html(title, rows, png, notes).encode(), overwrite=overwrite)
-        err_console.print(f"wrote {html_out}")
+        if not quiet:
+            err_console.print(f"wrote {html_out}")
 
 
 @app.command("compare")
@@ -195,7 +198,12 @@ def compare(
             {
                 "command": "curves compare",
                 "passed": passed,
-                "profile": {"name": profile.name, "ulps": profile.ulps, "deterministic": deterministic},
+                "profile": {
+                    "name": profile.name,
+                    "ulps": profile.ulps,
+                    "deterministic": deterministic,
+                    "require_all_steps": require_all_steps,
+                },
                 "steps": {"start": window[0], "stop": window[1]},
                 "runs": [_run_info(c) for c in curves],
                 "comparisons": [c.summary() for c in comparisons],
@@ -214,7 +222,17 @@ def compare(
     if plot is not None or html_out is not None:
         title = f"seqpack curves compare ({profile.name})"
         _write_png_html(
-            curves, comparisons[0].metric, comparisons, window, plot, html_out, title, rows, notes, overwrite
+            curves,
+            comparisons[0].metric,
+            comparisons,
+            window,
+            plot,
+            html_out,
+            title,
+            rows,
+            notes,
+            overwrite,
+            quiet,
         )
     if not passed:
         raise typer.Exit(1)
@@ -304,7 +322,7 @@ def show(
     if plot is not None:
         if not any(name in c.metrics for c in curves):
             raise DataError(f"no run has metric '{metric}' to plot")
-        _write_png_html(curves, name, None, window, plot, None, "", [], [], overwrite)
+        _write_png_html(curves, name, None, window, plot, None, "", [], [], overwrite, quiet)
 
 
 @app.command("export")
