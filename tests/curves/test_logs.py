@@ -201,3 +201,22 @@ def test_crlf_lines_odd_fields_and_long_numbers(tmp_path: Path) -> None:
     assert curves.metrics["lm loss"].as_dict() == {1: 1.23456789012345678, 2: 9.5}
     assert curves.metrics["tiny"].as_dict() == {1: 1e-30}
     assert curves.metrics["neg"].as_dict() == {1: -0.5}
+
+
+def test_progress_is_advanced_by_the_bytes_read(tmp_path: Path) -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.total: float | None = None
+            self.done = 0.0
+
+        def add_task(self, description: str, total: float | None = None) -> int:
+            self.total = total
+            return 0
+
+        def advance(self, task: int, advance: float = 1) -> None:
+            self.done += advance
+
+    path = write(tmp_path, [mlm_line(i, 9.0) for i in range(1, 50)])
+    bar = Recorder()
+    read_curves(path, progress=bar)
+    assert bar.total == bar.done == path.stat().st_size

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from seqpack._io import atomic_write_bytes
+from seqpack._progress import progress
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.curves import (
     DEFAULT_PROFILE,
@@ -128,8 +129,9 @@ def _print_table(title: str, rows: list[dict[str, str]]) -> None:
     wide.print(table)
 
 
-def _read_all(paths: list[Path], input_format: str | None) -> list[Curves]:
-    return [read_curves(p, input_format) for p in paths]
+def _read_all(paths: list[Path], input_format: str | None, quiet: bool) -> list[Curves]:
+    with progress(quiet) as bar:
+        return [read_curves(p, input_format, progress=bar) for p in paths]
 
 
 def _write_png_html(
@@ -186,7 +188,7 @@ def compare(
         raise UsageError("compare needs at least two runs (reference first)")
     profile = Profile(tolerance, ulps=ulps, deterministic=deterministic, require_all_steps=require_all_steps)
     window = parse_steps(steps)
-    curves = _read_all(runs, input_format)
+    curves = _read_all(runs, input_format, quiet)
     comparisons = compare_curves(curves[0], curves[1:], profile, metrics=metric, steps=window)
     notes = _run_notes(curves)
     for comp in comparisons:
@@ -286,7 +288,7 @@ def show(
     Example: seqpack curves show train.log --metric "lm loss" --plot loss.png
     """
     window = parse_steps(steps)
-    curves = _read_all(logs, input_format)
+    curves = _read_all(logs, input_format, quiet)
     name = canonical(metric)
     if output_format is OutputFormat.json:
         emit_json(
@@ -337,7 +339,8 @@ def export(
 
     Example: seqpack curves export train.log --golden golden_values_dev_dgx_h100.json
     """
-    run = read_curves(log, input_format)
+    with progress(quiet) as bar:
+        run = read_curves(log, input_format, progress=bar)
     for note in write_golden(run, golden, overwrite=overwrite):
         err_console.print(f"note: {note}", markup=False)
     if not quiet:

@@ -33,6 +33,7 @@ import itertools
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -266,10 +267,13 @@ def looks_like_nemo(head: bytes) -> bool:
     return _NEMO_HINT.search(sample) is not None
 
 
-def read_log(path: str | os.PathLike[str], input_format: str | None = None) -> Curves:
+def read_log(
+    path: str | os.PathLike[str], input_format: str | None = None, *, progress: Any = None
+) -> Curves:
     """Read a Megatron-LM / Bridge / NeMo 2.x stdout log into :class:`Curves`.
 
     ``input_format`` forces ``mlm``, ``bridge`` or ``nemo``; ``None`` detects it from the text.
+    ``progress`` (from :func:`seqpack._progress.progress`) gets one task advanced by the bytes read.
     Raises :class:`InputError` for an unreadable or empty file, or one without any iteration line.
     """
     source = os.fspath(path)
@@ -278,8 +282,15 @@ def read_log(path: str | os.PathLike[str], input_format: str | None = None) -> C
     total = 0
     try:
         with open(path, "rb") as handle:
+            task = None
+            if progress is not None:
+                task = progress.add_task(
+                    f"reading {os.path.basename(source)}", total=os.fstat(handle.fileno()).st_size
+                )
             while True:
                 raw = handle.read(BLOCK_BYTES)
+                if task is not None:
+                    progress.advance(task, len(raw))
                 at_eof = len(raw) < BLOCK_BYTES
                 if not raw and not tail:
                     break
