@@ -163,6 +163,11 @@ def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedCon
     return LoadedConfig(view=view, problems=problems, raw=raw, source=loaded.source)
 
 
+def _removed(chosen: dict[str, tuple[str, int]]) -> list[str]:
+    """Keys the chosen fixes set to null (their sub-keys must not be set again)."""
+    return [key for key, (item, _) in chosen.items() if item.endswith("=null")]
+
+
 def suggest_fixes(loaded: LoadedConfig, options: DoctorOptions | None = None) -> list[str]:
     """The overrides that clear the fixable errors and warnings (allowed findings are left alone).
 
@@ -182,10 +187,15 @@ def suggest_fixes(loaded: LoadedConfig, options: DoctorOptions | None = None) ->
                 continue
             rank = SEVERITY_ORDER[finding.severity]
             for item in finding.fix:
-                key = item.split("=", 1)[0]
+                key, _, value = item.partition("=")
+                if any(key.startswith(parent + ".") for parent in _removed(chosen)):
+                    continue  # a section another fix removes (e.g. packing specs set to null)
                 if key not in chosen or (rank < chosen[key][1] and chosen[key][0] != item):
                     chosen[key] = (item, rank)
                     changed = True
+                    if value == "null":
+                        for child in [k for k in chosen if k.startswith(key + ".")]:
+                            del chosen[child]
         if not changed:
             break
         current = apply_overrides(loaded, [item for item, _ in chosen.values()])
