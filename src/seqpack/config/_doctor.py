@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import locale
 import os
 from collections.abc import Iterable, Sequence
@@ -78,9 +79,24 @@ def _packed_spec(loaded: LoadedConfig, options: DoctorOptions) -> str | None:
     """The packed training split the config points at (``--packed`` wins)."""
     if options.packed:
         return options.packed
-    specs = loaded.view.dataset.offline_packing_specs
-    if loaded.view.dataset.enable_offline_packing and specs is not None and specs.packed_train_data_path:
+    dataset = loaded.view.dataset
+    specs = dataset.offline_packing_specs
+    if not dataset.enable_offline_packing or specs is None:
+        return None
+    if specs.packed_train_data_path:
         return specs.packed_train_data_path
+    if dataset.dataset_root and specs.packed_sequence_size > 0:
+        # Bridge's default place (spec §3): <root>/packed/<tokenizer>_pad_seq_to_mult<m>_sft_<fp12>/; the
+        # fingerprint is not recomputed here, so only a single candidate directory is taken.
+        pattern = os.path.join(
+            glob.escape(str(dataset.dataset_root)),
+            "packed",
+            f"*_pad_seq_to_mult{specs.pad_seq_to_mult}_sft_*",
+            f"training_{specs.packed_sequence_size}.idx.parquet",
+        )
+        found = glob.glob(pattern)
+        if len(found) == 1:
+            return found[0]
     return None
 
 
