@@ -49,17 +49,6 @@ def _min_lr(s: CorrelationSpec) -> Finding | None:
     return Finding("CR003", f"lr.min_lr={s['lr.min_lr']} is above lr.lr={s['lr.lr']}", "set min_lr <= lr")
 
 
-def _positions(s: CorrelationSpec) -> Finding | None:
-    if s["model.max_position_embeddings"] >= s["model.seq_length"]:
-        return None
-    return Finding(
-        "CR004",
-        f"model.max_position_embeddings={s['model.max_position_embeddings']} is below"
-        f" model.seq_length={s['model.seq_length']}",
-        "raise max_position_embeddings to at least seq_length",
-    )
-
-
 def _world(s: CorrelationSpec) -> Finding | None:
     model_parallel = s["parallel.tp"] * s["parallel.pp"] * s["parallel.cp"]
     if s.world_size % model_parallel == 0:
@@ -124,7 +113,7 @@ def _mock(s: CorrelationSpec) -> Finding | None:
         return None
     return Finding(
         "CR010",
-        "data.mock=false: the plan only writes mock-data pairs (real data needs the same blend on both sides)",
+        "data.mock=false: the plan writes mock-data pairs only (real data needs one blend on both sides)",
         "set data.mock=true",
     )
 
@@ -133,7 +122,6 @@ CHECKS: tuple[Callable[[CorrelationSpec], Finding | None], ...] = (
     _seeds,
     _warmup,
     _min_lr,
-    _positions,
     _world,
     _batch,
     _heads,

@@ -20,7 +20,6 @@ _VALUE_FLAGS: dict[str, str] = {
     "model.ffn_hidden_size": "--ffn-hidden-size",
     "dataset.seq_length": "--seq-length",
     "model.seq_length": "--seq-length",
-    "model.max_position_embeddings": "--max-position-embeddings",
     "tokenizer.tokenizer_type": "--tokenizer-type",
     "tokenizer.vocab_size": "--vocab-size",
     "model.make_vocab_size_divisible_by": "--make-vocab-size-divisible-by",
@@ -84,7 +83,9 @@ def bridge_to_mlm(overrides: dict[str, Any]) -> list[str]:
         flag, text = _VALUE_FLAGS[key], format_value(value)
         if flag in seen:
             if seen[flag] != text:
-                raise DataError(f"{key}={text}: {flag} is already {seen[flag]} (one MLM flag, two Bridge keys)")
+                raise DataError(
+                    f"{key}={text}: {flag} is already {seen[flag]} (one MLM flag, two Bridge keys)"
+                )
             continue
         seen[flag] = text
         argv += [flag, text]

@@ -4,8 +4,13 @@ Each :class:`Knob` ties one spec field to the Bridge override key(s) that carry 
 *not* listed here: they come from the one translation table (:mod:`seqpack.correlate._flags`), so the two
 commands of a plan cannot drift apart. ``mlm_default`` is what ``pretrain_gpt.py`` uses without the flag,
 ``recipe_default`` what ``vanilla_gpt_pretrain_config`` (Megatron-Bridge 0.6.2, ``recipes/gpt/vanilla_gpt.py``
-and ``recipes/utils/optimizer_utils.py``) sets. A default of ``"=field"`` copies another knob's value on the
-same side (``lr_decay_iters`` defaults to ``train_iters`` on both).
+and ``recipes/utils/optimizer_utils.py``) sets. Defaults may depend on the other knobs of the
+same side: a :class:`Derived` default is computed from the other knobs of that side (``lr_decay_iters``
+defaults to ``train_iters`` on both, ``ffn_hidden_size`` to 4 x ``hidden_size``).
+
+Bridge 0.6.2's ``GPTModelProvider`` has no ``max_position_embeddings``: it sizes the position embeddings by
+``seq_length``. So the MLM side gets ``--max-position-embeddings`` equal to the sequence length
+(:attr:`Knob.mlm_only`) and the Bridge side gets no key for it (an unknown key would stop the run).
 
 The defaults are why the skill's "matched" pair is not matched (spec §12, correlation trap):
 
@@ -22,6 +27,7 @@ grad reduce in fp32    off               on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +39,31 @@ RECIPE_NULL_TOKENIZER_VOCAB = 32000
 RECIPE_OUTPUT_DIR = "nemo_experiments/default"
 #: Marks a knob that a launcher requires on its command line (no default to fall back to).
 NO_DEFAULT = None
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A default computed from the other knobs of the same side, e.g. 4 x hidden size."""
+
+    text: str
+    compute: Callable[[dict[str, Any]], Any]
+
+    def __call__(self, values: dict[str, Any]) -> Any:
+        try:
+            return self.compute(values)
+        except (KeyError, TypeError):
+            return None
+
+
+def resolve(default: Any, values: dict[str, Any]) -> Any:
+    """A side's default for a knob, given the values of the knobs before it on that side."""
+    return default(values) if isinstance(default, Derived) else default
+
+
+_TRAIN_ITERS = Derived("train iters", lambda v: v["train iters"])
+_FOUR_HIDDEN = Derived("4 x hidden size", lambda v: 4 * v["hidden size"])
+# Megatron-LM's validate_args turns fp32 gradient accumulation/all-reduce on whenever --bf16 is given.
+_FP32_WITH_BF16 = Derived("on with --bf16", lambda v: v["precision"] == "bf16")
 
 
 @dataclass(frozen=True)
@@ -48,6 +79,8 @@ class Knob:
     note: str = ""
     #: ``(spec value, Bridge value)`` pairs where the two vocabularies differ (precision names).
     spellings: tuple[tuple[Any, Any], ...] = ()
+    #: MLM flags that take the same value and have no Bridge key of their own.
+    mlm_only: tuple[str, ...] = ()
 
     def value(self, spec: CorrelationSpec) -> Any:
         """The value the plan sets on both sides, in the spec's vocabulary."""
@@ -76,19 +109,25 @@ KNOBS: tuple[Knob, ...] = (
     _k("layers", "model.num_layers", "model.num_layers", NO_DEFAULT, NO_DEFAULT),
     _k("hidden size", "model.hidden_size", "model.hidden_size", NO_DEFAULT, NO_DEFAULT),
     _k("attention heads", "model.num_attention_heads", "model.num_attention_heads", NO_DEFAULT, NO_DEFAULT),
-    _k("ffn hidden size", "model.ffn_hidden_size", "model.ffn_hidden_size", NO_DEFAULT, NO_DEFAULT),
-    _k(
+    _k("ffn hidden size", "model.ffn_hidden_size", "model.ffn_hidden_size", _FOUR_HIDDEN, _FOUR_HIDDEN),
+    Knob(
         "seq length",
-        "model.seq_length",
         ("dataset.seq_length", "model.seq_length"),
         NO_DEFAULT,
         1024,
-        "Bridge has it twice (model and dataset); both must agree",
+        field="model.seq_length",
+        note="Bridge has it twice and sizes position embeddings by it; MLM needs --max-position-embeddings",
+        mlm_only=("--max-position-embeddings",),
     ),
-    _k("max position embeddings", "model.max_position_embeddings", "model.max_position_embeddings", NO_DEFAULT, 1024),
     Knob("tokenizer", ("tokenizer.tokenizer_type",), NO_DEFAULT, "NullTokenizer", fixed="NullTokenizer"),
     _k("vocab size", "model.vocab_size", "tokenizer.vocab_size", NO_DEFAULT, RECIPE_NULL_TOKENIZER_VOCAB),
-    _k("vocab padding multiple", "model.make_vocab_size_divisible_by", "model.make_vocab_size_divisible_by", 128, 128),
+    _k(
+        "vocab padding multiple",
+        "model.make_vocab_size_divisible_by",
+        "model.make_vocab_size_divisible_by",
+        128,
+        128,
+    ),
     _k("init std", "model.init_method_std", "model.init_method_std", 0.02, 0.02),
     _k("micro batch size", "train.micro_batch_size", "train.micro_batch_size", 1, 2),
     _k("global batch size", "train.global_batch_size", "train.global_batch_size", NO_DEFAULT, 32),
@@ -107,7 +146,7 @@ KNOBS: tuple[Knob, ...] = (
         500,
         "warmup from lr_warmup_init: with warmup 1 the first step runs at lr 0",
     ),
-    _k("lr decay iters", "lr.decay_iters", "scheduler.lr_decay_iters", "=train iters", "=train iters"),
+    _k("lr decay iters", "lr.decay_iters", "scheduler.lr_decay_iters", _TRAIN_ITERS, _TRAIN_ITERS),
     _k("lr warmup init", "lr.warmup_init", "scheduler.lr_warmup_init", 0.0, 0.0),
     _k("Adam beta1", "optimizer.adam_beta1", "optimizer.adam_beta1", 0.9, 0.9),
     _k("Adam beta2", "optimizer.adam_beta2", "optimizer.adam_beta2", 0.999, 0.95),
@@ -120,7 +159,13 @@ KNOBS: tuple[Knob, ...] = (
         0.033,
         "Bridge's scheduler start/end weight decay override optimizer.weight_decay",
     ),
-    Knob("weight decay schedule", ("scheduler.weight_decay_incr_style",), "constant", "constant", fixed="constant"),
+    Knob(
+        "weight decay schedule",
+        ("scheduler.weight_decay_incr_style",),
+        "constant",
+        "constant",
+        fixed="constant",
+    ),
     _k("grad clip", "optimizer.clip_grad", "optimizer.clip_grad", 1.0, 1.0),
     _k(
         "seed",
@@ -147,7 +192,7 @@ KNOBS: tuple[Knob, ...] = (
         "grad reduce in fp32",
         "precision.grad_reduce_in_fp32",
         "ddp.grad_reduce_in_fp32",
-        False,
+        _FP32_WITH_BF16,
         True,
         "bf16 gradient all-reduce rounds differently from fp32",
     ),
@@ -159,10 +204,8 @@ OUTPUT_KEYS = ("checkpoint.save", "logger.tensorboard_dir", "checkpoint.save_int
 
 
 def effective(knob: Knob, settings: dict[str, Any], default: Any, resolved: dict[str, Any]) -> Any:
-    """A knob's value on one side (spec spelling): the first of its Bridge keys set, else the side's default."""
+    """A knob's value on one side (spec spelling): its first Bridge key that is set, else the default."""
     for key in knob.bridge:
         if key in settings:
             return knob.from_bridge(settings[key])
-    if isinstance(default, str) and default.startswith("="):
-        return resolved.get(default[1:])
-    return default
+    return resolve(default, resolved)

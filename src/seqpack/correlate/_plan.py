@@ -1,8 +1,9 @@
-"""A matched correlation plan: one spec -> the MLM command, the Bridge command and the table of what was aligned.
+"""A matched correlation plan: one spec -> the MLM command, the Bridge command, the table of what was aligned.
 
-Both commands come from one dict of Bridge overrides: the Bridge command prints it as ``key=value``, the MLM
-command is its translation (:mod:`seqpack.correlate._flags`). Every knob in :data:`~._knobs.KNOBS` is written on
-both sides even where the defaults agree, so a change of default in either launcher cannot unmatch the pair.
+Both commands come from one dict of Bridge overrides: the Bridge command prints it as ``key=value``, the
+MLM command is its translation (:mod:`seqpack.correlate._flags`). Every knob in :data:`~._knobs.KNOBS` is
+written on both sides even where the defaults agree, so a new default in either launcher cannot unmatch
+the pair.
 
 Each side writes into its own folder of a new run folder, never into ``nemo_experiments/`` (spec §12: Bridge
 silently resumes from a checkpoint it finds there)::
@@ -23,7 +24,7 @@ from typing import Any
 
 from seqpack._io import atomic_write_bytes
 from seqpack.correlate._flags import bridge_to_mlm
-from seqpack.correlate._knobs import KNOBS, Knob
+from seqpack.correlate._knobs import KNOBS, NO_DEFAULT, Knob, resolve
 from seqpack.correlate._spec import CorrelationSpec
 from seqpack.correlate._values import format_value
 from seqpack.errors import UsageError
@@ -86,30 +87,27 @@ class CorrelationPlan:
         }
 
 
-def new_run_dir(out: str | os.PathLike[str], prefix: str = RUN_PREFIX, now: _dt.datetime | None = None) -> Path:
+def new_run_dir(
+    out: str | os.PathLike[str], prefix: str = RUN_PREFIX, now: _dt.datetime | None = None
+) -> Path:
     """A run folder name under ``out`` stamped with the time (UTC); refuses a name that already exists."""
     stamp = (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y%m%d-%H%M%S")
     run_dir = Path(out) / f"{prefix}{stamp}"
     if run_dir.exists() or run_dir.is_symlink():
-        raise UsageError(f"{os.fspath(run_dir)}: run folder already exists (never overwritten); wait a second")
+        raise UsageError(
+            f"{os.fspath(run_dir)}: run folder already exists (never overwritten); wait a second"
+        )
     return run_dir
 
 
-def _resolve(default: Any, values: dict[str, Any]) -> Any:
-    if isinstance(default, str) and default.startswith("="):
-        return values[default[1:]]
-    return default
-
-
 def _why(knob: Knob, value: Any, values: dict[str, Any]) -> str:
-    mlm, recipe = _resolve(knob.mlm_default, values), _resolve(knob.recipe_default, values)
     parts = []
-    if mlm is None and knob.mlm_default is None:
-        parts.append("MLM requires it")
-    elif mlm != value:
-        parts.append(f"MLM default {format_value(mlm)}")
-    if recipe != value:
-        parts.append(f"recipe default {format_value(recipe)}")
+    for side, default in (("MLM", knob.mlm_default), ("recipe", knob.recipe_default)):
+        resolved = resolve(default, values)
+        if default is NO_DEFAULT:
+            parts.append(f"{side} has no default")
+        elif resolved != value:
+            parts.append(f"{side} default {format_value(resolved)}")
     text = "; ".join(parts) or "same default on both sides; set so a new default cannot unmatch the pair"
     return f"{text} ({knob.note})" if knob.note else text
 
@@ -123,8 +121,15 @@ def _side_overrides(base: dict[str, Any], out: Path, iters: int) -> dict[str, An
     }
 
 
+def _mlm_flags(knob: Knob, value: Any, overrides: dict[str, Any]) -> list[str]:
+    return [
+        *bridge_to_mlm(overrides),
+        *(part for flag in knob.mlm_only for part in (flag, format_value(value))),
+    ]
+
+
 def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> CorrelationPlan:
-    """The matched pair for ``spec`` writing under ``run_dir`` (made absolute: launchers may change directory).
+    """The matched pair for ``spec`` writing under ``run_dir`` (made absolute: launchers may ``cd``).
 
     Call :func:`~seqpack.correlate.check_spec` first: this function assumes the spec passed it.
     """
@@ -134,8 +139,14 @@ def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> Correl
     shared = {key: knob.to_bridge(knob.value(spec)) for knob in KNOBS for key in knob.bridge}
     bridge_overrides = _side_overrides(shared, root / "bridge", iters)
     launcher = [*shlex.split(spec["launch.launcher"]), f"--nproc_per_node={spec.world_size}"]
+    mlm_only = [part for k in KNOBS for flag in k.mlm_only for part in (flag, format_value(k.value(spec)))]
     mlm = Command(
-        (*launcher, spec["launch.mlm_script"], *bridge_to_mlm(_side_overrides(shared, root / "mlm", iters))),
+        (
+            *launcher,
+            spec["launch.mlm_script"],
+            *bridge_to_mlm(_side_overrides(shared, root / "mlm", iters)),
+            *mlm_only,
+        ),
         {"PYTHONPATH": spec["launch.mlm_pythonpath"]},
     )
     bridge = Command(
@@ -155,10 +166,10 @@ def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> Correl
             AlignedRow(
                 knob=knob.name,
                 value=value,
-                mlm=" ".join(bridge_to_mlm(side)) or "(flag left out = off)",
+                mlm=" ".join(_mlm_flags(knob, value, side)) or "(flag left out = off)",
                 bridge=" ".join(f"{key}={format_value(v)}" for key, v in side.items()),
-                mlm_default=_resolve(knob.mlm_default, values),
-                recipe_default=_resolve(knob.recipe_default, values),
+                mlm_default=resolve(knob.mlm_default, values),
+                recipe_default=resolve(knob.recipe_default, values),
                 why=_why(knob, value, values),
             )
         )
@@ -192,7 +203,9 @@ def write_plan(plan: CorrelationPlan, payload: bytes) -> None:
     try:
         plan.run_dir.mkdir(parents=True, exist_ok=False)
     except FileExistsError:
-        raise UsageError(f"{os.fspath(plan.run_dir)}: run folder already exists (never overwritten)") from None
+        raise UsageError(
+            f"{os.fspath(plan.run_dir)}: run folder already exists (never overwritten)"
+        ) from None
     for side in ("mlm", "bridge"):
         (plan.run_dir / side).mkdir()
     atomic_write_bytes(plan.run_dir / "plan.json", payload)

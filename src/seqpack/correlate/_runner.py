@@ -88,7 +88,8 @@ def run_logged(
                 bufsize=1,
             )
         except OSError as exc:
-            message = f"cannot start: {exc.strerror or exc}"
+            program = command if shell else next(iter(command), "")
+            message = f"cannot start {program!r}: {exc.strerror or exc}"
             log.write(message + "\n")
             return RunResult(label, text, log_path, None, time.monotonic() - start, (message,), message)
         assert proc.stdout is not None

@@ -25,10 +25,11 @@ _BRIDGE_PREFIX = (
 SKILL_PAIRS: dict[str, tuple[int, str, str]] = {
     "1gpu": (
         1,
-        "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --ffn-hidden-size 1024 --seq-length 512"
-        " --max-position-embeddings 512 --micro-batch-size 4 --global-batch-size 32 --train-iters 10"
-        " --eval-iters 2 --eval-interval 10 --mock-data --bf16 --use-mcore-models --tokenizer-type NullTokenizer"
-        " --vocab-size 32000 --lr 3e-4 --min-lr 3e-5 --seed 1234 --log-interval 1",
+        "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --ffn-hidden-size 1024"
+        " --seq-length 512 --max-position-embeddings 512 --micro-batch-size 4 --global-batch-size 32"
+        " --train-iters 10 --eval-iters 2 --eval-interval 10 --mock-data --bf16 --use-mcore-models"
+        " --tokenizer-type NullTokenizer --vocab-size 32000 --lr 3e-4 --min-lr 3e-5 --seed 1234"
+        " --log-interval 1",
         "model.num_layers=2 model.hidden_size=256 model.num_attention_heads=4 model.ffn_hidden_size=1024"
         " model.seq_length=512 dataset.seq_length=512 train.train_iters=10 train.global_batch_size=32"
         " train.micro_batch_size=4 validation.eval_interval=10 validation.eval_iters=2 optimizer.lr=3e-4"
@@ -41,10 +42,11 @@ SKILL_PAIRS: dict[str, tuple[int, str, str]] = {
         " --num-attention-heads 4 --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 2"
         " --global-batch-size 16 --train-iters 10 --eval-iters 2 --eval-interval 10 --mock-data --bf16"
         " --use-mcore-models --tokenizer-type NullTokenizer --vocab-size 1024 --lr 1e-4 --log-interval 1",
-        "model.tensor_model_parallel_size=2 model.sequence_parallel=true model.num_layers=4 model.hidden_size=256"
-        " model.num_attention_heads=4 model.ffn_hidden_size=1024 model.seq_length=1024 dataset.seq_length=1024"
-        " train.train_iters=10 train.global_batch_size=16 train.micro_batch_size=2 validation.eval_interval=10"
-        " validation.eval_iters=2 scheduler.lr_warmup_iters=2 scheduler.lr_decay_iters=10 logger.log_interval=1",
+        "model.tensor_model_parallel_size=2 model.sequence_parallel=true model.num_layers=4"
+        " model.hidden_size=256 model.num_attention_heads=4 model.ffn_hidden_size=1024"
+        " model.seq_length=1024 dataset.seq_length=1024 train.train_iters=10 train.global_batch_size=16"
+        " train.micro_batch_size=2 validation.eval_interval=10 validation.eval_iters=2"
+        " scheduler.lr_warmup_iters=2 scheduler.lr_decay_iters=10 logger.log_interval=1",
     ),
 }
 
@@ -70,11 +72,13 @@ class SkillReport:
     untranslated: tuple[str, ...]
 
 
-def _parse_overrides(text: str) -> dict[str, Any]:
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``["a.b=1", "c=true"]`` -> ``{"a.b": 1, "c": True}``; items without ``=`` are not overrides."""
     parsed: dict[str, Any] = {}
-    for item in text.split():
-        key, _, value = item.partition("=")
-        parsed[key] = parse_value(value)
+    for item in items:
+        key, eq, value = item.partition("=")
+        if eq:
+            parsed[key] = parse_value(value)
     return parsed
 
 
@@ -84,11 +88,15 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def analyse_pair(name: str) -> SkillReport:
-    """Compare what each command of a skill pair runs with, knob by knob."""
-    nproc, mlm_text, bridge_text = SKILL_PAIRS[name]
-    mlm_settings, untranslated = mlm_to_bridge(mlm_text.split())
-    bridge_settings = _parse_overrides(bridge_text)
+def unmatched_knobs(
+    mlm_argv: list[str], bridge_overrides: dict[str, Any]
+) -> tuple[list[Mismatch], list[str]]:
+    """Knobs on which an MLM command and a Bridge command really differ, defaults included.
+
+    Returns the mismatches and the MLM flags that have no Bridge key (listed, never dropped).
+    """
+    mlm_settings, untranslated = mlm_to_bridge(mlm_argv)
+    bridge_settings = bridge_overrides
     mlm_values: dict[str, Any] = {}
     bridge_values: dict[str, Any] = {}
     unmatched = []
@@ -108,6 +116,13 @@ def analyse_pair(name: str) -> SkillReport:
                 " rm -rf",
             )
         )
+    return unmatched, untranslated
+
+
+def analyse_pair(name: str) -> SkillReport:
+    """Compare what each command of a skill pair runs with, knob by knob."""
+    nproc, mlm_text, bridge_text = SKILL_PAIRS[name]
+    unmatched, untranslated = unmatched_knobs(mlm_text.split(), parse_overrides(bridge_text.split()))
     return SkillReport(
         name,
         f"{_MLM_PREFIX.format(n=nproc)} {mlm_text}",

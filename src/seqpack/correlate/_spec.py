@@ -83,7 +83,6 @@ SCHEMA: dict[str, Field] = {
     "model.num_attention_heads": Field(*POS_INT, REQUIRED),
     "model.ffn_hidden_size": Field(*POS_INT, REQUIRED),
     "model.seq_length": Field(*POS_INT, REQUIRED),
-    "model.max_position_embeddings": Field(*POS_INT, "=model.seq_length"),
     "model.vocab_size": Field(*POS_INT, REQUIRED),
     "model.make_vocab_size_divisible_by": Field(*POS_INT, 128),
     "model.init_method_std": Field("a positive number", _float(0.0, open_low=True), 0.02),
@@ -145,7 +144,9 @@ def _flatten(doc: Mapping[str, Any], source: str) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for section, body in doc.items():
         if not isinstance(body, Mapping):
-            raise DataError(f"{where(source, field=str(section))}: expected a mapping of fields, found {body!r}")
+            raise DataError(
+                f"{where(source, field=str(section))}: expected a mapping of fields, found {body!r}"
+            )
         for key, value in body.items():
             flat[f"{section}.{key}"] = value
     return flat

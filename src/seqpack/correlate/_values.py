@@ -1,4 +1,4 @@
-"""How a value is spelled on a command line, both ways: ``true``/``false``, ``null``, numbers as Python prints."""
+"""How a value is spelled on a command line and read back: ``true``/``false``, ``null``, numbers."""
 
 from __future__ import annotations
 

@@ -1,0 +1,65 @@
+"""Run two commands one after the other in a new run folder, then compare them (``seqpack correlate run``).
+
+The second command runs even when the first fails or cannot start: the report then shows both outcomes,
+which is what one needs to see to fix a launch. Nothing already on disk is reused or overwritten: the run
+folder is created new (``mkdir`` without ``exist_ok``) before anything runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seqpack.correlate._report import CorrelationReport, compare_runs
+from seqpack.correlate._runner import RunResult, run_logged
+from seqpack.curves import Profile
+from seqpack.errors import UsageError
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One command to run: its label (log file ``<label>.log``), argv or shell line, extra environment."""
+
+    label: str
+    command: Sequence[str] | str
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def make_run_dir(run_dir: Path) -> None:
+    """Create the run folder; an existing one (or anything by that name) is refused, never reused."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=False)
+    except FileExistsError:
+        raise UsageError(f"{os.fspath(run_dir)}: run folder already exists (never overwritten)") from None
+
+
+def run_pair(
+    run_dir: Path,
+    runs: tuple[PlannedRun, PlannedRun],
+    profile: Profile,
+    *,
+    echo: Callable[[str, str], None] | None = None,
+    metrics: list[str] | None = None,
+) -> CorrelationReport:
+    """Run both commands in order in the existing ``run_dir``, tee their logs, compare, write the report.
+
+    ``echo(label, line)`` receives every output line as it arrives (live progress on stderr in the CLI).
+    """
+    results: list[RunResult] = []
+    for planned in runs:
+        env = {**os.environ, **planned.env}
+        text = planned.command if isinstance(planned.command, str) else shlex.join(planned.command)
+        if echo is not None:
+            echo(planned.label, f"starting: {text}")
+        line_echo = (lambda line, label=planned.label: echo(label, line)) if echo is not None else None
+        result = run_logged(
+            planned.label, planned.command, run_dir / f"{planned.label}.log", env=env, echo=line_echo
+        )
+        if echo is not None:
+            state = f"exit {result.returncode}" if result.started else result.error
+            echo(planned.label, f"finished: {state} after {result.seconds:.1f} s")
+        results.append(result)
+    return compare_runs(run_dir, (results[0], results[1]), profile, metrics)
