@@ -8,6 +8,7 @@ named at each call site so a reader sees exactly what was replaced.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
 import subprocess
@@ -32,11 +33,24 @@ def _unavailable(reason: str) -> None:
 
 
 def bridge_wheel_root() -> Path:
-    """Directory holding the unpacked ``megatron-bridge`` 0.6.2 wheel (``<root>/megatron/bridge/...``)."""
+    """Directory holding the unpacked ``megatron-bridge`` 0.6.2 wheel (``<root>/megatron/bridge/...``).
+
+    Safe under parallel test workers: the download and unpacking happen under an exclusive file lock.
+    """
     root = CACHE_DIR / f"megatron_bridge-{BRIDGE_VERSION}"
     marker = root / ".complete"
     if marker.exists():
         return root
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(CACHE_DIR / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            _download_and_unpack(root)
+            marker.touch()
+    return root
+
+
+def _download_and_unpack(root: Path) -> None:
     download = CACHE_DIR / "wheels"
     download.mkdir(parents=True, exist_ok=True)
     cmd = [
@@ -58,8 +72,6 @@ def bridge_wheel_root() -> Path:
         _unavailable(f"cannot download megatron-bridge=={BRIDGE_VERSION}: {result.stderr.strip()[-300:]}")
     with zipfile.ZipFile(wheels[0]) as archive:
         archive.extractall(root)
-    marker.touch()
-    return root
 
 
 def load_module_by_path(
