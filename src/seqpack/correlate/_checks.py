@@ -1,7 +1,9 @@
 """Checks that block a correlation plan: values that cannot train, or that one launcher cannot express.
 
-Each check is a small function in :data:`CHECKS` returning a :class:`Finding` or ``None``; ``seqpack correlate
-plan`` prints every finding and exits 1 when there is any, so no half-matched pair is ever written.
+Two sources, one list: the correlation checks of :data:`CHECKS` (``CR...``: things only a *pair* of
+launchers makes wrong, such as two seeds MLM cannot express) and the error findings of ``seqpack doctor``'s
+rule table (``SP...``: batch divisibility, CP divisibility, ...) run on the plan's Bridge overrides. The
+plan prints every finding and exits 1 when there is any, so no half-matched pair is ever written.
 """
 
 from __future__ import annotations
@@ -9,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from seqpack.config import DoctorOptions, check, load_config
+from seqpack.correlate._knobs import spec_overrides
 from seqpack.correlate._spec import CorrelationSpec
+from seqpack.correlate._values import format_value
+
+#: Doctor findings of this severity block a plan; warnings do not.
+BLOCKING_SEVERITY = "error"
 
 
 @dataclass(frozen=True)
@@ -49,31 +57,6 @@ def _min_lr(s: CorrelationSpec) -> Finding | None:
     return Finding("CR003", f"lr.min_lr={s['lr.min_lr']} is above lr.lr={s['lr.lr']}", "set min_lr <= lr")
 
 
-def _world(s: CorrelationSpec) -> Finding | None:
-    model_parallel = s["parallel.tp"] * s["parallel.pp"] * s["parallel.cp"]
-    if s.world_size % model_parallel == 0:
-        return None
-    return Finding(
-        "CR005",
-        f"parallel.nproc_per_node={s.world_size} is not a multiple of TP x PP x CP = {model_parallel}",
-        f"use a multiple of {model_parallel} processes",
-    )
-
-
-def _batch(s: CorrelationSpec) -> Finding | None:
-    model_parallel = s["parallel.tp"] * s["parallel.pp"] * s["parallel.cp"]
-    dp = max(s.world_size // model_parallel, 1)
-    step = s["train.micro_batch_size"] * dp
-    if s["train.global_batch_size"] % step == 0:
-        return None
-    return Finding(
-        "CR006",
-        f"train.global_batch_size={s['train.global_batch_size']} is not a multiple of micro_batch_size x DP"
-        f" = {s['train.micro_batch_size']} x {dp} (spec §8, batch divisibility)",
-        f"use a global batch size that is a multiple of {step}",
-    )
-
-
 def _heads(s: CorrelationSpec) -> Finding | None:
     heads, hidden, tp = s["model.num_attention_heads"], s["model.hidden_size"], s["parallel.tp"]
     if hidden % heads == 0 and heads % tp == 0:
@@ -83,17 +66,6 @@ def _heads(s: CorrelationSpec) -> Finding | None:
         f"model.hidden_size={hidden} and model.num_attention_heads={heads} with parallel.tp={tp}:"
         " hidden must divide by heads and heads by TP",
         "pick heads that divide hidden_size and are a multiple of TP",
-    )
-
-
-def _cp(s: CorrelationSpec) -> Finding | None:
-    cp, seq = s["parallel.cp"], s["model.seq_length"]
-    if cp == 1 or seq % (2 * cp) == 0:
-        return None
-    return Finding(
-        "CR008",
-        f"model.seq_length={seq} is not divisible by 2 x parallel.cp = {2 * cp} (spec §8, CP divisibility)",
-        f"use a sequence length that is a multiple of {2 * cp}",
     )
 
 
@@ -122,15 +94,27 @@ CHECKS: tuple[Callable[[CorrelationSpec], Finding | None], ...] = (
     _seeds,
     _warmup,
     _min_lr,
-    _world,
-    _batch,
     _heads,
-    _cp,
     _sp,
     _mock,
 )
 
 
+def doctor_findings(spec: CorrelationSpec) -> list[Finding]:
+    """``seqpack doctor``'s error findings on the plan's Bridge side (the MLM side has the same values)."""
+    overrides = [f"{key}={format_value(value)}" for key, value in spec_overrides(spec).items()]
+    report = check(
+        load_config(overrides=overrides),
+        DoctorOptions(world_size=spec.world_size, recipe=spec["launch.recipe"]),
+    )
+    return [
+        Finding(f.id, f.message, "; ".join(f.fix) or f.why)
+        for f in report.findings
+        if f.severity == BLOCKING_SEVERITY and not f.allowed
+    ]
+
+
 def check_spec(spec: CorrelationSpec) -> list[Finding]:
     """Every finding that blocks a plan for ``spec`` (empty: the plan can be written)."""
-    return [finding for check in CHECKS if (finding := check(spec)) is not None]
+    own = [finding for rule in CHECKS if (finding := rule(spec)) is not None]
+    return own + doctor_findings(spec)

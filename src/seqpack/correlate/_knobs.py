@@ -1,7 +1,7 @@
 """The knobs a matched pair must set on both sides, with what each launcher does when a knob is left out.
 
 Each :class:`Knob` ties one spec field to the Bridge override key(s) that carry it; the Megatron-LM flags are
-*not* listed here: they come from the one translation table (:mod:`seqpack.correlate._flags`), so the two
+*not* listed here: they come from the one translation table (:mod:`seqpack.translate`), so the two
 commands of a plan cannot drift apart. ``mlm_default`` is what ``pretrain_gpt.py`` uses without the flag,
 ``recipe_default`` what ``vanilla_gpt_pretrain_config`` (Megatron-Bridge 0.6.2, ``recipes/gpt/vanilla_gpt.py``
 and ``recipes/utils/optimizer_utils.py``) sets. Defaults may depend on the other knobs of the
@@ -209,3 +209,8 @@ def effective(knob: Knob, settings: dict[str, Any], default: Any, resolved: dict
         if key in settings:
             return knob.from_bridge(settings[key])
     return resolve(default, resolved)
+
+
+def spec_overrides(spec: CorrelationSpec) -> dict[str, Any]:
+    """Every knob of ``spec`` as Bridge overrides (both sides' output folders excepted), in knob order."""
+    return {key: knob.to_bridge(knob.value(spec)) for knob in KNOBS for key in knob.bridge}

@@ -1,9 +1,9 @@
 """A matched correlation plan: one spec -> the MLM command, the Bridge command, the table of what was aligned.
 
 Both commands come from one dict of Bridge overrides: the Bridge command prints it as ``key=value``, the
-MLM command is its translation (:mod:`seqpack.correlate._flags`). Every knob in :data:`~._knobs.KNOBS` is
-written on both sides even where the defaults agree, so a new default in either launcher cannot unmatch
-the pair.
+MLM command is its translation through the one flag table (:mod:`seqpack.translate`). Every knob in
+:data:`~._knobs.KNOBS` is written on both sides even where the defaults agree, so a new default in either
+launcher cannot unmatch the pair.
 
 Each side writes into its own folder of a new run folder, never into ``nemo_experiments/`` (spec §12: Bridge
 silently resumes from a checkpoint it finds there)::
@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from seqpack._io import atomic_write_bytes
-from seqpack.correlate._flags import bridge_to_mlm
-from seqpack.correlate._knobs import KNOBS, NO_DEFAULT, Knob, resolve
+from seqpack.correlate._knobs import KNOBS, NO_DEFAULT, Knob, resolve, spec_overrides
 from seqpack.correlate._spec import CorrelationSpec
 from seqpack.correlate._values import format_value
-from seqpack.errors import UsageError
+from seqpack.errors import DataError, UsageError
+from seqpack.translate import bridge_to_mlm, bridge_to_mlm_report
 
 RUN_PREFIX = "correlate-"
 
@@ -121,11 +121,18 @@ def _side_overrides(base: dict[str, Any], out: Path, iters: int) -> dict[str, An
     }
 
 
-def _mlm_flags(knob: Knob, value: Any, overrides: dict[str, Any]) -> list[str]:
-    return [
-        *bridge_to_mlm(overrides),
-        *(part for flag in knob.mlm_only for part in (flag, format_value(value))),
-    ]
+def _mlm_flags(knob: Knob, value: Any, values: dict[str, Any]) -> list[str]:
+    """One knob's MLM flags, through the flag table; no flag is right only where MLM's default is the value.
+
+    ``--seed`` covers both ``rng.seed`` and ``dataset.random_seed`` (MLM seeds the mock data with it), so a
+    knob with some of its keys translated is complete.
+    """
+    side = {key: knob.to_bridge(value) for key in knob.bridge}
+    report = bridge_to_mlm_report(side)
+    if report.untranslated and not report.flags and resolve(knob.mlm_default, values) != value:
+        missing = ", ".join(report.untranslated)
+        raise DataError(f"{knob.name}={format_value(value)}: no Megatron-LM flag for {missing}")
+    return [*report.flags, *(part for flag in knob.mlm_only for part in (flag, format_value(value)))]
 
 
 def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> CorrelationPlan:
@@ -136,16 +143,16 @@ def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> Correl
     root = Path(run_dir).absolute()
     iters = spec["train.train_iters"]
     values = {knob.name: knob.value(spec) for knob in KNOBS}
-    shared = {key: knob.to_bridge(knob.value(spec)) for knob in KNOBS for key in knob.bridge}
+    shared = spec_overrides(spec)
     bridge_overrides = _side_overrides(shared, root / "bridge", iters)
+    knob_flags = {knob.name: _mlm_flags(knob, values[knob.name], values) for knob in KNOBS}
     launcher = [*shlex.split(spec["launch.launcher"]), f"--nproc_per_node={spec.world_size}"]
-    mlm_only = [part for k in KNOBS for flag in k.mlm_only for part in (flag, format_value(k.value(spec)))]
     mlm = Command(
         (
             *launcher,
             spec["launch.mlm_script"],
-            *bridge_to_mlm(_side_overrides(shared, root / "mlm", iters)),
-            *mlm_only,
+            *(flag for flags in knob_flags.values() for flag in flags),
+            *bridge_to_mlm(_side_overrides({}, root / "mlm", iters)),
         ),
         {"PYTHONPATH": spec["launch.mlm_pythonpath"]},
     )
@@ -166,7 +173,7 @@ def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> Correl
             AlignedRow(
                 knob=knob.name,
                 value=value,
-                mlm=" ".join(_mlm_flags(knob, value, side)) or "(flag left out = off)",
+                mlm=" ".join(knob_flags[knob.name]) or "(no flag: MLM's default)",
                 bridge=" ".join(f"{key}={format_value(v)}" for key, v in side.items()),
                 mlm_default=resolve(knob.mlm_default, values),
                 recipe_default=resolve(knob.recipe_default, values),

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from seqpack.correlate._flags import mlm_to_bridge
+from seqpack.config import parse_override
 from seqpack.correlate._knobs import KNOBS, RECIPE_OUTPUT_DIR, effective
-from seqpack.correlate._values import format_value, parse_value
+from seqpack.correlate._values import format_value
+from seqpack.translate import mlm_to_bridge
 
 _MLM_PREFIX = "python -m torch.distributed.run --nproc_per_node={n} 3rdparty/Megatron-LM/pretrain_gpt.py"
 _BRIDGE_PREFIX = (
@@ -74,12 +75,7 @@ class SkillReport:
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
     """``["a.b=1", "c=true"]`` -> ``{"a.b": 1, "c": True}``; items without ``=`` are not overrides."""
-    parsed: dict[str, Any] = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if eq:
-            parsed[key] = parse_value(value)
-    return parsed
+    return dict(parse_override(item) for item in items if "=" in item)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -95,7 +91,8 @@ def unmatched_knobs(
 
     Returns the mismatches and the MLM flags that have no Bridge key (listed, never dropped).
     """
-    mlm_settings, untranslated = mlm_to_bridge(mlm_argv)
+    translation = mlm_to_bridge(mlm_argv)
+    mlm_settings, untranslated = translation.overrides, translation.untranslated
     bridge_settings = bridge_overrides
     mlm_values: dict[str, Any] = {}
     bridge_values: dict[str, Any] = {}

@@ -1,4 +1,4 @@
-"""How a value is spelled on a command line and read back: ``true``/``false``, ``null``, numbers."""
+"""How a value is spelled on a command line: ``true``/``false``, ``null``, numbers as Python prints them."""
 
 from __future__ import annotations
 
@@ -12,18 +12,3 @@ def format_value(value: Any) -> str:
     if value is None:
         return "null"
     return str(value)
-
-
-def parse_value(text: str) -> Any:
-    """Read a command-line value back: booleans, ``null``, integers, floats, else the text itself."""
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered in ("null", "none"):
-        return None
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            continue
-    return text
