@@ -217,6 +217,17 @@ def _interval(steps: IntArray) -> int | None:
     return int(values[np.argmax(counts)])
 
 
+def _off_grid(steps: IntArray, recorded: IntArray, interval: int | None) -> BoolArray:
+    """Steps inside the recorded range that the recording interval skips (a sparser run, not a gap).
+
+    A run logged every 5 steps (5, 10, ..., 100) never had step 51; a run that stops at 70 *lost* 71-100.
+    """
+    if interval is None or interval <= 1 or recorded.size == 0:
+        return np.zeros(steps.size, dtype=bool)
+    inside = (steps > recorded[0]) & (steps < recorded[-1])
+    return np.asarray(inside & ((steps - recorded[-1]) % interval != 0), dtype=bool)
+
+
 def compare_series(
     reference: Series,
     candidate: Series,
@@ -320,10 +331,17 @@ def compare_series(
             f"no step in common ({reference_name}: {ref_s.iterations.size}, {candidate_name}: "
             f"{cand_s.iterations.size} steps)"
         )
-    if only_ref.size and (name == "golden" or profile.require_all_steps):
+    unsampled = _off_grid(only_ref, cand_s.iterations, ci)
+    if unsampled.any():
+        notes.append(
+            f"{int(unsampled.sum())} step(s) of {reference_name} fall between the steps {candidate_name} "
+            f"records (every {ci}): not counted as missing"
+        )
+    missing = only_ref[~unsampled]
+    if missing.size and (name == "golden" or profile.require_all_steps):
         reasons.append(
-            f"{only_ref.size} step(s) of {reference_name} missing from {candidate_name} "
-            f"(first {only_ref[:5].tolist()})"
+            f"{missing.size} step(s) of {reference_name} missing from {candidate_name} "
+            f"(first {missing[:5].tolist()})"
         )
     if only_cand.size and profile.require_all_steps:
         reasons.append(

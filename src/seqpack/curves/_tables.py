@@ -15,6 +15,7 @@ import csv
 import io
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -219,7 +220,9 @@ def read_tensorboard(path: str | os.PathLike[str]) -> Curves:
             "(pip install 'seqpack[tensorboard]')"
         ) from None
     try:
-        frame = SummaryReader(source, pivot=False).scalars
+        with warnings.catch_warnings():  # tbparse's pandas deprecation warnings are not the user's business
+            warnings.simplefilter("ignore")
+            frame = SummaryReader(source, pivot=False).scalars
     except Exception as exc:  # tbparse raises many types for corrupt files
         raise InputError(f"{source}: cannot read TensorBoard events ({exc})") from None
     if frame is None or len(frame) == 0:
