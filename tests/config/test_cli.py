@@ -148,3 +148,11 @@ def test_real_cp2_case_as_fine_tuning(capsys: pytest.CaptureFixture[str], shared
     code, doc = _json(capsys, [*argv, "--dataset-kind", "sft", "--world-size", "6"])
     assert code == 1
     assert [f["id"] for f in doc["findings"]] == ["SP012", "SP018"]
+
+
+def test_overrides_without_a_config_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "model.context_parallel_size=2", "model.seq_length=510"]) == 1
+    assert main(["doctor", "model.context_parallel_size=2", "model.seq_length=512"]) == 0
+    assert main(["doctor", "--cp", "2", "--lang", "fr"]) == 2
+    assert main(["translate", "mlm-to-bridge"]) == 2
+    capsys.readouterr()

@@ -163,3 +163,9 @@ def test_contradictory_plain_option_and_override() -> None:
     loaded = load_config(overrides=["model.context_parallel_size=4"], options={"cp": 2})
     (finding,) = [f for f in check(loaded).findings if f.id == "SP103"]
     assert "--cp" in finding.message
+
+
+def test_findings_point_at_the_yaml_line(tmp_path: Path) -> None:
+    loaded = load_config(_write(tmp_path, "model:\n  seq_length: 4096\n  context_paralel_size: 2\n"))
+    (finding,) = [f for f in check(loaded).findings if f.id == "SP101"]
+    assert "cfg.yaml:3)" in finding.message and "model.context_parallel_size" in finding.message

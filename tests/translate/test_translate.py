@@ -59,6 +59,10 @@ def test_bad_flag_values() -> None:
         mlm_to_bridge(["--seq-length"])
     with pytest.raises(UsageError, match="switch"):
         mlm_to_bridge({"--bf16": "yes"})
+    with pytest.raises(UsageError, match="expects an integer, found 'four'"):
+        mlm_to_bridge(["--seq-length", "four"])
+    with pytest.raises(UsageError, match="expects a number"):
+        mlm_to_bridge({"--lr": "fast"})
     with pytest.raises(UsageError, match="starting with '--'"):
         mlm_to_bridge(["seq-length", "4"])
 

@@ -30,7 +30,7 @@ def mlm_to_bridge_cmd(
     Example: seqpack translate mlm-to-bridge -- --seq-length 4096 --swiglu --bf16
     """
     if (model_config is None) == (not flags):
-        raise UsageError("give --model-config FILE or flags after --, not both")
+        raise UsageError("give exactly one of --model-config FILE or flags after --")
     translation = mlm_to_bridge(load_model_args(model_config) if model_config else list(flags or []))
     for key, value in translation.overrides.items():
         out_console.print(override(key, value), markup=False)

@@ -388,31 +388,31 @@ CATALOG: dict[str, dict[str, tuple[str, str]]] = {
     },
     "SP100": {
         "en": (
-            "unknown config section '{key}' (did you mean '{suggestion}'?)",
+            "unknown config section '{key}'{where} (did you mean '{suggestion}'?)",
             "Bridge's ConfigContainer has no such section; its values would never be read.",
         ),
         "zh": (
-            "未知的配置段 '{key}'（是否想写 '{suggestion}'？）",
+            "未知的配置段 '{key}'{where}（是否想写 '{suggestion}'？）",
             "Bridge 的 ConfigContainer 中没有该配置段；其中的值永远不会被读取。",
         ),
     },
     "SP101": {
         "en": (
-            "unknown field '{key}' (did you mean '{suggestion}'?)",
+            "unknown field '{key}'{where} (did you mean '{suggestion}'?)",
             "A misspelled field is either rejected when the config is built or silently ignored.",
         ),
         "zh": (
-            "未知字段 '{key}'（是否想写 '{suggestion}'？）",
+            "未知字段 '{key}'{where}（是否想写 '{suggestion}'？）",
             "拼错的字段要么在构建配置时被拒绝，要么被静默忽略。",
         ),
     },
     "SP102": {
         "en": (
-            "field '{key}' has the wrong type: {detail}",
+            "field '{key}'{where} has the wrong type: {detail}",
             "Bridge builds typed dataclasses from the config; a wrong type fails or misbehaves.",
         ),
         "zh": (
-            "字段 '{key}' 类型错误：{detail}",
+            "字段 '{key}'{where} 类型错误：{detail}",
             "Bridge 根据配置构建带类型的 dataclass；类型错误会导致失败或异常行为。",
         ),
     },

@@ -100,6 +100,8 @@ class LoadProblem:
     key: str
     detail: str
     suggestion: str | None = None
+    #: ``file:line`` where the key was written, when it came from a YAML file.
+    where: str | None = None
 
 
 @dataclass
@@ -158,10 +160,11 @@ def load_config(
     """Read every input layer and return the typed view plus the problems found on the way."""
     problems: list[LoadProblem] = []
     document: Any = {}
+    lines: dict[str, int] = {}
     source = None
     if path is not None:
         source = os.fspath(path)
-        document, _lines = load_yaml(path)
+        document, lines = load_yaml(path)
         if document is None:
             document = {}
         if not isinstance(document, dict):
@@ -187,6 +190,9 @@ def load_config(
             f"{source or 'config'}: cannot merge the overrides ({exc.__class__.__name__}: {exc})"
         ) from None
     view = _build_view(raw, problems)
+    for problem in problems:
+        if source is not None and problem.key in lines and problem.kind != "contradiction":
+            problem.where = f"{source}:{lines[problem.key]}"
     if dataset_kind is not None:
         view.dataset.kind = dataset_kind
     return LoadedConfig(view=view, problems=problems, raw=raw, source=source)

@@ -548,7 +548,9 @@ def _problems(ctx: Context, kind: str) -> Iterator[Hit]:
     for p in ctx.problems:
         if p.kind == kind:
             fields = [p.key] + ([p.suggestion] if p.suggestion else [])
-            yield Hit({"key": p.key, "detail": p.detail, "suggestion": p.suggestion or "-"}, [], fields)
+            where = f" ({p.where})" if p.where else ""
+            params = {"key": p.key, "detail": p.detail, "suggestion": p.suggestion or "-", "where": where}
+            yield Hit(params, [], fields)
 
 
 @rule("SP100", WARNING, ("<section>",), RAISES)

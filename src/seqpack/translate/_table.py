@@ -240,5 +240,77 @@ NO_BRIDGE_EQUIVALENT: Mapping[str, str] = {
     "--use-checkpoint-args": "Bridge loads model settings from the recipe / HF config, not checkpoint args",
 }
 
+#: Value flags Megatron-LM types as ``int`` / ``float`` (megatron/training/arguments.py); a value of another
+#: type is refused instead of being passed on as a string.
+INT_FLAGS: frozenset[str] = frozenset(
+    [
+        "--num-layers",
+        "--hidden-size",
+        "--ffn-hidden-size",
+        "--num-attention-heads",
+        "--num-query-groups",
+        "--kv-channels",
+        "--make-vocab-size-divisible-by",
+        "--seq-length",
+        "--tensor-model-parallel-size",
+        "--pipeline-model-parallel-size",
+        "--context-parallel-size",
+        "--expert-model-parallel-size",
+        "--expert-tensor-parallel-size",
+        "--num-experts",
+        "--moe-ffn-hidden-size",
+        "--moe-router-topk",
+        "--mtp-num-layers",
+        "--recompute-num-layers",
+        "--micro-batch-size",
+        "--global-batch-size",
+        "--train-iters",
+        "--train-samples",
+        "--exit-interval",
+        "--manual-gc-interval",
+        "--empty-unused-memory-level",
+        "--eval-iters",
+        "--eval-interval",
+        "--lr-decay-iters",
+        "--lr-decay-samples",
+        "--lr-warmup-iters",
+        "--lr-warmup-samples",
+        "--lr-wsd-decay-iters",
+        "--num-workers",
+        "--vocab-size",
+        "--seed",
+        "--distributed-timeout-minutes",
+        "--save-interval",
+        "--log-interval",
+        "--tensorboard-log-interval",
+        "--timing-log-level",
+        "--rotary-base",
+    ]
+)
+FLOAT_FLAGS: frozenset[str] = frozenset(
+    [
+        "--init-method-std",
+        "--hidden-dropout",
+        "--attention-dropout",
+        "--rotary-percent",
+        "--norm-epsilon",
+        "--rotary-seq-len-interpolation-factor",
+        "--moe-aux-loss-coeff",
+        "--lr",
+        "--min-lr",
+        "--weight-decay",
+        "--clip-grad",
+        "--adam-beta1",
+        "--adam-beta2",
+        "--adam-eps",
+        "--sgd-momentum",
+        "--lr-warmup-fraction",
+        "--lr-warmup-init",
+        "--start-weight-decay",
+        "--end-weight-decay",
+        "--exit-duration-in-mins",
+    ]
+)
+
 #: flag -> mapping, the lookup the translators use.
 BY_FLAG: Mapping[str, FlagMapping] = {m.flag: m for m in FLAG_TABLE}
