@@ -45,9 +45,9 @@ def clean(
                 seen.add(real)
                 found.append((top, item))
     if delete and not yes:
-        err_console.print("dry run: add --yes to delete what is listed", markup=False)
+        err_console.print("dry run: add --yes to delete what is listed", markup=False, soft_wrap=True)
     elif not yes:
-        err_console.print("dry run: add --yes to move what is listed aside", markup=False)
+        err_console.print("dry run: add --yes to move what is listed aside", markup=False, soft_wrap=True)
     done: list[dict[str, object]] = []
     for top, item in found:
         if yes:
@@ -60,7 +60,7 @@ def clean(
         emit_json({"dry_run": not yes, "found": done}, SCHEMA_VERSION)
         return
     if not done:
-        out_console.print("nothing to clean", markup=False)
+        out_console.print("nothing to clean", markup=False, soft_wrap=True)
         return
     for row in done:
         newest = row["newest_checkpoint"] or "no checkpoint"
@@ -70,7 +70,9 @@ def clean(
             f"{row['action']}: {row['path']}  ({row['kind']}, {size}, newest {newest}){dest}", markup=False
         )
     if not quiet and yes:
-        err_console.print(f"{len(done)} folder(s) {'deleted' if delete else 'moved aside'}", markup=False)
+        err_console.print(
+            f"{len(done)} folder(s) {'deleted' if delete else 'moved aside'}", markup=False, soft_wrap=True
+        )
 
 
 def register(app: typer.Typer) -> None:

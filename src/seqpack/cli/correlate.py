@@ -50,9 +50,11 @@ def _print_findings(findings: list[Finding], source: str, fmt: OutputFormat) -> 
             {"spec": source, "blocked": True, "findings": [f.__dict__ for f in findings]}, SCHEMA_VERSION
         )
         return
-    out_console.print(f"{source}: the plan is blocked by {len(findings)} finding(s):", markup=False)
+    out_console.print(
+        f"{source}: the plan is blocked by {len(findings)} finding(s):", markup=False, soft_wrap=True
+    )
     for f in findings:
-        out_console.print(f"  {f.rule} {f.message}\n        fix: {f.fix}", markup=False)
+        out_console.print(f"  {f.rule} {f.message}\n        fix: {f.fix}", markup=False, soft_wrap=True)
 
 
 def _checked_plan(spec_path: Path, out: Path, fmt: OutputFormat) -> CorrelationPlan:
@@ -106,7 +108,7 @@ def plan_command(
                 SCHEMA_VERSION,
             )
         else:
-            out_console.print("\n\n".join(render_skill(r) for r in reports), markup=False)
+            out_console.print("\n\n".join(render_skill(r) for r in reports), markup=False, soft_wrap=True)
         return
     if spec is None:
         raise UsageError("pass --spec SPEC.yaml (or --from-skill)")
@@ -114,7 +116,9 @@ def plan_command(
     payload = _plan_bytes(plan)
     if out is not None:
         write_plan(plan, payload)
-        err_console.print(f"wrote {plan.run_dir}/ (plan.json, mlm.sh, bridge.sh, aligned.txt)", markup=False)
+        err_console.print(
+            f"wrote {plan.run_dir}/ (plan.json, mlm.sh, bridge.sh, aligned.txt)", markup=False, soft_wrap=True
+        )
     if fmt is OutputFormat.json:
         emit_json({**plan.to_json(), "written": out is not None}, SCHEMA_VERSION)
         return
@@ -128,7 +132,7 @@ def plan_command(
         "# aligned knobs",
         render_table(plan.rows),
     ]
-    out_console.print("\n".join(text), markup=False)
+    out_console.print("\n".join(text), markup=False, soft_wrap=True)
 
 
 def _argv(option: str, text: str, shell: bool) -> list[str] | str:
@@ -187,7 +191,7 @@ def run_command(
         raise UsageError("pass --spec SPEC.yaml, or both --a CMD and --b CMD")
 
     def echo(label: str, line: str) -> None:
-        err_console.print(f"[{label}] {line}", markup=False, highlight=False)
+        err_console.print(f"[{label}] {line}", markup=False, highlight=False, soft_wrap=True)
 
     report = run_pair(run_dir, runs, profile, echo=None if quiet else echo, metrics=metric or None)
     if fmt is OutputFormat.json:
@@ -195,7 +199,7 @@ def run_command(
         doc.pop("schema_version")
         emit_json(doc, SCHEMA_VERSION)
     else:
-        out_console.print(render_report(report), markup=False)
+        out_console.print(render_report(report), markup=False, soft_wrap=True)
     if report.exit_code:
         raise typer.Exit(report.exit_code)
 

@@ -10,7 +10,7 @@ defaults to ``train_iters`` on both, ``ffn_hidden_size`` to 4 x ``hidden_size``)
 
 Bridge 0.6.2's ``GPTModelProvider`` has no ``max_position_embeddings``: it sizes the position embeddings by
 ``seq_length``. So the MLM side gets ``--max-position-embeddings`` equal to the sequence length
-(:attr:`Knob.mlm_only`) and the Bridge side gets no key for it (an unknown key would stop the run).
+(:attr:`Knob.mlm_only`) and the Bridge side gets no key for it (run_recipe refuses a key the config lacks).
 
 The defaults are why the skill's "matched" pair is not matched (spec §12, correlation trap):
 

@@ -51,7 +51,7 @@ class RunResult:
             "log": os.fspath(self.log),
             "returncode": self.returncode,
             "seconds": round(self.seconds, 3),
-            "tail": list(self.tail),
+            "tail": [] if self.ok else list(self.tail),  # the last lines matter when a run failed
             "error": self.error,
         }
 
