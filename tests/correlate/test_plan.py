@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seqpack.cli import main
 from seqpack.correlate import (
@@ -215,6 +217,7 @@ def test_missing_required_field() -> None:
         ({"parallel.tp": 3}, "CR007"),
         ({"parallel.sp": True}, "CR009"),
         ({"data.mock": False}, "CR010"),
+        ({"precision.grad_reduce_in_fp32": False}, "CR011"),
     ],
 )
 def test_incompatible_spec_blocks_the_plan(
@@ -271,3 +274,43 @@ def test_unknown_mlm_flag_is_listed_never_dropped() -> None:
     unmatched, untranslated = unmatched_knobs(["--lr", "0.1", "--frobnicate", "3", "--use-flash-attn"], {})
     assert untranslated == ["--frobnicate 3", "--use-flash-attn"]
     assert "lr" in {m.knob for m in unmatched}
+
+
+@settings(max_examples=40)
+@given(
+    lr=st.sampled_from([1e-4, 3e-4, 2.5e-3, 0.01]),
+    beta2=st.sampled_from([0.95, 0.98, 0.999]),
+    wd=st.sampled_from([0.0, 0.01, 0.033, 0.1]),
+    style=st.sampled_from(["constant", "linear", "cosine", "inverse-square-root", "WSD"]),
+    warmup=st.integers(0, 9),
+    dtype=st.sampled_from(["bf16", "fp16", "fp32"]),
+    grad_fp32=st.booleans(),
+    tp=st.sampled_from([1, 2, 4]),
+    sp=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_any_valid_spec_gives_a_matched_pair(
+    lr: float,
+    beta2: float,
+    wd: float,
+    style: str,
+    warmup: int,
+    dtype: str,
+    grad_fp32: bool,
+    tp: int,
+    sp: bool,
+    seed: int,
+) -> None:
+    doc = {s: dict(b) for s, b in SPEC.items()}
+    doc["lr"] = {"lr": lr, "min_lr": 0.0, "decay_style": style, "warmup_iters": warmup}
+    doc["optimizer"] = {"adam_beta2": beta2, "weight_decay": wd}
+    doc["precision"] = {"dtype": dtype, "grad_reduce_in_fp32": grad_fp32}
+    doc["parallel"] = {"tp": tp, "sp": sp and tp > 1}
+    doc["seed"] = {"init": seed}
+    spec = parse_spec(doc)
+    if [f.rule for f in check_spec(spec)] == ["CR011"]:
+        return  # bf16 without fp32 gradient reduce: MLM cannot express it, the plan is blocked
+    plan = build_plan(spec, "/runs/correlate-20260830-101500")
+    mlm = mlm_side(plan.mlm.argv, spec["launch.mlm_script"])
+    unmatched, untranslated = unmatched_knobs(mlm, bridge_side(plan.bridge.argv))
+    assert unmatched == [] and untranslated == ["--max-position-embeddings 512"]

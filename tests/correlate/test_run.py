@@ -113,6 +113,16 @@ def test_new_run_dir_refuses_an_existing_name(tmp_path: Path) -> None:
         new_run_dir(tmp_path, now=now)
 
 
+def test_live_progress_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["correlate", "run", "--a", "echo first", "--b", "echo second", "--out", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert "[a] first" in err and "[b] second" in err and err[0] == "[a] starting: echo first"
+    assert "[a] first" not in captured.out
+    # No loss line in either log: nothing to compare is a mismatch, and the report says why.
+    assert "note: a: no curve to compare" in captured.out
+
+
 def test_log_is_teed_line_by_line(tmp_path: Path) -> None:
     seen: list[str] = []
     result = run_logged(

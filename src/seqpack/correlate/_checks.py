@@ -90,6 +90,17 @@ def _mock(s: CorrelationSpec) -> Finding | None:
     )
 
 
+def _bf16_grads(s: CorrelationSpec) -> Finding | None:
+    if s["precision.dtype"] != "bf16" or s["precision.grad_reduce_in_fp32"]:
+        return None
+    return Finding(
+        "CR011",
+        "precision.dtype=bf16 with precision.grad_reduce_in_fp32=false: Megatron-LM turns fp32 gradient"
+        " accumulation and all-reduce on by itself with --bf16, so the MLM run would not reduce in bf16",
+        "set precision.grad_reduce_in_fp32=true",
+    )
+
+
 CHECKS: tuple[Callable[[CorrelationSpec], Finding | None], ...] = (
     _seeds,
     _warmup,
@@ -97,6 +108,7 @@ CHECKS: tuple[Callable[[CorrelationSpec], Finding | None], ...] = (
     _heads,
     _sp,
     _mock,
+    _bf16_grads,
 )
 
 
