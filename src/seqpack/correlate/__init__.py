@@ -10,12 +10,13 @@
 from seqpack.correlate._checks import CHECKS, Finding, check_spec
 from seqpack.correlate._clean import Found, apply, clean_stamp, find_experiments, moved_name
 from seqpack.correlate._knobs import KNOBS, Knob
-from seqpack.correlate._pair import PlannedRun, make_run_dir, run_pair
+from seqpack.correlate._pair import PlannedRun, run_pair
 from seqpack.correlate._plan import (
     AlignedRow,
     Command,
     CorrelationPlan,
     build_plan,
+    make_run_dir,
     new_run_dir,
     render_table,
     write_plan,

@@ -1,8 +1,8 @@
 """Run two commands one after the other in a new run folder, then compare them (``seqpack correlate run``).
 
 The second command runs even when the first fails or cannot start: the report then shows both outcomes,
-which is what one needs to see to fix a launch. Nothing already on disk is reused or overwritten: the run
-folder is created new (``mkdir`` without ``exist_ok``) before anything runs.
+which is what one needs to see to fix a launch. Nothing already on disk is reused or overwritten: the caller
+creates the run folder new (:func:`~seqpack.correlate.make_run_dir`) before anything runs.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from pathlib import Path
 from seqpack.correlate._report import CorrelationReport, compare_runs
 from seqpack.correlate._runner import RunResult, run_logged
 from seqpack.curves import Profile
-from seqpack.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -26,14 +25,6 @@ class PlannedRun:
     label: str
     command: Sequence[str] | str
     env: dict[str, str] = field(default_factory=dict)
-
-
-def make_run_dir(run_dir: Path) -> None:
-    """Create the run folder; an existing one (or anything by that name) is refused, never reused."""
-    try:
-        run_dir.mkdir(parents=True, exist_ok=False)
-    except FileExistsError:
-        raise UsageError(f"{os.fspath(run_dir)}: run folder already exists (never overwritten)") from None
 
 
 def run_pair(

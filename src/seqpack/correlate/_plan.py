@@ -168,13 +168,12 @@ def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> Correl
     rows = []
     for knob in KNOBS:
         value = values[knob.name]
-        side = {key: knob.to_bridge(value) for key in knob.bridge}
         rows.append(
             AlignedRow(
                 knob=knob.name,
                 value=value,
                 mlm=" ".join(knob_flags[knob.name]) or "(no flag: MLM's default)",
-                bridge=" ".join(f"{key}={format_value(v)}" for key, v in side.items()),
+                bridge=" ".join(f"{key}={format_value(knob.to_bridge(value))}" for key in knob.bridge),
                 mlm_default=resolve(knob.mlm_default, values),
                 recipe_default=resolve(knob.recipe_default, values),
                 why=_why(knob, value, values),
@@ -205,14 +204,17 @@ def render_table(rows: tuple[AlignedRow, ...]) -> str:
     )
 
 
+def make_run_dir(run_dir: Path) -> None:
+    """Create the run folder; an existing one (or anything by that name) is refused, never reused."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=False)
+    except FileExistsError:
+        raise UsageError(f"{os.fspath(run_dir)}: run folder already exists (never overwritten)") from None
+
+
 def write_plan(plan: CorrelationPlan, payload: bytes) -> None:
     """Create the run folder (never an existing one) with both sides' output folders and the plan files."""
-    try:
-        plan.run_dir.mkdir(parents=True, exist_ok=False)
-    except FileExistsError:
-        raise UsageError(
-            f"{os.fspath(plan.run_dir)}: run folder already exists (never overwritten)"
-        ) from None
+    make_run_dir(plan.run_dir)
     for side in ("mlm", "bridge"):
         (plan.run_dir / side).mkdir()
     atomic_write_bytes(plan.run_dir / "plan.json", payload)
