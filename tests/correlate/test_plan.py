@@ -199,6 +199,21 @@ def test_wrong_value_names_the_field(
     assert f"{spec}: {expected}" in " ".join(err.split())
 
 
+def test_exponent_without_a_dot_is_a_number(tmp_path: Path) -> None:
+    """PyYAML reads ``3e-4`` as a string; a spec means the number."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(SPEC).replace("lr: 0.0003", "lr: 3e-4"))
+    assert "lr: 3e-4" in path.read_text()
+    assert load_spec(path)["lr.lr"] == 3e-4
+
+
+def test_blocked_plan_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path, with_field("seed", "data", 99))
+    assert main(["correlate", "plan", "--spec", str(spec), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["blocked"] is True and [f["rule"] for f in doc["findings"]] == ["CR001"]
+
+
 def test_missing_required_field() -> None:
     doc = {s: dict(b) for s, b in SPEC.items()}
     del doc["model"]["vocab_size"]

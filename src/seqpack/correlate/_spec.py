@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,9 @@ class Field:
 
 
 REQUIRED = object()
+
+#: ``3e-4`` without a dot: YAML 1.1 (PyYAML) reads it as a string, people mean the number.
+_YAML11_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
 
 
 def _int(low: int) -> Check:
@@ -165,6 +169,8 @@ def parse_spec(doc: Any, source: str | os.PathLike[str] = "<spec>") -> Correlati
     for key, field in SCHEMA.items():
         if key in given:
             value = given[key]
+            if "number" in field.kind and isinstance(value, str) and _YAML11_FLOAT.fullmatch(value.strip()):
+                value = float(value)
             if not field.check(value):
                 raise DataError(f"{where(name, field=key)}: expected {field.kind}, found {value!r}")
             values[key] = float(value) if "number" in field.kind else value
