@@ -156,3 +156,27 @@ def test_overrides_without_a_config_file(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["doctor", "--cp", "2", "--lang", "fr"]) == 2
     assert main(["translate", "mlm-to-bridge"]) == 2
     capsys.readouterr()
+
+
+def test_translated_values_survive_shell_and_hydra_quoting(capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    from seqpack.config import parse_override
+
+    assert main(["translate", "mlm-to-bridge", "--", "--split", "949,50,1", "--data-path", "1.0 /a b"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["dataset.split=\"'949,50,1'\"", "dataset.data_path=\"'1.0 /a b'\""]
+    assert [parse_override(shlex.split(line)[0]) for line in lines] == [
+        ("dataset.split", "949,50,1"),
+        ("dataset.data_path", "1.0 /a b"),
+    ]
+
+
+@pytest.mark.shared
+def test_mlm_args_override_the_model_config(capsys: pytest.CaptureFixture[str], shared_dir: Path) -> None:
+    path = (
+        shared_dir / "data/mlm-functional-cases/gpt3_mcore_te_tp2_pp1_resume_torch_dist_cp2_nondeterministic"
+    )
+    argv = ["doctor", "--model-config", str(path / "model_config.yaml"), "--format", "json", "--lang", "en"]
+    code, doc = _json(capsys, [*argv, "--mlm-args", "--seq-length 1022"])
+    assert code == 1 and [f["id"] for f in doc["findings"]] == ["SP011"]

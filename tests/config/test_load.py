@@ -169,3 +169,28 @@ def test_findings_point_at_the_yaml_line(tmp_path: Path) -> None:
     loaded = load_config(_write(tmp_path, "model:\n  seq_length: 4096\n  context_paralel_size: 2\n"))
     (finding,) = [f for f in check(loaded).findings if f.id == "SP101"]
     assert "cfg.yaml:3)" in finding.message and "model.context_parallel_size" in finding.message
+
+
+def test_delete_override_removes_a_key(tmp_path: Path) -> None:
+    loaded = load_config(_write(tmp_path, DRY_RUN_V06), ["~dataset.offline_packing_specs"])
+    assert loaded.view.dataset.offline_packing_specs is None
+    assert "SP002" in [f.id for f in check(loaded).findings]
+
+
+def test_dates_stay_strings_and_null_sections_take_overrides(tmp_path: Path) -> None:
+    text = "dataset:\n  seq_length: 4096\n  offline_packing_specs: null\n  note: 2024-01-01\n"
+    loaded = load_config(_write(tmp_path, text), ["dataset.offline_packing_specs.packed_sequence_size=4096"])
+    assert loaded.raw["dataset"]["note"] == "2024-01-01"
+    assert loaded.view.offline_specs.packed_sequence_size == 4096
+
+
+def test_checkpoint_directory_reads_the_newest_run_config(tmp_path: Path) -> None:
+    for step, seq in (("iter_0000100", 2048), ("iter_0000200", 4096)):
+        (tmp_path / step).mkdir()
+        (tmp_path / step / "run_config.yaml").write_text(f"model:\n  seq_length: {seq}\n")
+    loaded = load_config(tmp_path)
+    assert loaded.view.model.seq_length == 4096
+    assert loaded.source is not None and loaded.source.endswith("iter_0000200/run_config.yaml")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"without run_config\.yaml"):
+        load_config(tmp_path / "empty")

@@ -11,7 +11,7 @@ import pytest
 
 from seqpack.config import DoctorOptions, check, load_config
 from seqpack.config._packed_facts import read_packed_facts
-from seqpack.errors import InputError
+from seqpack.errors import DataError, InputError
 
 SPECS = "dataset.offline_packing_specs"
 
@@ -126,7 +126,49 @@ def test_config_path_is_used_when_no_packed_option(tmp_path: Path) -> None:
 
 def test_bad_packed_inputs(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
-        read_packed_facts(str(tmp_path / "missing"), multiple=1, pack_size=16)
+        read_packed_facts(str(tmp_path / "missing.parquet"), multiple=1, pack_size=16)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match="no Parquet files"):
+    with pytest.raises(InputError, match=r"no \.parquet or \.pq files"):
         read_packed_facts(str(tmp_path / "empty"), multiple=1, pack_size=16)
+
+
+def test_config_path_missing_here_is_a_warning(tmp_path: Path) -> None:
+    overrides = _config(16, f"{SPECS}.packed_train_data_path={tmp_path}/nowhere/training_16.idx.parquet")
+    report = check(load_config(overrides=overrides))
+    assert [f.id for f in report.findings] == ["SP032"] and not report.has_error
+    assert "SP032" not in [f.id for f in check(load_config(overrides=_config(16))).findings]
+
+
+def test_broken_rows_are_invalid_data(tmp_path: Path) -> None:
+    packed = write_packs(tmp_path / "p", [[9, 5]], 16)
+    table = pq.read_table(packed / "training_16.idx.parquet")
+    broken = table.set_column(2, "seq_start_id", pa.array([[3, 7]], pa.list_(pa.int64())))
+    pq.write_table(broken, packed / "training_16.idx.parquet")
+    with pytest.raises(DataError, match=r"row 0: field 'seq_start_id': must start at 0"):
+        read_packed_facts(str(packed), multiple=1, pack_size=16)
+
+
+def test_doctor_reads_what_seqpack_pack_writes(tmp_path: Path) -> None:
+    """End to end with the real packer: packs made for CP 1 are stale for CP 2 (SP041, SP042)."""
+    from seqpack.data import EXAMPLE_EOS_ID, PackOptions, example_dataset_path, pack_files
+
+    out = tmp_path / "packed"
+    options = PackOptions(
+        inputs=[example_dataset_path()],
+        out_dir=out,
+        pack_size=256,
+        eos_id=EXAMPLE_EOS_ID,
+        workers=1,
+        quiet=True,
+    )
+    pack_files(options)
+    cp1 = _config(256)
+    assert _ids(out, *cp1) == []
+    cp2 = _config(
+        256,
+        "model.context_parallel_size=2",
+        "model.calculate_per_token_loss=true",
+        f"{SPECS}.pad_seq_to_mult=4",
+    )
+    ids = _ids(out, *cp2)
+    assert "SP041" in ids and "SP042" in ids

@@ -156,3 +156,22 @@ def test_round_trip_any_flag_set(mappings: list, value: int) -> None:
         argv += [m.flag, str(value)] if m.kind == "value" else [m.flag]
     back = bridge_to_mlm(mlm_to_bridge(argv).overrides)
     assert _argv_to_dict(back) == _argv_to_dict(argv)
+
+
+def test_every_target_is_a_bridge_field() -> None:
+    """Keys of the sections whose field lists seqpack holds (from the 0.6.2 wheel) name real fields."""
+    from seqpack.config import _bridge_fields as bf
+
+    known = {
+        "model": bf.MODEL_FIELDS,
+        "ddp": bf.DDP_FIELDS,
+        "optimizer": bf.OPTIMIZER_FIELDS,
+        "dataset": bf.DATASET_FIELDS,
+    }
+    wrong = []
+    for mapping in FLAG_TABLE:
+        for key in mapping.targets():
+            section, _, name = key.partition(".")
+            if section not in bf.CONTAINER_SECTIONS or name not in known.get(section, {name}):
+                wrong.append(f"{mapping.flag} -> {key}")
+    assert wrong == []

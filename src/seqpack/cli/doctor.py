@@ -19,6 +19,7 @@ _DATASET_KINDS: tuple[DatasetKind, ...] = ("sft", "sft_in_batch", "pretrain")
 
 
 def _mlm_translation(mlm_args: str | None, model_config: Path | None) -> Translation | None:
+    """The model_config's flags, then ``--mlm-args`` on top (a flag in both takes the --mlm-args value)."""
     if mlm_args is None and model_config is None:
         return None
     result = Translation()
@@ -26,15 +27,11 @@ def _mlm_translation(mlm_args: str | None, model_config: Path | None) -> Transla
         result = mlm_to_bridge(load_model_args(model_config))
     if mlm_args is not None:
         extra = mlm_to_bridge(split_mlm_args(mlm_args))
-        for key, value in extra.overrides.items():
-            if key in result.overrides and result.overrides[key] != value:
-                result.conflicts.append(
-                    f"{key}: {model_config} sets {result.overrides[key]!r}, --mlm-args sets {value!r}"
-                )
-            result.overrides[key] = value
-            result.origin[key] = extra.origin[key]
+        result.overrides.update(extra.overrides)
+        result.origin.update(extra.origin)
         result.conflicts += extra.conflicts
         result.untranslated += extra.untranslated
+        result.reasons.update(extra.reasons)
     return result
 
 

@@ -343,6 +343,18 @@ CATALOG: dict[str, dict[str, tuple[str, str]]] = {
             "适配器在冻结的预训练权重之上训练，必须指定权重的加载位置。",
         ),
     },
+    "SP032": {
+        "en": (
+            "packed_train_data_path {path} does not exist here; the packed-data checks were skipped",
+            "Bridge raises when an explicit packed path is missing at launch. If the data lives on the "
+            "cluster only, run doctor there or pass --packed with a local copy.",
+        ),
+        "zh": (
+            "packed_train_data_path {path} 在本机不存在；已跳过打包数据检查",
+            "启动时显式指定的打包路径不存在，Bridge 会报错。若数据只在集群上，请在集群上运行 doctor，"
+            "或用 --packed 指定本地副本。",
+        ),
+    },
     "SP040": {
         "en": (
             "metadata pack_size {meta} ({path}) differs from packed_sequence_size {size}",

@@ -14,8 +14,8 @@ from seqpack.config._catalog import CATALOG, LANGS
 from seqpack.config._context import Context
 from seqpack.config._family import infer_family
 from seqpack.config._findings import ERROR, SEVERITY_ORDER, Finding, Hit
-from seqpack.config._load import LoadedConfig, _build_view, parse_override, to_plain
-from seqpack.config._packed_facts import read_packed_facts
+from seqpack.config._load import LoadedConfig, _build_view, parse_override, set_key, to_plain
+from seqpack.config._packed_facts import packed_spec_exists, read_packed_facts
 from seqpack.config._rules import RULES
 from seqpack.errors import UsageError
 
@@ -97,7 +97,10 @@ def build_context(loaded: LoadedConfig, options: DoctorOptions) -> Context:
         kernel_chunk=options.kernel_chunk,
     )
     spec = _packed_spec(loaded, options)
-    if spec is not None:
+    if spec is not None and not options.packed and not packed_spec_exists(spec):
+        # The config's own path may live on the cluster's file system only: report it, check the rest.
+        ctx.missing_packed = spec
+    elif spec is not None:
         specs = view.offline_specs
         ctx.packed_path = spec
         ctx.facts = read_packed_facts(
@@ -152,7 +155,7 @@ def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedCon
     merged = OmegaConf.create(loaded.raw)
     for item in overrides:
         key, value = parse_override(item)
-        OmegaConf.update(merged, key, value, merge=True, force_add=True)
+        set_key(merged, key, value)
     raw = to_plain(merged)
     problems = [p for p in loaded.problems if p.kind in ("contradiction",)]
     view = _build_view(raw, problems)

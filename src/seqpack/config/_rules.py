@@ -477,6 +477,13 @@ def peft_needs_checkpoint(ctx: Context) -> CheckResult:
 # ---------------------------------------------------------------- packed data on disk (spec §3)
 
 
+@rule("SP032", WARNING, (f"{SPECS}.packed_train_data_path",), RAISES)
+def packed_path_missing(ctx: Context) -> CheckResult:
+    if ctx.missing_packed is not None:
+        return Hit({"path": ctx.missing_packed})
+    return None
+
+
 @rule("SP040", ERROR, (PACK_SIZE, "metadata.pack_size"), RUNTIME)
 def metadata_pack_size(ctx: Context) -> CheckResult:
     facts = ctx.facts

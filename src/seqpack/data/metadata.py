@@ -21,16 +21,8 @@ from typing import Any
 
 from seqpack._io import atomic_write_bytes, read_bytes
 from seqpack.errors import DataError, InputError
+from seqpack.packing import BRIDGE_METADATA_KEYS
 
-#: Bridge's metadata keys, in the order Bridge writes them (spec §3).
-BRIDGE_METADATA_KEYS: tuple[str, ...] = (
-    "dataset_max_seqlen",
-    "max_samples_per_bin",
-    "packing_factor",
-    "packing_efficiency",
-    "pack_size",
-    "min_packed_seqlen",
-)
 #: The key under which seqpack keeps its own record in each entry (CONVENTIONS: data and files).
 SEQPACK_KEY = "seqpack"
 #: Keys whose combined value across entries is the minimum; every other Bridge key combines by max.

@@ -152,6 +152,22 @@ def _typed(flag: str, value: Any) -> Any:
     return value
 
 
+#: Characters that end an unquoted value in the Hydra override grammar run_recipe parses (a comma makes a
+#: sweep, brackets a list, ...); values holding one are written quoted.
+_HYDRA_SPECIAL = frozenset(" \t,[]{}()='\"\\")
+
+
+def format_override(key: str, value: Any) -> str:
+    """One override ready for a shell command line: ``key=value``, or ``key="'value'"`` when the value needs
+    Hydra quoting (``dataset.split="'949,50,1'"``: the shell drops the double quotes, Hydra the single ones).
+    ``${VAR}`` stays as written so the shell expands it."""
+    text = _format_value(value)
+    if isinstance(value, str) and (not text or any(ch in _HYDRA_SPECIAL for ch in text)):
+        escaped = text.replace("'", "\\'").replace('"', '\\"')
+        return f"{key}=\"'{escaped}'\""
+    return f"{key}={text}"
+
+
 def _format_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
