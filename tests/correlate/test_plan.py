@@ -68,9 +68,9 @@ def test_every_knob_is_set_on_both_sides(tmp_path: Path) -> None:
     bridge = bridge_side(plan.bridge.argv)
     mlm = mlm_side(plan.mlm.argv, spec["launch.mlm_script"])
     for knob in KNOBS:
-        for key in knob.bridge:
+        for key, value in knob.bridge_values(knob.value(spec)).items():
             assert key in bridge, f"{knob.name}: {key} missing on the Bridge side"
-            assert bridge[key] == knob.to_bridge(knob.value(spec))
+            assert bridge[key] == value
     # Nothing the MLM side runs with differs from the Bridge side, defaults of both launchers included.
     unmatched, untranslated = unmatched_knobs(mlm, bridge)
     assert unmatched == []
@@ -280,9 +280,40 @@ def test_mlm_command_round_trips_through_the_translate_table(tmp_path: Path) -> 
     # Every Bridge key is reached, except those MLM expresses by its default or through a shared flag.
     assert set(plan.overrides) - set(translation.overrides) == {
         "dataset.random_seed",  # --seed seeds the mock data too
-        "model.sequence_parallel",  # false: MLM's default (no flag)
-        "ddp.use_distributed_optimizer",  # false: MLM's default (no flag)
+        # MLM's defaults, no flag needed: SwiGLU off (GeLU), bias on, tied embeddings, no SP, no dist. opt.
+        "model.gated_linear_unit",
+        "model.activation_func",
+        "model.add_bias_linear",
+        "model.share_embeddings_and_output_weights",
+        "model.sequence_parallel",
+        "ddp.use_distributed_optimizer",
     }
+
+
+def test_llama_style_model_round_trips(tmp_path: Path) -> None:
+    """RMSNorm, rope, SwiGLU, no bias, untied: the MLM flags say so and translate back to the same keys."""
+    doc = {s: dict(b) for s, b in SPEC.items()}
+    doc["model"].update(
+        normalization="RMSNorm",
+        position_embedding_type="rope",
+        swiglu=True,
+        add_bias_linear=False,
+        untie_embeddings=True,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+    )
+    spec = parse_spec(doc)
+    plan = build_plan(spec, tmp_path / "run")
+    mlm = mlm_side(plan.mlm.argv, spec["launch.mlm_script"])
+    for flag in ("--swiglu", "--disable-bias-linear", "--untie-embeddings-and-output-weights"):
+        assert flag in mlm
+    assert mlm[mlm.index("--normalization") + 1] == "RMSNorm"
+    bridge = bridge_side(plan.bridge.argv)
+    assert (bridge["model.gated_linear_unit"], bridge["model.activation_func"]) == (True, "silu")
+    assert bridge["model.share_embeddings_and_output_weights"] is False
+    back = mlm_to_bridge(mlm).overrides
+    for key in ("model.gated_linear_unit", "model.activation_func", "model.add_bias_linear"):
+        assert back[key] == bridge[key]
 
 
 def test_unknown_mlm_flag_is_listed_never_dropped() -> None:
@@ -303,6 +334,16 @@ def test_unknown_mlm_flag_is_listed_never_dropped() -> None:
     tp=st.sampled_from([1, 2, 4]),
     sp=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
+    arch=st.fixed_dictionaries(
+        {
+            "normalization": st.sampled_from(["LayerNorm", "RMSNorm"]),
+            "position_embedding_type": st.sampled_from(["learned_absolute", "rope"]),
+            "swiglu": st.booleans(),
+            "add_bias_linear": st.booleans(),
+            "untie_embeddings": st.booleans(),
+            "hidden_dropout": st.sampled_from([0.0, 0.1]),
+        }
+    ),
 )
 def test_any_valid_spec_gives_a_matched_pair(
     lr: float,
@@ -315,8 +356,10 @@ def test_any_valid_spec_gives_a_matched_pair(
     tp: int,
     sp: bool,
     seed: int,
+    arch: dict[str, Any],
 ) -> None:
     doc = {s: dict(b) for s, b in SPEC.items()}
+    doc["model"].update(arch)
     doc["lr"] = {"lr": lr, "min_lr": 0.0, "decay_style": style, "warmup_iters": warmup}
     doc["optimizer"] = {"adam_beta2": beta2, "weight_decay": wd}
     doc["precision"] = {"dtype": dtype, "grad_reduce_in_fp32": grad_fp32}

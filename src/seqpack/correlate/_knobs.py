@@ -79,6 +79,8 @@ class Knob:
     note: str = ""
     #: ``(spec value, Bridge value)`` pairs where the two vocabularies differ (precision names).
     spellings: tuple[tuple[Any, Any], ...] = ()
+    #: ``(spec value, one Bridge value per key)`` for a knob whose keys take different values (SwiGLU).
+    per_key: tuple[tuple[Any, tuple[Any, ...]], ...] = ()
     #: MLM flags that take the same value and have no Bridge key of their own.
     mlm_only: tuple[str, ...] = ()
 
@@ -89,6 +91,12 @@ class Knob:
     def to_bridge(self, value: Any) -> Any:
         """The Bridge spelling of a spec value (``bf16`` -> ``bf16_mixed``)."""
         return dict(self.spellings).get(value, value)
+
+    def bridge_values(self, value: Any) -> dict[str, Any]:
+        """Every Bridge key of this knob with its value for the spec value ``value``."""
+        if self.per_key:
+            return dict(zip(self.bridge, dict(self.per_key)[value], strict=True))
+        return {key: self.to_bridge(value) for key in self.bridge}
 
     def from_bridge(self, value: Any) -> Any:
         """The spec spelling of a Bridge value (``bf16_mixed`` -> ``bf16``)."""
@@ -129,6 +137,35 @@ KNOBS: tuple[Knob, ...] = (
         128,
     ),
     _k("init std", "model.init_method_std", "model.init_method_std", 0.02, 0.02),
+    _k("normalization", "model.normalization", "model.normalization", "LayerNorm", "LayerNorm"),
+    _k(
+        "position embedding",
+        "model.position_embedding_type",
+        "model.position_embedding_type",
+        "learned_absolute",
+        "learned_absolute",
+    ),
+    _k("rotary base", "model.rotary_base", "model.rotary_base", 10000, 10000, "used with rope only"),
+    Knob(
+        "SwiGLU",
+        ("model.gated_linear_unit", "model.activation_func"),
+        False,
+        False,
+        field="model.swiglu",
+        note="one MLM switch, two Bridge fields",
+        per_key=((True, (True, "silu")), (False, (False, "gelu"))),
+    ),
+    _k("bias in linear layers", "model.add_bias_linear", "model.add_bias_linear", True, True),
+    Knob(
+        "untied embeddings",
+        ("model.share_embeddings_and_output_weights",),
+        False,
+        False,
+        field="model.untie_embeddings",
+        spellings=((True, False), (False, True)),
+    ),
+    _k("hidden dropout", "model.hidden_dropout", "model.hidden_dropout", 0.1, 0.1),
+    _k("attention dropout", "model.attention_dropout", "model.attention_dropout", 0.1, 0.1),
     _k("micro batch size", "train.micro_batch_size", "train.micro_batch_size", 1, 2),
     _k("global batch size", "train.global_batch_size", "train.global_batch_size", NO_DEFAULT, 32),
     _k("train iters", "train.train_iters", "train.train_iters", NO_DEFAULT, 300000),
@@ -213,4 +250,4 @@ def effective(knob: Knob, settings: dict[str, Any], default: Any, resolved: dict
 
 def spec_overrides(spec: CorrelationSpec) -> dict[str, Any]:
     """Every knob of ``spec`` as Bridge overrides (both sides' output folders excepted), in knob order."""
-    return {key: knob.to_bridge(knob.value(spec)) for knob in KNOBS for key in knob.bridge}
+    return {key: value for knob in KNOBS for key, value in knob.bridge_values(knob.value(spec)).items()}

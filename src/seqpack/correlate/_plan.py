@@ -127,8 +127,7 @@ def _mlm_flags(knob: Knob, value: Any, values: dict[str, Any]) -> list[str]:
     ``--seed`` covers both ``rng.seed`` and ``dataset.random_seed`` (MLM seeds the mock data with it), so a
     knob with some of its keys translated is complete.
     """
-    side = {key: knob.to_bridge(value) for key in knob.bridge}
-    report = bridge_to_mlm_report(side)
+    report = bridge_to_mlm_report(knob.bridge_values(value))
     if report.untranslated and not report.flags and resolve(knob.mlm_default, values) != value:
         missing = ", ".join(report.untranslated)
         raise DataError(f"{knob.name}={format_value(value)}: no Megatron-LM flag for {missing}")
@@ -173,7 +172,7 @@ def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> Correl
                 knob=knob.name,
                 value=value,
                 mlm=" ".join(knob_flags[knob.name]) or "(no flag: MLM's default)",
-                bridge=" ".join(f"{key}={format_value(knob.to_bridge(value))}" for key in knob.bridge),
+                bridge=" ".join(f"{key}={format_value(v)}" for key, v in knob.bridge_values(value).items()),
                 mlm_default=resolve(knob.mlm_default, values),
                 recipe_default=resolve(knob.recipe_default, values),
                 why=_why(knob, value, values),

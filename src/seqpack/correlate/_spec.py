@@ -30,6 +30,9 @@ Check = Callable[[Any], bool]
 DECAY_STYLES = ("constant", "linear", "cosine", "inverse-square-root", "WSD")
 #: Precisions the plan can express on both sides: MLM ``--bf16``/``--fp16``/none, Bridge ``mixed_precision``.
 PRECISIONS = ("bf16", "fp16", "fp32")
+NORMALIZATIONS = ("LayerNorm", "RMSNorm")
+#: Position embeddings both launchers build for a GPT model (``yarn`` needs more knobs than the plan sets).
+POSITION_EMBEDDINGS = ("learned_absolute", "rope")
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,16 @@ SCHEMA: dict[str, Field] = {
     "model.vocab_size": Field(*POS_INT, REQUIRED),
     "model.make_vocab_size_divisible_by": Field(*POS_INT, 128),
     "model.init_method_std": Field("a positive number", _float(0.0, open_low=True), 0.02),
+    "model.normalization": Field(f"one of {', '.join(NORMALIZATIONS)}", _choice(NORMALIZATIONS), "LayerNorm"),
+    "model.position_embedding_type": Field(
+        f"one of {', '.join(POSITION_EMBEDDINGS)}", _choice(POSITION_EMBEDDINGS), "learned_absolute"
+    ),
+    "model.rotary_base": Field(*POS_INT, 10000),
+    "model.swiglu": Field("true or false", _is_bool, False),
+    "model.add_bias_linear": Field("true or false", _is_bool, True),
+    "model.untie_embeddings": Field("true or false", _is_bool, False),
+    "model.hidden_dropout": Field("a number in [0, 1)", _float(0.0, 1.0, open_high=True), 0.1),
+    "model.attention_dropout": Field("a number in [0, 1)", _float(0.0, 1.0, open_high=True), 0.1),
     "train.micro_batch_size": Field(*POS_INT, REQUIRED),
     "train.global_batch_size": Field(*POS_INT, REQUIRED),
     "train.train_iters": Field(*POS_INT, REQUIRED),
