@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from pathlib import Path
@@ -372,3 +373,13 @@ def test_any_valid_spec_gives_a_matched_pair(
     mlm = mlm_side(plan.mlm.argv, spec["launch.mlm_script"])
     unmatched, untranslated = unmatched_knobs(mlm, bridge_side(plan.bridge.argv))
     assert unmatched == [] and untranslated == ["--max-position-embeddings 512"]
+
+
+def test_mlm_pythonpath_is_prepended_not_replaced(tmp_path: Path) -> None:
+    plan = build_plan(parse_spec(SPEC), tmp_path / "run")
+    assert plan.mlm.environment({"PYTHONPATH": "/site", "HOME": "/h"}) == {
+        "PYTHONPATH": f"3rdparty/Megatron-LM{os.pathsep}/site",
+        "HOME": "/h",
+    }
+    assert plan.mlm.environment({})["PYTHONPATH"] == "3rdparty/Megatron-LM"
+    assert plan.bridge.environment({"A": "1"}) == {"A": "1"}

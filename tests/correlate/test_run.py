@@ -177,3 +177,4 @@ def test_spec_runs_the_planned_pair(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert report["comparisons"][0]["shared_steps"] == 12
     mlm, bridge = report["runs"]
     assert "--lr 0.02" in mlm["command"] and "optimizer.lr=0.02" in bridge["command"]
+    assert mlm["command"].startswith("PYTHONPATH=3rdparty/Megatron-LM:$PYTHONPATH ")

@@ -180,8 +180,8 @@ def run_command(
         run_dir = plan.run_dir
         base = dict(os.environ)
         runs = (
-            PlannedRun("mlm", plan.mlm.argv, plan.mlm.environment(base)),
-            PlannedRun("bridge", plan.bridge.argv, plan.bridge.environment(base)),
+            PlannedRun("mlm", plan.mlm.argv, plan.mlm.environment(base), plan.mlm.shell()),
+            PlannedRun("bridge", plan.bridge.argv, plan.bridge.environment(base), plan.bridge.shell()),
         )
     elif a is not None and b is not None:
         runs = (PlannedRun("a", _argv("--a", a, shell)), PlannedRun("b", _argv("--b", b, shell)))

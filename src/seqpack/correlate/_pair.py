@@ -20,11 +20,13 @@ from seqpack.curves import Profile
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One command to run: its label (log file ``<label>.log``), argv or shell line, extra environment."""
+    """One command to run: its label (log file ``<label>.log``), argv or shell line, environment to add,
+    and how to show it (default: the command itself)."""
 
     label: str
     command: Sequence[str] | str
     env: dict[str, str] = field(default_factory=dict)
+    display: str | None = None
 
 
 def run_pair(
@@ -42,12 +44,19 @@ def run_pair(
     results: list[RunResult] = []
     for planned in runs:
         env = {**os.environ, **planned.env}
-        text = planned.command if isinstance(planned.command, str) else shlex.join(planned.command)
+        text = planned.display or (
+            planned.command if isinstance(planned.command, str) else shlex.join(planned.command)
+        )
         if echo is not None:
             echo(planned.label, f"starting: {text}")
         line_echo = (lambda line, label=planned.label: echo(label, line)) if echo is not None else None
         result = run_logged(
-            planned.label, planned.command, run_dir / f"{planned.label}.log", env=env, echo=line_echo
+            planned.label,
+            planned.command,
+            run_dir / f"{planned.label}.log",
+            env=env,
+            echo=line_echo,
+            display=text,
         )
         if echo is not None:
             state = f"exit {result.returncode}" if result.started else result.error

@@ -9,6 +9,7 @@ command that cannot start at all (no such program, not executable) is recorded a
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import time
 from collections import deque
@@ -63,14 +64,16 @@ def run_logged(
     *,
     env: dict[str, str] | None = None,
     echo: Callable[[str], None] | None = None,
+    display: str | None = None,
 ) -> RunResult:
     """Run ``command`` (an argv, or a shell line when given as ``str``) and tee its output to ``log_path``.
 
     ``log_path`` must not exist yet (the run folder is new); it is created even if the command cannot start,
-    so every run in the report has a log to look at.
+    so every run in the report has a log to look at. ``display`` is how the report shows the command
+    (e.g. with the ``PYTHONPATH=...`` it adds), by default the command itself.
     """
     shell = isinstance(command, str)
-    text = command if isinstance(command, str) else " ".join(command)
+    text = display or (command if isinstance(command, str) else shlex.join(command))
     child_env = {**(env if env is not None else os.environ), "PYTHONUNBUFFERED": "1"}
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     start = time.monotonic()
