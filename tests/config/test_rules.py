@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from seqpack.config import RULES, DoctorOptions, apply_overrides, check, load_config, suggest_fixes
 
@@ -285,3 +287,53 @@ def test_messages_in_chinese() -> None:
     loaded = load_config(options={"cp": 2, "seq_length": 510})
     (finding,) = check(loaded, DoctorOptions(lang="zh")).findings
     assert "整除" in finding.message and finding.id == "SP011"
+
+
+@given(
+    cp=st.sampled_from([1, 2, 3, 4]),
+    tp=st.sampled_from([1, 2, 4]),
+    sp=st.booleans(),
+    mbs=st.integers(1, 4),
+    gbs=st.integers(1, 128),
+    seq=st.integers(64, 4096),
+    pack=st.one_of(st.none(), st.integers(-1, 8192)),
+    pad=st.integers(1, 16),
+    per_token=st.booleans(),
+    average=st.booleans(),
+    dp=st.sampled_from([1, 2, 8]),
+    in_batch=st.booleans(),
+    graph=st.sampled_from(["none", "transformer_engine", "full_iteration"]),
+    pad_cu=st.booleans(),
+    mtp=st.sampled_from([0, 1]),
+)
+def test_fixes_clear_every_fixable_error(
+    cp: int, tp: int, sp: bool, mbs: int, gbs: int, seq: int, pack: int | None, pad: int,
+    per_token: bool, average: bool, dp: int, in_batch: bool, graph: str, pad_cu: bool, mtp: int,
+) -> None:  # fmt: skip
+    """Whatever the config, applying --fix's overrides leaves no error that has a fix."""
+    overrides = [
+        f"model.context_parallel_size={cp}",
+        f"model.tensor_model_parallel_size={tp}",
+        f"model.sequence_parallel={str(sp).lower()}",
+        f"train.micro_batch_size={mbs}",
+        f"train.global_batch_size={gbs}",
+        f"dataset.seq_length={seq}",
+        f"model.seq_length={seq}",
+        f"model.calculate_per_token_loss={str(per_token).lower()}",
+        f"ddp.average_in_collective={str(average).lower()}",
+        "dataset.dataset_root=/data",
+        f"dataset.enable_in_batch_packing={str(in_batch).lower()}",
+        f"model.cuda_graph_impl={graph}",
+        f"model.mtp_num_layers={mtp}",
+    ]
+    if pack is not None:
+        overrides += [
+            "dataset.enable_offline_packing=true",
+            f"{SPECS}.packed_sequence_size={pack}",
+            f"{SPECS}.pad_seq_to_mult={pad}",
+            f"{SPECS}.pad_cu_seqlens={str(pad_cu).lower()}",
+        ]
+    loaded = load_config(overrides=overrides)
+    options = DoctorOptions(dp=dp)
+    fixed = check(apply_overrides(loaded, suggest_fixes(loaded, options)), options)
+    assert [f.id for f in fixed.findings if f.severity == "error" and f.fix] == []
