@@ -148,6 +148,7 @@ def main() -> None:
     )
     if args.no_write:
         return
+    import numba
     import numpy
 
     doc = {
@@ -156,8 +157,9 @@ def main() -> None:
             "platform": platform.platform(),
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
+            "load_average_1m": os.getloadavg()[0],  # shared machines: say how busy it was
         },
-        "versions": {"numpy": numpy.__version__},
+        "versions": {"numpy": numpy.__version__, "numba": numba.__version__},
         "inputs": {"lines": args.lines, "records": records, "size_mib": round(size_mib, 1)},
         "seqpack": ours,
         "baseline_per_line_regex": base,

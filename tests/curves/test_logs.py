@@ -186,7 +186,7 @@ def test_kernel_parses_numbers_exactly_like_python_float(value: float, fmt: str)
     text = fmt.format(value)
     line = f" iteration 1/ 2 | x: {text} |\n".encode()
     out = _kernel.scan_records(np.frombuffer(line, np.uint8), 0, 1, 4, _kernel.HEADER_WORD, _kernel.POW10)
-    status, parsed = int(out[10][0]), float(out[9][0])
+    status, parsed = int(out[8][0]), float(out[7][0])
     assert status in (_kernel.STATUS_OK, _kernel.STATUS_SLOW)
     if status == _kernel.STATUS_OK:
         assert parsed == float(text) or (parsed == 0.0 and float(text) == 0.0)
@@ -201,3 +201,22 @@ def test_crlf_lines_odd_fields_and_long_numbers(tmp_path: Path) -> None:
     assert curves.metrics["lm loss"].as_dict() == {1: 1.23456789012345678, 2: 9.5}
     assert curves.metrics["tiny"].as_dict() == {1: 1e-30}
     assert curves.metrics["neg"].as_dict() == {1: -0.5}
+
+
+def test_progress_is_advanced_by_the_bytes_read(tmp_path: Path) -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.total: float | None = None
+            self.done = 0.0
+
+        def add_task(self, description: str, total: float | None = None) -> int:
+            self.total = total
+            return 0
+
+        def advance(self, task: int, advance: float = 1) -> None:
+            self.done += advance
+
+    path = write(tmp_path, [mlm_line(i, 9.0) for i in range(1, 50)])
+    bar = Recorder()
+    read_curves(path, progress=bar)
+    assert bar.total == bar.done == path.stat().st_size

@@ -21,12 +21,15 @@ import numpy.typing as npt
 
 _SPACE, _TAB, _CR, _NL = 32, 9, 13, 10
 _PIPE, _COLON, _BRACKET, _SLASH = 124, 58, 91, 47
-_HEADER = np.frombuffer(b"iteration", dtype=np.uint8)
-_POW10 = np.array([10.0**k for k in range(23)], dtype=np.float64)
+HEADER_WORD = np.frombuffer(b"iteration", dtype=np.uint8)  # passed in: numba reads globals as constants
+POW10 = np.array([10.0**k for k in range(23)], dtype=np.float64)  # exact doubles up to 1e22
 _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
 STATUS_BAD, STATUS_OK, STATUS_SLOW = 0, 1, 2
+KEY_SLOTS = 4096  # open-addressing table of distinct keys per block (Megatron prints < 40)
+MAX_KEYS = KEY_SLOTS // 2
+TOO_MANY_KEYS = -1
 
 
 @numba.njit(cache=True, inline="always")
@@ -166,32 +169,44 @@ def scan_records(
     npt.NDArray[np.int64],
     npt.NDArray[np.bool_],
     npt.NDArray[np.int64],
-    npt.NDArray[np.uint64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
+    npt.NDArray[np.int16],
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],
     npt.NDArray[np.float64],
     npt.NDArray[np.int8],
+    npt.NDArray[np.uint64],
+    npt.NDArray[np.int64],
+    int,
 ]:
-    """Records (iteration, header position, closed by ``|``) and fields (record, key hash/span, value)."""
+    """Scan ``buf`` once.
+
+    Returns records (iteration, header position, closed by ``|``), fields (record, key id, value span,
+    value, status), the distinct keys of the block (hash and byte span of each key id; a key id of
+    :data:`TOO_MANY_KEYS` means the table overflowed) and the number of newlines.
+    """
     n = buf.size
     rec_iter = np.empty(max_records, dtype=np.int64)
     rec_pos = np.empty(max_records, dtype=np.int64)
     rec_closed = np.zeros(max_records, dtype=np.bool_)
     f_rec = np.empty(max_fields, dtype=np.int64)
-    f_hash = np.empty(max_fields, dtype=np.uint64)
-    f_kstart = np.empty(max_fields, dtype=np.int64)
-    f_kend = np.empty(max_fields, dtype=np.int64)
+    f_key = np.empty(max_fields, dtype=np.int16)
     f_vstart = np.empty(max_fields, dtype=np.int64)
     f_vend = np.empty(max_fields, dtype=np.int64)
     f_value = np.empty(max_fields, dtype=np.float64)
     f_status = np.empty(max_fields, dtype=np.int8)
+    slot_hash = np.zeros(KEY_SLOTS, dtype=np.uint64)
+    slot_id = np.full(KEY_SLOTS, -1, dtype=np.int16)
+    key_hash = np.empty(MAX_KEYS, dtype=np.uint64)
+    key_span = np.empty((MAX_KEYS, 2), dtype=np.int64)
+    n_keys = 0
+    newlines = 0
     nr = 0
     nf = 0
     i = 0
     while i < n:
         if buf[i] != 105:  # 'i'
+            if buf[i] == _NL:
+                newlines += 1
             i += 1
             continue
         body, iteration = _header(buf, i, n, word)
@@ -251,10 +266,23 @@ def scan_records(
                     value_end = j + 1
                 j += 1
             if nf < max_fields:
+                slot = np.int64(h & np.uint64(KEY_SLOTS - 1))
+                while slot_id[slot] >= 0 and slot_hash[slot] != h:
+                    slot = np.int64((slot + 1) % KEY_SLOTS)
+                if slot_id[slot] < 0:
+                    if n_keys < MAX_KEYS:
+                        slot_hash[slot] = h
+                        slot_id[slot] = n_keys
+                        key_hash[n_keys] = h
+                        key_span[n_keys, 0] = key_start
+                        key_span[n_keys, 1] = key_end
+                        n_keys += 1
+                        f_key[nf] = n_keys - 1
+                    else:
+                        f_key[nf] = TOO_MANY_KEYS
+                else:
+                    f_key[nf] = slot_id[slot]
                 f_rec[nf] = r
-                f_hash[nf] = h
-                f_kstart[nf] = key_start
-                f_kend[nf] = key_end
                 f_vstart[nf] = value_start
                 f_vend[nf] = value_end
                 value, status = _parse_float(buf, value_start, value_end, pow10)
@@ -273,15 +301,12 @@ def scan_records(
         rec_pos[:nr],
         rec_closed[:nr],
         f_rec[:nf],
-        f_hash[:nf],
-        f_kstart[:nf],
-        f_kend[:nf],
+        f_key[:nf],
         f_vstart[:nf],
         f_vend[:nf],
         f_value[:nf],
         f_status[:nf],
+        key_hash[:n_keys],
+        key_span[:n_keys],
+        newlines,
     )
-
-
-HEADER_WORD = _HEADER
-POW10 = _POW10

@@ -4,12 +4,13 @@ What real logs look like (``shared/data/real-logs/``) decides the shape of this 
 
 * A record is ``iteration <N>/<M> | key: value | key: value | ... |``. Whatever comes before ``iteration``
   (no timestamp, ``[2025-04-13 23:41:12]``, ``[2026-08-22 10:00:00.123456]``, launcher prefixes such as
-  ``[default3]:`` or ``[lrdn3321:3]:`` that change from line to line) is ignored, so one regex finds
-  every record whatever the prefix. A record ends at the end of its line *or* where the next record
+  ``[default3]:`` or ``[lrdn3321:3]:`` that change from line to line) is ignored: the record is found
+  wherever its header starts. A record ends at the end of its line *or* where the next record
   starts (two records can run together on one physical line), and at the first ``[`` (a ``[Rank N]``
   line glued to it).
-* Fields are split on ``|`` and at the last ``:``; printed keys are mapped to Megatron-LM's TensorBoard
-  names and units (:mod:`._names`), so ``(ms)`` and ``(s)`` times, ``lm-loss`` and ``lm loss`` agree.
+* Fields are split on ``|``, key and value at the first ``:``; printed keys are mapped to
+  Megatron-LM's TensorBoard names and units (:mod:`._names`), so ``(ms)`` and ``(s)`` times,
+  ``lm-loss`` and ``lm loss`` agree.
 * Megatron prints a loss only when it is > 0: a NaN loss *vanishes* from the line. A record without
   ``lm loss`` is listed as a missing loss, or as skipped when ``number of skipped iterations`` > 0 and
   no NaN was counted (every step of the interval skipped, e.g. fp16 overflow).
@@ -32,10 +33,19 @@ import itertools
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from seqpack.curves._kernel import HEADER_WORD, POW10, STATUS_BAD, STATUS_SLOW, scan_records
+from seqpack.curves._kernel import (
+    HEADER_WORD,
+    MAX_KEYS,
+    POW10,
+    STATUS_BAD,
+    STATUS_SLOW,
+    TOO_MANY_KEYS,
+    scan_records,
+)
 from seqpack.curves._names import GPU_UTILIZATION, LOG_KEYS, LOSS, NAN_ITERS, SKIPPED, STEP_TIME
 from seqpack.curves._series import Curves, FloatArray, IntArray, Segment, resolve
 from seqpack.errors import InputError
@@ -43,11 +53,11 @@ from seqpack.errors import InputError
 BLOCK_BYTES = 16 << 20  # bounds memory: the kernel keeps ~10 arrays of 8 bytes per ':' of a block
 MAX_NOTES = 20
 
-_RECORD = re.compile(rb"iteration\s+(\d+)\s*/\s*\d+\s*\|")
 _VALIDATION = re.compile(rb"validation loss at ([^|\n]*)\|([^\n]*)")
 _VALIDATION_AT = re.compile(rb"iteration\s+(\d+)(.*)")
 _STEP_TIME = re.compile(rb"Step Time :\s*([-+0-9.eE]+)s(?:\s+GPU utilization:\s*([-+0-9.eE]+))?")
-_DROPPED = 0  # key hash given to fields whose value is not a number (FNV-1a never yields 0 here)
+_DROPPED = -2  # key id given to fields whose value is not a number
+MIN_RECORD_BYTES = 14  # "iteration 1/1|": bounds the number of records in a block
 _HEAD_BYTES = 1 << 20  # NeMo detection looks at the first MiB
 _NEMO_HINT = re.compile(rb"reduced_train_loss|Training epoch \d+, iteration \d+/")
 
@@ -99,17 +109,37 @@ def _text(block: bytes, start: int, end: int) -> str:
     return block[start:end].decode("utf-8", errors="replace")
 
 
-def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> None:
-    """Parse every training, validation and Step Time record of one block of whole lines."""
+def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> int:
+    """Parse every training, validation and Step Time record of one block of whole lines.
+
+    Returns the number of newlines in the block (counted by the kernel on its way).
+    """
     buf = np.frombuffer(block, dtype=np.uint8)
-    (rec_iter, rec_pos, rec_closed, f_rec, f_hash, f_ks, f_ke, f_vs, f_ve, f_value, f_status) = scan_records(
+    (
+        rec_iter,
+        rec_pos,
+        rec_closed,
+        f_rec,
+        f_key,
+        f_vs,
+        f_ve,
+        f_value,
+        f_status,
+        key_hash,
+        key_span,
+        newlines,
+    ) = scan_records(
         buf,
         1 if state.nemo else 0,
-        block.count(b"iteration"),
+        len(block) // MIN_RECORD_BYTES + 1,
         block.count(b":"),
         HEADER_WORD,
         POW10,
     )
+    if np.any(f_key == TOO_MANY_KEYS):
+        raise InputError(
+            f"{source}: more than {MAX_KEYS} different field names in one block: not a training log"
+        )
     n = rec_iter.size
     if at_eof and n and not state.nemo and not block.endswith(b"\n") and not rec_closed[-1]:
         last = int(rec_pos[-1])
@@ -121,43 +151,47 @@ def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> None:
             n -= 1
             keep = f_rec < n
             rec_iter, rec_pos = rec_iter[:n], rec_pos[:n]
-            f_rec, f_hash, f_ks, f_ke = f_rec[keep], f_hash[keep], f_ks[keep], f_ke[keep]
-            f_vs, f_ve, f_value, f_status = f_vs[keep], f_ve[keep], f_value[keep], f_status[keep]
+            f_rec, f_key, f_vs, f_ve = f_rec[keep], f_key[keep], f_vs[keep], f_ve[keep]
+            f_value, f_status = f_value[keep], f_status[keep]
     if b"Step Time :" in block or (state.pending_step_time is not None and n):
         _collect_step_times(state, block, rec_pos)
     if b"validation loss at" in block:
         _scan_validation(state, block)
     if n == 0:
-        return
+        return int(newlines)
     _track_segments(state, block, rec_iter, rec_pos)
     base = state.records
     state.records += n
     state.iteration_chunks.append(rec_iter)
+    names = []
+    for h, (start, end) in zip(key_hash.tolist(), key_span.tolist(), strict=True):
+        known = state.key_names.get(h)
+        if known is None:
+            key = _text(block, start, end)
+            known = state.key_names[h] = LOG_KEYS.get(key, (key, 1.0))
+        names.append(known)
     for k in np.flatnonzero(f_status == STATUS_SLOW).tolist():
         f_value[k] = float(_text(block, int(f_vs[k]), int(f_ve[k])))
     bad = f_status == STATUS_BAD
     if bad.any():
         for k in np.flatnonzero(bad)[:MAX_NOTES].tolist():
-            key = _text(block, int(f_ks[k]), int(f_ke[k]))
+            start, end = key_span[int(f_key[k])].tolist()
             raw = _text(block, int(f_vs[k]), int(f_ve[k]))
             where = f"{source}:{_line_of(state, block, int(f_vs[k]))}: iteration {int(rec_iter[f_rec[k]])}"
-            state.note(f"{where}: field '{key}': not a number: {raw!r}")
-        f_hash = np.where(bad, _DROPPED, f_hash)
-    # Group the fields by key; a stable sort keeps each key's records in log order.
-    order = np.argsort(f_hash, kind="stable")
-    hashes = f_hash[order]
-    bounds = np.flatnonzero(hashes[1:] != hashes[:-1]) + 1
+            state.note(f"{where}: field '{_text(block, start, end)}': not a number: {raw!r}")
+        f_key = np.where(bad, np.int16(_DROPPED), f_key)
+    # Group the fields by key id (a radix sort on int16); stable, so each key keeps log order.
+    order = np.argsort(f_key, kind="stable")
+    keys = f_key[order]
+    bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
     has_loss = np.zeros(n, dtype=bool)
-    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), int(hashes.size)], strict=True):
-        h = int(hashes[lo])
-        if hi <= lo or h == _DROPPED:
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), int(keys.size)], strict=True):
+        key_id = int(keys[lo])
+        if hi <= lo or key_id == _DROPPED:
             continue
-        known = state.key_names.get(h)
-        if known is None:
-            first = int(order[lo])
-            key = _text(block, int(f_ks[first]), int(f_ke[first]))
-            known = state.key_names[h] = LOG_KEYS.get(key, (key, 1.0))
-        name, scale = known
+        name, scale = names[key_id]
+        if not name:
+            continue  # ": value" without a key
         take = order[lo:hi]
         ids = f_rec[take]
         values = f_value[take] * scale if scale != 1.0 else f_value[take]
@@ -166,6 +200,7 @@ def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> None:
             has_loss[ids] = True
     if not has_loss.all():
         state.no_loss.append(np.flatnonzero(~has_loss) + base)
+    return int(newlines)
 
 
 def _track_segments(state: _State, block: bytes, iters: IntArray, positions: IntArray) -> None:
@@ -232,10 +267,13 @@ def looks_like_nemo(head: bytes) -> bool:
     return _NEMO_HINT.search(sample) is not None
 
 
-def read_log(path: str | os.PathLike[str], input_format: str | None = None) -> Curves:
+def read_log(
+    path: str | os.PathLike[str], input_format: str | None = None, *, progress: Any = None
+) -> Curves:
     """Read a Megatron-LM / Bridge / NeMo 2.x stdout log into :class:`Curves`.
 
     ``input_format`` forces ``mlm``, ``bridge`` or ``nemo``; ``None`` detects it from the text.
+    ``progress`` (from :func:`seqpack._progress.progress`) gets one task advanced by the bytes read.
     Raises :class:`InputError` for an unreadable or empty file, or one without any iteration line.
     """
     source = os.fspath(path)
@@ -244,8 +282,15 @@ def read_log(path: str | os.PathLike[str], input_format: str | None = None) -> C
     total = 0
     try:
         with open(path, "rb") as handle:
+            task = None
+            if progress is not None:
+                task = progress.add_task(
+                    f"reading {os.path.basename(source)}", total=os.fstat(handle.fileno()).st_size
+                )
             while True:
                 raw = handle.read(BLOCK_BYTES)
+                if task is not None:
+                    progress.advance(task, len(raw))
                 at_eof = len(raw) < BLOCK_BYTES
                 if not raw and not tail:
                     break
@@ -259,8 +304,7 @@ def read_log(path: str | os.PathLike[str], input_format: str | None = None) -> C
                 if state is None:
                     nemo = input_format == "nemo" or (input_format is None and looks_like_nemo(block))
                     state = _State(nemo=nemo)
-                _scan_block(state, block, source, at_eof)
-                state.lines_before += block.count(b"\n")
+                state.lines_before += _scan_block(state, block, source, at_eof)
                 if at_eof:
                     break
     except FileNotFoundError:
@@ -285,10 +329,13 @@ def _finish(state: _State, source: str, input_format: str | None) -> Curves:
         np.concatenate(state.iteration_chunks) if state.iteration_chunks else np.zeros(0, dtype=np.int64)
     )
     metrics = {}
-    for name, chunks in state.chunks.items():
+    missing, skipped = _lost_losses(state, record_iterations)  # reads the chunks: before they go
+    for name in list(state.chunks):
+        chunks = state.chunks.pop(name)  # free each metric's chunks as soon as it is joined
         # record ids rise within a chunk (stable grouping) and from block to block: already log order
         records = np.concatenate([c[0] for c in chunks])
         values = np.concatenate([c[1] for c in chunks])
+        del chunks
         metrics[name] = resolve(record_iterations[records], values)
     if state.step_times:
         ids = np.asarray([t[0] for t in state.step_times], dtype=np.int64)
@@ -300,7 +347,6 @@ def _finish(state: _State, source: str, input_format: str | None) -> Curves:
             metrics[GPU_UTILIZATION] = resolve(record_iterations[util_ids], utils)
     for name, (its, vals) in state.validation.data.items():
         metrics[name] = resolve(its, vals)
-    missing, skipped = _lost_losses(state, record_iterations)
     if state.nemo:
         fmt = "nemo"
     elif input_format in ("mlm", "bridge"):
