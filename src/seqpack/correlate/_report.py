@@ -94,7 +94,7 @@ def compare_runs(
             report.notes.append(f"no comparison: {exc}")
     report.comparisons = [c.summary() for c in comparisons]
     if comparisons and a is not None and b is not None:
-        from seqpack.curves._report import render_png
+        from seqpack.curves import render_png
 
         report.plot = run_dir / "curves.png"
         atomic_write_bytes(report.plot, render_png([a, b], comparisons[0].metric, comparisons))
