@@ -172,3 +172,15 @@ def test_doctor_reads_what_seqpack_pack_writes(tmp_path: Path) -> None:
     )
     ids = _ids(out, *cp2)
     assert "SP041" in ids and "SP042" in ids
+
+
+def test_default_packed_directory_under_dataset_root(tmp_path: Path) -> None:
+    root = tmp_path / "squad"
+    write_packs(root / "packed" / "llama_pad_seq_to_mult1_sft_0123456789ab", [[6]], 16)
+    overrides = [*_config(16, "model.context_parallel_size=2"), f"dataset.dataset_root={root}"]
+    overrides.append("model.calculate_per_token_loss=true")
+    assert "SP041" in [f.id for f in check(load_config(overrides=overrides)).findings]
+    write_packs(root / "packed" / "qwen_pad_seq_to_mult1_sft_ba9876543210", [[6]], 16)
+    assert "SP041" not in [
+        f.id for f in check(load_config(overrides=overrides)).findings
+    ]  # ambiguous: skipped

@@ -301,10 +301,14 @@ def test_messages_in_chinese() -> None:
     per_token=st.booleans(),
     average=st.booleans(),
     dp=st.sampled_from([1, 2, 8]),
+    in_batch=st.booleans(),
+    graph=st.sampled_from(["none", "transformer_engine", "full_iteration"]),
+    pad_cu=st.booleans(),
+    mtp=st.sampled_from([0, 1]),
 )
 def test_fixes_clear_every_fixable_error(
     cp: int, tp: int, sp: bool, mbs: int, gbs: int, seq: int, pack: int | None, pad: int,
-    per_token: bool, average: bool, dp: int,
+    per_token: bool, average: bool, dp: int, in_batch: bool, graph: str, pad_cu: bool, mtp: int,
 ) -> None:  # fmt: skip
     """Whatever the config, applying --fix's overrides leaves no error that has a fix."""
     overrides = [
@@ -318,12 +322,16 @@ def test_fixes_clear_every_fixable_error(
         f"model.calculate_per_token_loss={str(per_token).lower()}",
         f"ddp.average_in_collective={str(average).lower()}",
         "dataset.dataset_root=/data",
+        f"dataset.enable_in_batch_packing={str(in_batch).lower()}",
+        f"model.cuda_graph_impl={graph}",
+        f"model.mtp_num_layers={mtp}",
     ]
     if pack is not None:
         overrides += [
             "dataset.enable_offline_packing=true",
             f"{SPECS}.packed_sequence_size={pack}",
             f"{SPECS}.pad_seq_to_mult={pad}",
+            f"{SPECS}.pad_cu_seqlens={str(pad_cu).lower()}",
         ]
     loaded = load_config(overrides=overrides)
     options = DoctorOptions(dp=dp)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import locale
 import os
 from collections.abc import Iterable, Sequence
@@ -78,9 +79,24 @@ def _packed_spec(loaded: LoadedConfig, options: DoctorOptions) -> str | None:
     """The packed training split the config points at (``--packed`` wins)."""
     if options.packed:
         return options.packed
-    specs = loaded.view.dataset.offline_packing_specs
-    if loaded.view.dataset.enable_offline_packing and specs is not None and specs.packed_train_data_path:
+    dataset = loaded.view.dataset
+    specs = dataset.offline_packing_specs
+    if not dataset.enable_offline_packing or specs is None:
+        return None
+    if specs.packed_train_data_path:
         return specs.packed_train_data_path
+    if dataset.dataset_root and specs.packed_sequence_size > 0:
+        # Bridge's default place (spec §3): <root>/packed/<tokenizer>_pad_seq_to_mult<m>_sft_<fp12>/; the
+        # fingerprint is not recomputed here, so only a single candidate directory is taken.
+        pattern = os.path.join(
+            glob.escape(str(dataset.dataset_root)),
+            "packed",
+            f"*_pad_seq_to_mult{specs.pad_seq_to_mult}_sft_*",
+            f"training_{specs.packed_sequence_size}.idx.parquet",
+        )
+        found = glob.glob(pattern)
+        if len(found) == 1:
+            return found[0]
     return None
 
 
@@ -163,6 +179,11 @@ def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedCon
     return LoadedConfig(view=view, problems=problems, raw=raw, source=loaded.source)
 
 
+def _removed(chosen: dict[str, tuple[str, int]]) -> list[str]:
+    """Keys the chosen fixes set to null (their sub-keys must not be set again)."""
+    return [key for key, (item, _) in chosen.items() if item.endswith("=null")]
+
+
 def suggest_fixes(loaded: LoadedConfig, options: DoctorOptions | None = None) -> list[str]:
     """The overrides that clear the fixable errors and warnings (allowed findings are left alone).
 
@@ -182,10 +203,15 @@ def suggest_fixes(loaded: LoadedConfig, options: DoctorOptions | None = None) ->
                 continue
             rank = SEVERITY_ORDER[finding.severity]
             for item in finding.fix:
-                key = item.split("=", 1)[0]
+                key, _, value = item.partition("=")
+                if any(key.startswith(parent + ".") for parent in _removed(chosen)):
+                    continue  # a section another fix removes (e.g. packing specs set to null)
                 if key not in chosen or (rank < chosen[key][1] and chosen[key][0] != item):
                     chosen[key] = (item, rank)
                     changed = True
+                    if value == "null":
+                        for child in [k for k in chosen if k.startswith(key + ".")]:
+                            del chosen[child]
         if not changed:
             break
         current = apply_overrides(loaded, [item for item, _ in chosen.values()])
