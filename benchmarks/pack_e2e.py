@@ -217,6 +217,7 @@ def main() -> None:
     parser.add_argument("--pack", type=int, default=4096)
     parser.add_argument("--workers", type=int, default=0, help="seqpack workers (0 = all cores)")
     parser.add_argument("--text-n", type=int, default=20_000, help="text samples (0 = skip)")
+    parser.add_argument("--skip-bridge", action="store_true", help="seqpack only (scale runs)")
     parser.add_argument("--work-dir", default=str(RESULTS / "pack_e2e_work"))
     parser.add_argument("--child", dest="tool", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
@@ -231,28 +232,41 @@ def main() -> None:
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     source = work / f"input_{args.n}.jsonl"
-    inputs = build_input(source, args.n, args.pack)
+    stats = source.with_suffix(".stats.json")
+    if source.exists() and stats.exists():  # generation is deterministic: reuse the input of an earlier run
+        inputs = json.loads(stats.read_text())
+    else:
+        inputs = build_input(source, args.n, args.pack)
+        stats.write_text(json.dumps(inputs))
     runs = {}
-    for tool in ("bridge", "seqpack-compat", "seqpack-bfd"):
+    tools = (
+        ("seqpack-compat", "seqpack-bfd") if args.skip_bridge else ("bridge", "seqpack-compat", "seqpack-bfd")
+    )
+    for tool in tools:
         out = work / tool
         subprocess.run(["rm", "-rf", str(out)], check=True)
         runs[tool] = spawn(tool, source, out, args.pack, workers)
     name = f"training_{args.pack}.idx.parquet"
-    runs["seqpack-compat"]["identical_to_bridge"] = identical(
-        work / "bridge" / name, work / "seqpack-compat" / name
-    )
-    for tool in ("seqpack-compat", "seqpack-bfd"):
-        runs[tool]["speedup_vs_bridge"] = runs["bridge"]["seconds"] / runs[tool]["seconds"]
-        runs[tool]["rss_fraction_of_bridge"] = runs[tool]["peak_rss_mb"] / runs["bridge"]["peak_rss_mb"]
+    if not args.skip_bridge:
+        compat = work / "seqpack-compat" / name
+        runs["seqpack-compat"]["identical_to_bridge"] = identical(work / "bridge" / name, compat)
+        for tool in ("seqpack-compat", "seqpack-bfd"):
+            runs[tool]["speedup_vs_bridge"] = runs["bridge"]["seconds"] / runs[tool]["seconds"]
+            runs[tool]["rss_fraction_of_bridge"] = runs[tool]["peak_rss_mb"] / runs["bridge"]["peak_rss_mb"]
     lower_bound = -(-(inputs["tokens"] - inputs["samples"]) // args.pack)
     print(f"{'tool':16} {'seconds':>9} {'peak MB':>9} {'packs':>8} {'> LB':>6} {'eff %':>7} {'x Bridge':>9}")
     for tool, rec in runs.items():
-        ratio = f"{rec.get('speedup_vs_bridge', 1.0):.1f}"
+        ratio = (
+            f"{rec['speedup_vs_bridge']:.1f}"
+            if "speedup_vs_bridge" in rec
+            else ("1.0" if tool == "bridge" else "-")
+        )
         print(
             f"{tool:16} {rec['seconds']:9.2f} {rec['peak_rss_mb']:9.0f} {rec['packs']:8d} "
             f"{rec['packs'] - lower_bound:6d} {rec['efficiency']:7.2f} {ratio:>9}"
         )
-    print(f"seqpack-compat rows identical to Bridge's: {runs['seqpack-compat']['identical_to_bridge']}")
+    if not args.skip_bridge:
+        print(f"seqpack-compat rows identical to Bridge's: {runs['seqpack-compat']['identical_to_bridge']}")
     doc: dict[str, Any] = {
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": workers},
         "inputs": {**inputs, "pack": args.pack, "lower_bound_packs": lower_bound},
@@ -267,7 +281,8 @@ def main() -> None:
             f"(x{text['ratio']:.2f})"
         )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "pack_e2e.json").write_text(json.dumps(doc, indent=2))
+    name = "pack_e2e.json" if not args.skip_bridge else f"pack_e2e_scale_{args.n}.json"
+    (RESULTS / name).write_text(json.dumps(doc, indent=2))
 
 
 if __name__ == "__main__":
