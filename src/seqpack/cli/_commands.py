@@ -14,11 +14,11 @@ COMMAND_MODULES: list[str] = [
     "translate",
     "curves",
     "correlate",
-    "clean",
-    "env",
-    "fingerprint",
     "diff",
+    "fingerprint",
+    "env",
     "verify",
+    "clean",
 ]
 
 
