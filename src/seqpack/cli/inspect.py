@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,61 +11,13 @@ import typer
 
 from seqpack._progress import progress
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
-from seqpack.data.metadata import SEQPACK_KEY, metadata_filename, read_metadata
+from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
 from seqpack.data.packed import PackedBlock, PackedReader, read_legacy_npy
 from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
 from seqpack.diff import dump_batches
 from seqpack.errors import DataError, InputError
 
-#: Bridge's packed file names, ``{split}_{N}.idx.parquet`` (or legacy ``{split}_{N}.npy``), spec §3.
-_PACKED_NAME = re.compile(
-    r"^(?P<split>.+)_(?P<size>\d+)(\.idx\.parquet|\.idx\.pq|\.parquet|\.pq|\.npy)$", re.I
-)
-#: The order Bridge appends metadata entries in: training first, then validation (spec §3).
-_SPLIT_ORDER = ("training", "validation")
 PERCENTILES = (50, 90, 99)
-
-
-@dataclass(frozen=True)
-class _Names:
-    split: str | None
-    pack_size: int | None
-
-
-def _names(paths: list[str]) -> _Names:
-    """The split and pack size the file names agree on (``None`` where they do not or do not parse)."""
-    parsed = [_PACKED_NAME.match(Path(p).name) for p in paths]
-    splits = {m.group("split").lower() for m in parsed if m}
-    sizes = {int(m.group("size")) for m in parsed if m}
-    complete = all(parsed)
-    return _Names(
-        split=splits.pop() if complete and len(splits) == 1 else None,
-        pack_size=sizes.pop() if complete and len(sizes) == 1 else None,
-    )
-
-
-def _find_metadata(paths: list[str], names: _Names) -> Path | None:
-    """The sidecar beside the data: ``{N}_metadata.jsonl``, or the only ``*_metadata.jsonl`` there."""
-    directory = Path(paths[0]).parent
-    if names.pack_size is not None:
-        candidate = directory / metadata_filename(names.pack_size)
-        return candidate if candidate.exists() else None
-    found = sorted(directory.glob("*_metadata.jsonl"))
-    return found[0] if len(found) == 1 else None
-
-
-def _pick_entry(entries: list[dict[str, Any]], split: str | None) -> tuple[int, dict[str, Any]] | None:
-    """The entry of ``split``: by seqpack's record, else by Bridge's append order, else the only one."""
-    for index, entry in enumerate(entries):
-        record = entry.get(SEQPACK_KEY)
-        if isinstance(record, dict) and split is not None and record.get("split") == split:
-            return index, entry
-    if split in _SPLIT_ORDER and _SPLIT_ORDER.index(split) < len(entries):
-        index = _SPLIT_ORDER.index(split)
-        return index, entries[index]
-    if len(entries) == 1:
-        return 0, entries[0]
-    return None
 
 
 def _report(stats: PackedStats, pack_size: int | None) -> dict[str, Any]:
@@ -148,12 +98,12 @@ def inspect_command(
         reader = PackedReader(path)
         files = reader.paths
         blocks = reader.iter_blocks()
-    names = _names(files)
-    meta_path = metadata if metadata is not None else _find_metadata(files, names)
+    names = packed_names(files)
+    meta_path = metadata if metadata is not None else find_metadata(files)
     if metadata is not None and not metadata.exists():
         raise InputError(f"{os.fspath(metadata)}: no such file")
     entries = read_metadata(meta_path) if meta_path is not None else []
-    picked = _pick_entry(entries, names.split) if entries else None
+    picked = pick_entry(entries, names.split) if entries else None
     pack_size = int(picked[1]["pack_size"]) if picked else names.pack_size
     if picked and names.pack_size is not None and names.pack_size != pack_size:
         raise DataError(

@@ -22,13 +22,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.data.metadata import SEQPACK_KEY, read_metadata
+from seqpack.data.metadata import SEQPACK_KEY, find_metadata, packed_names, pick_entry, read_metadata
 from seqpack.data.packed import PackedRow
 from seqpack.diff._fingerprint import PackedSource, PackTable, SequenceTable, infer_eos_id, scan_blocks
 from seqpack.diff._hash import MASK_KINDS
@@ -70,32 +69,6 @@ class _Side:
         return np.concatenate([np.zeros(1, np.int64), np.cumsum(self.packs.nseq)])
 
 
-def _size_from_name(spec: str) -> int | None:
-    """``N`` of Bridge's file names ``{split}_{N}.idx.parquet`` / ``{split}_{N}.npy`` (spec §3)."""
-    name = Path(spec).name
-    for suffix in (".idx.parquet", ".idx.pq", ".parquet", ".pq", ".npy"):
-        if name.lower().endswith(suffix):
-            size = name[: -len(suffix)].rsplit("_", 1)[-1]
-            return int(size) if size.isdigit() else None
-    return None
-
-
-def find_metadata(spec: str) -> Path | None:
-    """The sidecar beside a packed spec: ``{N}_metadata.jsonl`` for ``*_{N}.idx.parquet``, else the only one.
-
-    A directory (or glob) looks in itself (or its parent). ``None`` when there is none or more than one
-    candidate without a pack size in the name.
-    """
-    path = Path(spec)
-    directory = path if path.is_dir() else path.parent
-    size = _size_from_name(spec)
-    if size is not None:
-        candidate = directory / f"{size}_metadata.jsonl"
-        return candidate if candidate.is_file() else None
-    found = sorted(directory.glob("*_metadata.jsonl"))
-    return found[0] if len(found) == 1 else None
-
-
 def _flatten(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in entry.items():
@@ -107,27 +80,17 @@ def _flatten(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _split_of(spec: str) -> str | None:
-    name = Path(spec).name.lower()
-    for split in ("training", "validation", "test"):
-        if name.startswith(split):
-            return split
-    return None
-
-
-def _entry_for(entries: list[dict[str, Any]], spec: str) -> dict[str, Any] | None:
+def _entry_for(entries: list[dict[str, Any]], spec: str) -> Mapping[str, Any] | None:
     """The metadata entry describing ``spec``: the one of its split, else the first (Bridge's train)."""
-    split = _split_of(spec)
-    for entry in entries:
-        record = entry.get(SEQPACK_KEY)
-        if isinstance(record, Mapping) and split is not None and str(record.get("split", "")) in split:
-            return entry
+    picked = pick_entry(entries, packed_names([spec]).split)
+    if picked is not None:
+        return picked[1]
     return entries[0] if entries else None
 
 
 def recorded_fingerprint(spec: str) -> tuple[str, dict[str, Any]] | None:
     """The fingerprint ``seqpack pack`` recorded for ``spec`` (sidecar path, record), if there is one."""
-    meta_path = find_metadata(spec)
+    meta_path = find_metadata([spec])
     if meta_path is None:
         return None
     entry = _entry_for(read_metadata(meta_path), spec)
@@ -146,7 +109,7 @@ def _eos_from_metadata(entries: list[dict[str, Any]] | None) -> int | None:
 
 def _open_side(spec: str) -> tuple[PackedSource, str | None, Any]:
     source = PackedSource(spec)
-    meta_path = find_metadata(spec)
+    meta_path = find_metadata([spec])
     metadata = read_metadata(meta_path) if meta_path is not None else None
     return source, None if meta_path is None else os.fspath(meta_path), metadata
 
@@ -206,7 +169,7 @@ def _efficiency(side: _Side, pack_size: int | None) -> float | None:
 
 
 def _pack_summary(side: _Side, entry: Mapping[str, Any] | None, spec: str) -> dict[str, Any]:
-    pack_size = entry.get("pack_size") if entry else _size_from_name(spec)
+    pack_size = entry.get("pack_size") if entry else packed_names([spec]).pack_size
     return {
         "count": len(side.packs.nseq),
         "sequences": len(side.seqs.length),
