@@ -7,7 +7,9 @@ import importlib
 import typer
 
 # One line per command module (``seqpack.cli.<name>``), in the order ``seqpack --help`` shows them.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "inspect",
+]
 
 
 def register_all(app: typer.Typer) -> None:

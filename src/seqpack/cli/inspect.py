@@ -1,0 +1,190 @@
+"""``seqpack inspect``: check packed data and its metadata sidecar, print what the packs hold."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from seqpack._progress import progress
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
+from seqpack.data.metadata import SEQPACK_KEY, metadata_filename, read_metadata
+from seqpack.data.packed import PackedBlock, PackedReader, read_legacy_npy
+from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
+from seqpack.errors import DataError, InputError
+
+#: Bridge's packed file names, ``{split}_{N}.idx.parquet`` (or legacy ``{split}_{N}.npy``), spec §3.
+_PACKED_NAME = re.compile(
+    r"^(?P<split>.+)_(?P<size>\d+)(\.idx\.parquet|\.idx\.pq|\.parquet|\.pq|\.npy)$", re.I
+)
+#: The order Bridge appends metadata entries in: training first, then validation (spec §3).
+_SPLIT_ORDER = ("training", "validation")
+PERCENTILES = (50, 90, 99)
+
+
+@dataclass(frozen=True)
+class _Names:
+    split: str | None
+    pack_size: int | None
+
+
+def _names(paths: list[str]) -> _Names:
+    """The split and pack size the file names agree on (``None`` where they do not or do not parse)."""
+    parsed = [_PACKED_NAME.match(Path(p).name) for p in paths]
+    splits = {m.group("split").lower() for m in parsed if m}
+    sizes = {int(m.group("size")) for m in parsed if m}
+    complete = all(parsed)
+    return _Names(
+        split=splits.pop() if complete and len(splits) == 1 else None,
+        pack_size=sizes.pop() if complete and len(sizes) == 1 else None,
+    )
+
+
+def _find_metadata(paths: list[str], names: _Names) -> Path | None:
+    """The sidecar beside the data: ``{N}_metadata.jsonl``, or the only ``*_metadata.jsonl`` there."""
+    directory = Path(paths[0]).parent
+    if names.pack_size is not None:
+        candidate = directory / metadata_filename(names.pack_size)
+        return candidate if candidate.exists() else None
+    found = sorted(directory.glob("*_metadata.jsonl"))
+    return found[0] if len(found) == 1 else None
+
+
+def _pick_entry(entries: list[dict[str, Any]], split: str | None) -> tuple[int, dict[str, Any]] | None:
+    """The entry of ``split``: by seqpack's record, else by Bridge's append order, else the only one."""
+    for index, entry in enumerate(entries):
+        record = entry.get(SEQPACK_KEY)
+        if isinstance(record, dict) and split is not None and record.get("split") == split:
+            return index, entry
+    if split in _SPLIT_ORDER and _SPLIT_ORDER.index(split) < len(entries):
+        index = _SPLIT_ORDER.index(split)
+        return index, entries[index]
+    if len(entries) == 1:
+        return 0, entries[0]
+    return None
+
+
+def _report(stats: PackedStats, pack_size: int | None) -> dict[str, Any]:
+    hist = {str(k): int(v) for k, v in enumerate(stats.sequences_per_pack) if v}
+    lengths = {f"p{q}": stats.length_percentile(q) for q in PERCENTILES}
+    nonzero = [int(i) for i in range(stats.length_counts.size) if stats.length_counts[i]]
+    return {
+        "packs": stats.packs,
+        "sequences": stats.sequences,
+        "stored_tokens": stats.stored_tokens,
+        "runtime_tokens": stats.runtime_tokens,
+        "pack_size": pack_size,
+        "efficiency_percent": round(stats.efficiency(pack_size), 2) if pack_size else None,
+        "sequences_per_pack": hist,
+        "runtime_length": {"min": nonzero[0] if nonzero else 0, **lengths, "max": stats.dataset_max_seqlen},
+        "packed_runtime_tokens": {"min": stats.min_packed_seqlen or 0, "max": stats.max_packed_seqlen},
+    }
+
+
+def _print_text(spec: str, files: list[str], report: dict[str, Any], meta: dict[str, Any]) -> None:
+    p = out_console.print
+    p(f"packed data      {spec} ({len(files)} file{'s' if len(files) != 1 else ''})")
+    p(f"packs            {report['packs']}")
+    p(f"sequences        {report['sequences']}")
+    p(
+        f"tokens           {report['stored_tokens']} stored, "
+        f"{report['runtime_tokens']} runtime (stored - 1 per sequence)"
+    )
+    if report["pack_size"]:
+        p(f"pack size        {report['pack_size']}")
+        p(f"efficiency       {report['efficiency_percent']:.2f} % of pack capacity")
+    hist = "  ".join(f"{k}: {v}" for k, v in report["sequences_per_pack"].items())
+    p(f"sequences/pack   {hist}")
+    rl = report["runtime_length"]
+    p("runtime length   " + "  ".join(f"{k} {v}" for k, v in rl.items()))
+    pr = report["packed_runtime_tokens"]
+    p(f"pack fill        min {pr['min']}  max {pr['max']} runtime tokens")
+    status = meta["status"]
+    if status == "consistent":
+        p(f"metadata         {meta['path']} entry {meta['entry']}: consistent (6 Bridge keys recomputed)")
+    elif status == "mismatch":
+        p(f"metadata         {meta['path']} entry {meta['entry']}: MISMATCH")
+        for m in meta["mismatches"]:
+            p(f"  {m['key']}: file says {m['stored']}, rows give {m['recomputed']}")
+    else:
+        p(f"metadata         not checked: {meta['reason']}")
+
+
+def inspect_command(
+    path: str = typer.Argument(..., help="Packed Parquet file, glob or directory (or a legacy .npy file)."),
+    metadata: Path | None = typer.Option(
+        None, "--metadata", help="Metadata sidecar (default: {N}_metadata.jsonl beside the data)."
+    ),
+    output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,
+) -> None:
+    """Check packed data and its metadata; print packs, sequences, efficiency and length statistics.
+
+    Every row invariant of Bridge's packed format is checked, and the six metadata values are recomputed
+    from the rows. Exit 0 when all is well, 1 on the first bad row or a metadata mismatch, 2 when the data
+    cannot be read.
+
+    Example: seqpack inspect out/training_4096.idx.parquet --format json
+    """
+    if path.lower().endswith(".npy"):
+        files = [path]
+        blocks: Any = [read_legacy_npy(path)]
+    else:
+        reader = PackedReader(path)
+        files = reader.paths
+        blocks = reader.iter_blocks()
+    names = _names(files)
+    meta_path = metadata if metadata is not None else _find_metadata(files, names)
+    if metadata is not None and not metadata.exists():
+        raise InputError(f"{os.fspath(metadata)}: no such file")
+    entries = read_metadata(meta_path) if meta_path is not None else []
+    picked = _pick_entry(entries, names.split) if entries else None
+    pack_size = int(picked[1]["pack_size"]) if picked else names.pack_size
+    if picked and names.pack_size is not None and names.pack_size != pack_size:
+        raise DataError(
+            f"{meta_path}: entry {picked[0]}: pack_size {pack_size} differs from the file name's "
+            f"{names.pack_size}"
+        )
+    with progress(quiet) as bar:
+        task = bar.add_task("inspect", total=None)
+
+        def advancing(source: Iterable[PackedBlock]) -> Iterator[PackedBlock]:
+            for block in source:
+                yield block
+                bar.advance(task, block.num_rows)
+
+        stats = collect_stats(advancing(blocks), pack_size=pack_size)
+    report = _report(stats, pack_size)
+    meta: dict[str, Any]
+    if meta_path is None:
+        meta = {"status": "skipped", "reason": "no metadata sidecar found (pass --metadata)"}
+    elif picked is None:
+        meta = {
+            "status": "skipped",
+            "path": str(meta_path),
+            "reason": f"no entry of {meta_path} names this split",
+        }
+    else:
+        mismatches = compare_metadata(picked[1], stats)
+        meta = {
+            "status": "mismatch" if mismatches else "consistent",
+            "path": str(meta_path),
+            "entry": picked[0],
+            "mismatches": [m.__dict__ for m in mismatches],
+        }
+    if output_format is OutputFormat.json:
+        emit_json({"path": path, "files": files, **report, "metadata": meta})
+    else:
+        _print_text(path, files, report, meta)
+    if meta["status"] == "mismatch":
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``seqpack inspect`` to the app."""
+    app.command("inspect")(inspect_command)

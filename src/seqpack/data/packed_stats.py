@@ -1,0 +1,146 @@
+"""Statistics of packed data, streamed block by block, and the check of a metadata entry against them.
+
+Bridge's six metadata values (spec §3) are computed over *runtime* lengths, ``stored - 1`` per sequence
+(alignment padding included), so they can be recomputed from the rows alone::
+
+    rows: seq_start_id [0, 7] in 11 stored tokens -> stored [7, 4] -> runtime [6, 3] -> pack sum 9
+    dataset_max_seqlen = max runtime length        max_samples_per_bin = max sequences in a pack
+    packing_factor     = round(sequences / packs, 2)
+    packing_efficiency = round(sum(pack sums) / packs / pack_size * 100, 2)
+    min_packed_seqlen  = min pack sum              pack_size = the capacity
+
+Memory is bounded by the longest sequence, not by the data: lengths are kept as histograms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from seqpack.data.metadata import BRIDGE_METADATA_KEYS
+from seqpack.data.packed import PackedBlock, validate_block
+from seqpack.errors import DataError, where
+
+#: Keys Bridge rounds to two decimals; compared with this tolerance (the stored value is the rounded one).
+_ROUNDED_KEYS = frozenset({"packing_factor", "packing_efficiency"})
+_ROUND_TOLERANCE = 1e-6
+
+
+def _add_counts(hist: np.ndarray, values: np.ndarray) -> np.ndarray:
+    counts = np.bincount(values, minlength=hist.size)
+    if counts.size > hist.size:
+        counts[: hist.size] += hist
+        return counts
+    return hist + counts
+
+
+@dataclass
+class PackedStats:
+    """What a pass over packed rows found; lengths are runtime lengths (stored - 1) unless named stored."""
+
+    packs: int = 0
+    sequences: int = 0
+    stored_tokens: int = 0
+    runtime_tokens: int = 0
+    max_samples_per_bin: int = 0
+    min_packed_seqlen: int | None = None
+    max_packed_seqlen: int = 0
+    #: ``sequences_per_pack[k]`` = number of packs holding k sequences.
+    sequences_per_pack: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: ``length_counts[r]`` = number of sequences of runtime length r.
+    length_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @property
+    def dataset_max_seqlen(self) -> int:
+        nonzero = np.flatnonzero(self.length_counts)
+        return int(nonzero[-1]) if nonzero.size else 0
+
+    def length_percentile(self, q: float) -> int:
+        """The runtime length at percentile ``q`` (0-100; nearest rank, lower side)."""
+        cumulative = np.cumsum(self.length_counts)
+        if not cumulative.size or cumulative[-1] == 0:
+            return 0
+        rank = max(1, int(np.ceil(q / 100 * cumulative[-1])))
+        return int(np.searchsorted(cumulative, rank))
+
+    def efficiency(self, pack_size: int) -> float:
+        """Runtime tokens over the capacity of all packs, in percent (Bridge's packing_efficiency)."""
+        return self.runtime_tokens / self.packs / pack_size * 100 if self.packs and pack_size > 0 else 0.0
+
+    def bridge_metadata(self, pack_size: int) -> dict[str, int | float]:
+        """The six values Bridge would have written for these rows (spec §3), in Bridge's key order."""
+        return {
+            "dataset_max_seqlen": self.dataset_max_seqlen,
+            "max_samples_per_bin": self.max_samples_per_bin,
+            "packing_factor": round(self.sequences / self.packs, 2) if self.packs else 0.0,
+            "packing_efficiency": round(self.efficiency(pack_size), 2),
+            "pack_size": pack_size,
+            "min_packed_seqlen": self.min_packed_seqlen or 0,
+        }
+
+
+def collect_stats(
+    blocks: Iterable[PackedBlock], *, pack_size: int | None = None, strict: bool = True
+) -> PackedStats:
+    """Validate every block (spec §3 invariants) and accumulate :class:`PackedStats`.
+
+    ``strict`` also rejects sequences of 0 stored tokens (a repeated ``seq_start_id``). With ``pack_size``
+    a pack whose runtime tokens exceed it is an error naming the row.
+    """
+    stats = PackedStats()
+    for block in blocks:
+        validate_block(block, allow_empty_sequences=not strict)
+        per_pack = block.sequences_per_row()
+        stored = block.sequence_lengths()
+        runtime = stored - 1
+        pack_runtime = block.row_lengths() - per_pack
+        if pack_size is not None:
+            over = np.flatnonzero(pack_runtime > pack_size)
+            if over.size:
+                r = int(over[0])
+                raise DataError(
+                    f"{where(block.path, row=block.first_row + r)}: {pack_runtime[r]} runtime tokens exceed "
+                    f"pack_size {pack_size}"
+                )
+        stats.packs += block.num_rows
+        stats.sequences += int(per_pack.sum())
+        stats.stored_tokens += int(stored.sum())
+        stats.runtime_tokens += int(pack_runtime.sum())
+        stats.max_samples_per_bin = max(stats.max_samples_per_bin, int(per_pack.max(initial=0)))
+        if block.num_rows:
+            low = int(pack_runtime.min())
+            stats.min_packed_seqlen = (
+                low if stats.min_packed_seqlen is None else min(stats.min_packed_seqlen, low)
+            )
+            stats.max_packed_seqlen = max(stats.max_packed_seqlen, int(pack_runtime.max()))
+        stats.sequences_per_pack = _add_counts(stats.sequences_per_pack, per_pack)
+        stats.length_counts = _add_counts(stats.length_counts, np.maximum(runtime, 0))
+    return stats
+
+
+@dataclass(frozen=True)
+class MetadataMismatch:
+    """One key of a metadata entry that the rows contradict."""
+
+    key: str
+    stored: Any
+    recomputed: Any
+
+
+def compare_metadata(entry: Mapping[str, Any], stats: PackedStats) -> list[MetadataMismatch]:
+    """Keys of a Bridge metadata entry whose value differs from what the rows give (empty: consistent)."""
+    pack_size = int(entry["pack_size"])
+    expected = stats.bridge_metadata(pack_size)
+    mismatches = []
+    for key in BRIDGE_METADATA_KEYS:
+        stored, recomputed = entry[key], expected[key]
+        if key in _ROUNDED_KEYS:
+            same = abs(float(stored) - float(recomputed)) <= _ROUND_TOLERANCE
+        else:
+            same = float(stored) == float(recomputed)
+        if not same:
+            mismatches.append(MetadataMismatch(key, stored, recomputed))
+    return mismatches
