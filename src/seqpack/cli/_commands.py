@@ -9,6 +9,7 @@ import typer
 # One line per command module (``seqpack.cli.<name>``), in the order ``seqpack --help`` shows them.
 COMMAND_MODULES: list[str] = [
     "inspect",
+    "train",
 ]
 
 
