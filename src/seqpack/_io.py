@@ -32,6 +32,14 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _default_file_mode() -> int:
+    """The mode a plain ``open(path, "w")`` would give (0o666 less the umask); mkstemp's 0o600 is too strict
+    for shared training data."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 @contextlib.contextmanager
 def atomic_path(final: str | os.PathLike[str], *, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary path next to ``final``; on success fsync it and rename it to ``final``.
@@ -51,6 +59,7 @@ def atomic_path(final: str | os.PathLike[str], *, overwrite: bool = False) -> It
         yield tmp
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
+        os.chmod(tmp, _default_file_mode())
         os.replace(tmp, final_path)
         fsync_dir(directory)
     except BaseException:

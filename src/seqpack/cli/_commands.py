@@ -8,7 +8,11 @@ import typer
 
 # One line per command module (``seqpack.cli.<name>``), in the order ``seqpack --help`` shows them.
 COMMAND_MODULES: list[str] = [
+    "pack",
     "inspect",
+    "doctor",
+    "translate",
+    "curves",
     "train",
 ]
 

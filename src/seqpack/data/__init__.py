@@ -1,5 +1,9 @@
 """Samples in, packs out: readers, tokenization, loss masks, pre-padding, writers, packed-data readers."""
 
+from seqpack.data._example_data import EXAMPLE_EOS_ID, example_dataset_path
+from seqpack.data._pipeline import PackOptions, PackResult, bridge_overrides, pack_files
+from seqpack.data._shape import TooLong
+from seqpack.data._write import PACKED_SCHEMA, ROW_GROUP_SIZE
 from seqpack.data.metadata import (
     BRIDGE_METADATA_KEYS,
     SEQPACK_KEY,
@@ -22,16 +26,25 @@ from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metada
 
 __all__ = [
     "BRIDGE_METADATA_KEYS",
+    "EXAMPLE_EOS_ID",
+    "PACKED_SCHEMA",
     "REQUIRED_COLUMNS",
+    "ROW_GROUP_SIZE",
     "SEQPACK_KEY",
+    "PackOptions",
+    "PackResult",
     "PackedBlock",
     "PackedReader",
     "PackedRow",
     "PackedStats",
+    "TooLong",
+    "bridge_overrides",
     "collect_stats",
     "combine_metadata",
     "compare_metadata",
+    "example_dataset_path",
     "metadata_filename",
+    "pack_files",
     "packed_filename",
     "read_legacy_npy",
     "read_metadata",

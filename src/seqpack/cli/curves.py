@@ -1,0 +1,331 @@
+"""``seqpack curves compare|show|export``: loss curves from any Megatron log, with real tolerances."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from seqpack._io import atomic_write_bytes
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack.curves import (
+    DEFAULT_PROFILE,
+    DEFAULT_ULPS,
+    FORMATS,
+    PROFILES,
+    Comparison,
+    Curves,
+    Profile,
+    compare_curves,
+    read_curves,
+    write_golden,
+)
+from seqpack.curves._names import LOSS, canonical
+from seqpack.errors import DataError, UsageError
+
+SCHEMA_VERSION = 1
+TABLE_WIDTH = 160  # tables are wide; do not fold them into 80 columns when stdout is a pipe
+
+app = typer.Typer(
+    help="Loss curves from Megatron-LM/Bridge/NeMo logs, TensorBoard, golden JSON, CSV/JSONL: compare, plot.",
+    no_args_is_help=True,
+)
+
+InputFormatOption = typer.Option(
+    None, "--input-format", help=f"Force the input format ({'|'.join(FORMATS)}); detected when omitted."
+)
+MetricOption = typer.Option(
+    [LOSS], "--metric", "-m", help="Metric to compare (repeatable; 'all' = every shared metric)."
+)
+StepsOption = typer.Option(None, "--steps", help="Only iterations A..B inclusive, as A:B (A: or :B open).")
+
+
+def parse_steps(text: str | None) -> tuple[int | None, int | None]:
+    """``"A:B"`` -> ``(A, B)``; either side may be empty."""
+    if text is None:
+        return (None, None)
+    lo, sep, hi = text.partition(":")
+    if not sep:
+        raise UsageError(f"--steps: expected A:B (e.g. 10:500), found {text!r}")
+    try:
+        start = int(lo) if lo.strip() else None
+        stop = int(hi) if hi.strip() else None
+    except ValueError:
+        raise UsageError(f"--steps: expected integers in A:B, found {text!r}") from None
+    if start is not None and stop is not None and start > stop:
+        raise UsageError(f"--steps: start {start} is after stop {stop}")
+    return (start, stop)
+
+
+def _fmt(x: Any, digits: int = 6) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def _run_notes(runs: list[Curves]) -> list[str]:
+    notes = []
+    for run in runs:
+        notes.extend(run.notes)
+        for metric, steps in run.missing.items():
+            if steps.size:
+                notes.append(
+                    f"{run.source}: '{metric}' missing from the line at iteration(s) {steps[:10].tolist()} "
+                    "(Megatron omits a NaN loss)"
+                )
+        if run.skipped.size:
+            notes.append(f"{run.source}: all steps skipped at iteration(s) {run.skipped[:10].tolist()}")
+    return notes
+
+
+def _rows(comparisons: list[Comparison]) -> list[dict[str, str]]:
+    rows = []
+    for comp in comparisons:
+        s = comp.summary()
+        first: Any = s["first_divergence"]
+        max_abs: Any = s["max_abs_diff"]
+        max_rel: Any = s["max_rel_diff"]
+        final: Any = s["final"]
+        only_ref: Any = s["only_in_reference"]
+        only_cand: Any = s["only_in_candidate"]
+        rows.append(
+            {
+                "candidate": comp.candidate,
+                "metric": comp.metric,
+                "steps": f"{s['shared_steps']} (+{only_ref['count']}/+{only_cand['count']})",
+                "max |diff|": "-" if max_abs is None else f"{_fmt(max_abs['value'], 4)} @{max_abs['step']}",
+                "max rel": "-"
+                if max_rel is None
+                else f"{_fmt(max_rel['value'] * 100, 3)}% @{max_rel['step']}",
+                "first beyond": "-" if first is None else str(first["step"]),
+                "failing": f"{s['failing_steps']} (tol {s['tolerated_failing_steps']})",
+                "corr": _fmt(comp.correlation, 5),
+                "final diff": "-" if final is None else _fmt(final["abs_diff"], 4),
+                "verdict": "match" if comp.passed else "MISMATCH",
+            }
+        )
+    return rows
+
+
+def _print_table(title: str, rows: list[dict[str, str]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for key in rows[0] if rows else []:
+        table.add_column(key, overflow="fold", no_wrap=key not in ("candidate", "file"))
+    for row in rows:
+        style = None if row.get("verdict") != "MISMATCH" else "red"
+        table.add_row(*row.values(), style=style)
+    wide = Console(highlight=False, width=max(out_console.width, TABLE_WIDTH))
+    wide.print(table)
+
+
+def _read_all(paths: list[Path], input_format: str | None) -> list[Curves]:
+    return [read_curves(p, input_format) for p in paths]
+
+
+def _write_png_html(
+    runs: list[Curves],
+    metric: str,
+    comparisons: list[Comparison] | None,
+    steps: tuple[int | None, int | None],
+    plot: Path | None,
+    html_out: Path | None,
+    title: str,
+    rows: list[dict[str, str]],
+    notes: list[str],
+    overwrite: bool,
+) -> None:
+    from seqpack.curves._report import render_html, render_png
+
+    png = render_png(runs, metric, comparisons, steps)
+    if plot is not None:
+        atomic_write_bytes(plot, png, overwrite=overwrite)
+        err_console.print(f"wrote {plot}")
+    if html_out is not None:
+        atomic_write_bytes(html_out, render_html(title, rows, png, notes).encode(), overwrite=overwrite)
+        err_console.print(f"wrote {html_out}")
+
+
+@app.command("compare")
+def compare(
+    runs: list[Path] = typer.Argument(..., help="Reference run first, then one or more runs to check."),
+    tolerance: str = typer.Option(DEFAULT_PROFILE, "--tolerance", "-t", help=f"{'|'.join(PROFILES)}"),
+    ulps: int = typer.Option(DEFAULT_ULPS, "--ulps", help="bf16 profile: allowed bf16 ulps per step."),
+    deterministic: bool = typer.Option(
+        False, "--deterministic", help="golden: also require identical values."
+    ),
+    require_all_steps: bool = typer.Option(
+        False, "--require-all-steps", help="Fail when a step is in one run only."
+    ),
+    metric: list[str] = MetricOption,
+    steps: str | None = StepsOption,
+    input_format: str | None = InputFormatOption,
+    plot: Path | None = typer.Option(None, "--plot", help="Write a PNG: curves, difference, tolerance band."),
+    html_out: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing --plot/--html files."),
+    output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,
+) -> None:
+    """Compare loss curves of two or more runs; exit 0 when they match, 1 when not, 2 when unreadable.
+
+    Example: seqpack curves compare golden_values_dev_dgx_h100.json train.log -t golden --plot diff.png
+    """
+    if len(runs) < 2:
+        raise UsageError("compare needs at least two runs (reference first)")
+    profile = Profile(tolerance, ulps=ulps, deterministic=deterministic, require_all_steps=require_all_steps)
+    window = parse_steps(steps)
+    curves = _read_all(runs, input_format)
+    comparisons = compare_curves(curves[0], curves[1:], profile, metrics=metric, steps=window)
+    notes = _run_notes(curves)
+    for comp in comparisons:
+        notes.extend(comp.notes)
+    passed = all(c.passed for c in comparisons)
+    rows = _rows(comparisons)
+    if output_format is OutputFormat.json:
+        emit_json(
+            {
+                "command": "curves compare",
+                "passed": passed,
+                "profile": {"name": profile.name, "ulps": profile.ulps, "deterministic": deterministic},
+                "steps": {"start": window[0], "stop": window[1]},
+                "runs": [_run_info(c) for c in curves],
+                "comparisons": [c.summary() for c in comparisons],
+                "notes": notes,
+            },
+            SCHEMA_VERSION,
+        )
+    else:
+        _print_table(f"reference: {curves[0].source}  profile: {profile.name} ({comparisons[0].rule})", rows)
+        for comp in comparisons:
+            for reason in comp.reasons:
+                out_console.print(f"[red]mismatch[/]: {comp.candidate} '{comp.metric}': {reason}")
+        for note in notes:
+            out_console.print(f"note: {note}", markup=False)
+        out_console.print("verdict: " + ("match" if passed else "MISMATCH"))
+    if plot is not None or html_out is not None:
+        title = f"seqpack curves compare ({profile.name})"
+        _write_png_html(
+            curves, comparisons[0].metric, comparisons, window, plot, html_out, title, rows, notes, overwrite
+        )
+    if not passed:
+        raise typer.Exit(1)
+
+
+def _run_info(run: Curves) -> dict[str, Any]:
+    return {
+        "source": run.source,
+        "format": run.format,
+        "segments": [
+            {"first": s.first_iteration, "last": s.last_iteration, "records": s.records, "line": s.line}
+            for s in run.segments
+        ],
+        "restarts": run.restarts,
+        "metrics": {name: len(series) for name, series in run.metrics.items()},
+        "missing": {name: steps.tolist() for name, steps in run.missing.items()},
+        "skipped": run.skipped.tolist(),
+        "notes": run.notes,
+    }
+
+
+def _metric_summary(run: Curves, metric: str) -> dict[str, Any]:
+    series = run.metrics.get(metric)
+    if series is None or len(series) == 0:
+        return {"steps": 0}
+    vals = series.values
+    finite = vals[~(vals != vals)]
+    return {
+        "steps": len(series),
+        "first": [int(series.iterations[0]), float(vals[0])],
+        "last": [int(series.iterations[-1]), float(vals[-1])],
+        "min": float(finite.min()) if finite.size else None,
+        "max": float(finite.max()) if finite.size else None,
+        "nan": int((vals != vals).sum()),
+    }
+
+
+@app.command("show")
+def show(
+    logs: list[Path] = typer.Argument(..., help="Logs or metric files to summarise."),
+    metric: str = typer.Option(LOSS, "--metric", "-m", help="Metric to summarise and plot."),
+    steps: str | None = StepsOption,
+    input_format: str | None = InputFormatOption,
+    plot: Path | None = typer.Option(None, "--plot", help="Write a PNG of the metric of every run."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --plot file."),
+    output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,
+) -> None:
+    """Summarise what each log holds (format, segments, metrics) and optionally plot one metric.
+
+    Example: seqpack curves show train.log --metric "lm loss" --plot loss.png
+    """
+    window = parse_steps(steps)
+    curves = _read_all(logs, input_format)
+    name = canonical(metric)
+    if output_format is OutputFormat.json:
+        emit_json(
+            {
+                "command": "curves show",
+                "metric": name,
+                "runs": [{**_run_info(c), "summary": _metric_summary(c, name)} for c in curves],
+            },
+            SCHEMA_VERSION,
+        )
+    else:
+        rows = []
+        for run in curves:
+            s = _metric_summary(run, name)
+            rows.append(
+                {
+                    "file": run.source,
+                    "format": run.format,
+                    "segments": str(len(run.segments) or 1),
+                    "steps": str(s["steps"]),
+                    "first": "-" if not s["steps"] else f"{s['first'][0]}: {_fmt(s['first'][1])}",
+                    "last": "-" if not s["steps"] else f"{s['last'][0]}: {_fmt(s['last'][1])}",
+                    "min": _fmt(s.get("min")),
+                    "max": _fmt(s.get("max")),
+                    "nan": str(s.get("nan", 0)),
+                }
+            )
+        _print_table(f"metric: {name}", rows)
+        for run in curves:
+            out_console.print(f"{run.source}: metrics: {', '.join(run.metrics)}", markup=False)
+        for note in _run_notes(curves):
+            out_console.print(f"note: {note}", markup=False)
+    if plot is not None:
+        if not any(name in c.metrics for c in curves):
+            raise DataError(f"no run has metric '{metric}' to plot")
+        _write_png_html(curves, name, None, window, plot, None, "", [], [], overwrite)
+
+
+@app.command("export")
+def export(
+    log: Path = typer.Argument(..., help="Log or metric file to export."),
+    golden: Path = typer.Option(..., "--golden", help="Write Megatron-LM golden-value JSON here."),
+    input_format: str | None = InputFormatOption,
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file."),
+    quiet: bool = QuietOption,
+) -> None:
+    """Write a run's metrics as Megatron-LM golden-value JSON (exit 1 when it holds no 'lm loss').
+
+    Example: seqpack curves export train.log --golden golden_values_dev_dgx_h100.json
+    """
+    run = read_curves(log, input_format)
+    for note in write_golden(run, golden, overwrite=overwrite):
+        err_console.print(f"note: {note}", markup=False)
+    if not quiet:
+        err_console.print(f"wrote {golden}")
+
+
+def register(root: typer.Typer) -> None:
+    """Add the ``curves`` command group to the root app."""
+    root.add_typer(app, name="curves")

@@ -1,0 +1,173 @@
+"""``seqpack doctor``: check a training config against every packing and long-context rule before launch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from seqpack.cli._common import FormatOption, OutputFormat, emit_json, err_console, out_console
+from seqpack.config import DoctorOptions, Report, check, default_lang, load_config, suggest_fixes
+from seqpack.config._view import DatasetKind
+from seqpack.errors import UsageError
+from seqpack.translate import Translation, load_model_args, mlm_to_bridge, split_mlm_args
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_DATASET_KINDS: tuple[DatasetKind, ...] = ("sft", "sft_in_batch", "pretrain")
+
+
+def _mlm_translation(mlm_args: str | None, model_config: Path | None) -> Translation | None:
+    if mlm_args is None and model_config is None:
+        return None
+    flags: dict[str, object] = {}
+    result = Translation()
+    if model_config is not None:
+        result = mlm_to_bridge(load_model_args(model_config))
+    if mlm_args is not None:
+        extra = mlm_to_bridge(split_mlm_args(mlm_args))
+        for key, value in extra.overrides.items():
+            if key in result.overrides and result.overrides[key] != value:
+                result.conflicts.append(
+                    f"{key}: {model_config} sets {result.overrides[key]!r}, --mlm-args sets {value!r}"
+                )
+            result.overrides[key] = value
+            result.origin[key] = extra.origin[key]
+        result.conflicts += extra.conflicts
+        result.untranslated += extra.untranslated
+    del flags
+    return result
+
+
+def _print_text(report: Report, fixes: list[str] | None) -> None:
+    out_console.print(f"config era: {report.config_era}")
+    if not report.findings:
+        out_console.print("no findings: every rule passes")
+    else:
+        table = Table(show_lines=True)
+        for column in ("id", "severity", "finding", "fix", "upstream"):
+            table.add_column(column, overflow="fold")
+        for f in report.findings:
+            severity = f"[{_SEVERITY_STYLE[f.severity]}]{f.severity}[/]" + (" (allowed)" if f.allowed else "")
+            table.add_row(
+                f.id,
+                severity,
+                f"{f.message}\n[dim]{f.why}[/]\n[dim]fields: {', '.join(f.fields)}[/]",
+                "\n".join(f.fix) or "-",
+                f.upstream,
+            )
+        out_console.print(table)
+        counts = {
+            s: sum(1 for f in report.findings if f.severity == s and not f.allowed) for s in _SEVERITY_STYLE
+        }
+        out_console.print(
+            f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info"
+        )
+    if fixes is not None:
+        out_console.print("corrected overrides:" if fixes else "corrected overrides: none needed")
+        for item in fixes:
+            out_console.print(item, markup=False)
+
+
+def doctor(
+    config: Path | None = typer.Argument(
+        None, help="Bridge YAML config (a --dry-run dump or an override file)."
+    ),
+    overrides: list[str] | None = typer.Argument(
+        None, help="KEY=VALUE overrides applied on top, as run_recipe."
+    ),
+    mlm_args: str | None = typer.Option(
+        None, "--mlm-args", help='Megatron-LM flags, e.g. "--seq-length 4096 --bf16".'
+    ),
+    model_config: Path | None = typer.Option(
+        None, "--model-config", help="Megatron-LM functional-test model_config.yaml."
+    ),
+    packed: str | None = typer.Option(
+        None, "--packed", help="Packed training data (file, glob or directory) to check."
+    ),
+    tp: int | None = typer.Option(None, "--tp", help="Tensor-parallel size."),
+    pp: int | None = typer.Option(None, "--pp", help="Pipeline-parallel size."),
+    cp: int | None = typer.Option(None, "--cp", help="Context-parallel size."),
+    ep: int | None = typer.Option(None, "--ep", help="Expert-parallel size."),
+    sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
+    mbs: int | None = typer.Option(None, "--mbs", help="Micro-batch size."),
+    gbs: int | None = typer.Option(None, "--gbs", help="Global batch size."),
+    seq_length: int | None = typer.Option(None, "--seq-length", help="Sequence length (dataset and model)."),
+    pack_size: int | None = typer.Option(
+        None, "--pack-size", help="Offline packing with this packed_sequence_size."
+    ),
+    pad_seq_to_mult: int | None = typer.Option(
+        None, "--pad-seq-to-mult", help="Offline packing pad multiple."
+    ),
+    per_token_loss: bool = typer.Option(
+        False, "--per-token-loss", help="model.calculate_per_token_loss=true."
+    ),
+    world_size: int | None = typer.Option(None, "--world-size", help="Total ranks; DP = world / (TP*PP*CP)."),
+    dp: int | None = typer.Option(None, "--dp", help="Data-parallel size (instead of --world-size)."),
+    dataset_kind: str | None = typer.Option(None, "--dataset-kind", help="sft, sft_in_batch or pretrain."),
+    model_family: str | None = typer.Option(
+        None, "--model-family", help="Model family, e.g. qwen3-next, glm-4.5."
+    ),
+    recipe: str | None = typer.Option(
+        None, "--recipe", help="Bridge recipe name (used to infer the family)."
+    ),
+    kernel_chunk: int | None = typer.Option(
+        None, "--kernel-chunk", help="Pack width must divide into this chunk."
+    ),
+    allow: list[str] | None = typer.Option(None, "--allow", help="Accept a finding by id (repeatable)."),
+    fix: bool = typer.Option(False, "--fix", help="Print the corrected overrides."),
+    lang: str | None = typer.Option(None, "--lang", help="Message language: en or zh (default: the locale)."),
+    output_format: OutputFormat = FormatOption,
+) -> None:
+    """Check a Bridge config (or MLM flags, or plain options) against every packing and CP rule.
+
+    Example: seqpack doctor --cp 2 --seq-length 510 --mbs 1 --gbs 8 --world-size 8
+    """
+    if config is not None and "=" in str(config) and not config.exists():
+        overrides = [str(config), *(overrides or [])]
+        config = None
+    if dataset_kind is not None and dataset_kind not in _DATASET_KINDS:
+        raise UsageError(f"--dataset-kind {dataset_kind!r}: expected one of {', '.join(_DATASET_KINDS)}")
+    if world_size is not None and dp is not None:
+        raise UsageError("give --world-size or --dp, not both")
+    options = {
+        "tp": tp, "pp": pp, "cp": cp, "ep": ep, "sequence_parallel": sequence_parallel,
+        "mbs": mbs, "gbs": gbs,
+        "seq_length": seq_length, "pack_size": pack_size, "pad_seq_to_mult": pad_seq_to_mult,
+        "per_token_loss": per_token_loss,
+    }  # fmt: skip
+    loaded = load_config(
+        config,
+        overrides or [],
+        mlm=_mlm_translation(mlm_args, model_config),
+        options=options,
+        dataset_kind=dataset_kind,
+    )
+    doctor_options = DoctorOptions(
+        world_size=world_size,
+        dp=dp,
+        model_family=model_family,
+        recipe=recipe,
+        kernel_chunk=kernel_chunk,
+        packed=packed,
+        allow=allow or [],
+        lang=lang or default_lang(),
+    )
+    report = check(loaded, doctor_options)
+    fixes = suggest_fixes(loaded, doctor_options) if fix else None
+    if output_format == OutputFormat.json:
+        payload = report.to_json()
+        payload.pop("schema_version")
+        if fixes is not None:
+            payload["fix"] = fixes
+        emit_json(payload)
+    else:
+        _print_text(report, fixes)
+    if report.has_error:
+        if output_format != OutputFormat.json:
+            err_console.print("doctor: the config has errors (exit 1)")
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)

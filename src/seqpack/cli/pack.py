@@ -1,0 +1,160 @@
+"""``seqpack pack``: SFT samples in, Megatron-Bridge packed Parquet + metadata out (spec §2-4)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from seqpack.batching.cp import pad_multiple
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack.data import PackOptions, PackResult, TooLong, bridge_overrides, example_dataset_path, pack_files
+from seqpack.errors import UsageError
+
+
+def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_parallel: bool) -> int:
+    topology = cp is not None or tp is not None or sequence_parallel
+    if mult is not None and topology:
+        raise UsageError("give either --pad-seq-to-mult or --cp/--tp/--sequence-parallel, not both")
+    if topology:
+        return pad_multiple(cp or 1, tp or 1, sequence_parallel)
+    return 1 if mult is None else mult
+
+
+def _summary(result: PackResult) -> dict[str, Any]:
+    c = result.counts
+    meta = {k: v for k, v in result.metadata.items() if k != "seqpack"}
+    return {
+        "packed_path": os.fspath(result.packed_path),
+        "metadata_path": os.fspath(result.metadata_path),
+        "rejects_path": os.fspath(result.rejects_path),
+        "samples_in": c.samples_in,
+        "samples_packed": c.packed,
+        "rejected": c.rejected,
+        "truncated": c.truncated,
+        "split": c.split,
+        "dropped": c.dropped,
+        "sequences": c.pieces,
+        "packs": result.num_packs,
+        "efficiency_percent": meta["packing_efficiency"],
+        "padding_tokens": result.padding_tokens,
+        "padding_tokens_saved": result.padding_saved,
+        "bridge_metadata": meta,
+        "overrides": bridge_overrides(result),
+        "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
+    }
+
+
+def _print_text(summary: dict[str, Any]) -> None:
+    table = Table(title="seqpack pack", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = [
+        ("samples in", f"{summary['samples_in']:,}"),
+        ("samples packed", f"{summary['samples_packed']:,}"),
+        ("rejected / dropped", f"{summary['rejected']:,} / {summary['dropped']:,}"),
+        ("truncated / split", f"{summary['truncated']:,} / {summary['split']:,}"),
+        ("sequences", f"{summary['sequences']:,}"),
+        ("packs", f"{summary['packs']:,}"),
+        ("efficiency", f"{summary['efficiency_percent']:.2f} %"),
+        ("padding tokens", f"{summary['padding_tokens']:,}"),
+        ("padding saved vs padding each sample", f"{summary['padding_tokens_saved']:,} tokens"),
+        ("time (read / plan / write)", " / ".join(f"{v:.2f}s" for v in summary["seconds"].values())),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    out_console.print(table)
+    out_console.print(f"packed:   {summary['packed_path']}")
+    out_console.print(f"metadata: {summary['metadata_path']}")
+    out_console.print(f"rejects:  {summary['rejects_path']}")
+    out_console.print("Train on it with these Megatron-Bridge overrides:")
+    out_console.print("  " + " \\\n  ".join(summary["overrides"]))
+
+
+def pack(
+    inputs: list[Path] = typer.Argument(None, help="JSONL/Parquet files or datasets save_to_disk dirs."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
+    pack_size: int = typer.Option(..., "--pack-size", "-n", help="Pack capacity N in runtime tokens."),
+    example: bool = typer.Option(False, "--example", help="Pack the small SFT dataset seqpack ships."),
+    split: str = typer.Option("training", "--split", help="training or validation."),
+    max_seq_length: int = typer.Option(None, "--max-seq-length", help="Longest sample kept (default N)."),
+    too_long: TooLong = typer.Option(None, "--too-long", help="reject (default), truncate or split."),
+    algorithm: str = typer.Option(
+        None,
+        "--algorithm",
+        help="best_fit_decreasing (default), first_fit_shuffle (compat default), first_fit_decreasing.",
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of Bridge's shuffles."),
+    bridge_compat: bool = typer.Option(False, "--bridge-compat", help="Reproduce Bridge 0.6.2 exactly."),
+    pad_seq_to_mult: int = typer.Option(
+        None, "--pad-seq-to-mult", help="Pre-pad runtime lengths to a multiple."
+    ),
+    cp: int = typer.Option(None, "--cp", help="Context-parallel size (derives the pad multiple)."),
+    tp: int = typer.Option(None, "--tp", help="Tensor-parallel size (with --sequence-parallel)."),
+    sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
+    eos_id: int = typer.Option(None, "--eos-id", help="EOS/pad id (default: tokenizer's, or rows' last)."),
+    tokenizer: Path = typer.Option(
+        None, "--tokenizer", help="Local Hugging Face tokenizer dir (text input)."
+    ),
+    prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
+    completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
+    messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
+    workers: int = typer.Option(
+        None, "--workers", "-j", help="Processes for parsing/tokenizing (all cores)."
+    ),
+    chunk_rows: int = typer.Option(4096, "--chunk-rows", help="Records per chunk handed to a worker."),
+    scratch_dir: Path = typer.Option(
+        None, "--scratch-dir", help="Where the scratch store goes (default: DIR)."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing {split}_{N} pack set."),
+    output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,
+) -> None:
+    """Pack SFT samples into Megatron-Bridge's offline packed format.
+
+    Example: seqpack pack data.jsonl --out packed/ --pack-size 4096 --cp 2
+    """
+    if example:
+        if inputs:
+            raise UsageError("--example packs the shipped dataset; give no input files with it")
+        inputs = [example_dataset_path()]
+    if not inputs:
+        raise UsageError("give input files (or --example for the shipped dataset)")
+    opts = PackOptions(
+        inputs=list(inputs),
+        out_dir=out,
+        pack_size=pack_size,
+        split=split,
+        max_seq_length=max_seq_length,
+        pad_seq_to_mult=_pad_multiple(pad_seq_to_mult, cp, tp, sequence_parallel),
+        too_long=too_long,
+        bridge_compat=bridge_compat,
+        algorithm=algorithm,
+        seed=seed,
+        eos_id=eos_id,
+        tokenizer=tokenizer,
+        prompt_field=prompt_field,
+        completion_field=completion_field,
+        messages_field=messages_field,
+        workers=workers,
+        scratch_dir=scratch_dir,
+        overwrite=overwrite,
+        quiet=quiet or output_format is OutputFormat.json,
+        chunk_rows=chunk_rows,
+    )
+    result = pack_files(opts)
+    summary = _summary(result)
+    if output_format is OutputFormat.json:
+        emit_json(summary)
+    else:
+        _print_text(summary)
+    not_packed = result.counts.rejected + result.counts.dropped
+    if not quiet and not_packed:
+        err_console.print(f"{not_packed} sample(s) not packed: see {result.rejects_path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("pack")(pack)

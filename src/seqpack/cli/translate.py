@@ -1,0 +1,83 @@
+"""``seqpack translate``: Megatron-LM flags <-> Megatron-Bridge overrides, through the one flag table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from seqpack.cli._common import out_console
+from seqpack.config import load_config
+from seqpack.config._findings import override
+from seqpack.errors import UsageError
+from seqpack.translate import bridge_to_mlm_report, load_model_args, mlm_to_bridge
+
+translate_app = typer.Typer(
+    help="Translate Megatron-LM flags to Bridge overrides and back.", no_args_is_help=True
+)
+
+
+@translate_app.command(
+    "mlm-to-bridge", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+)
+def mlm_to_bridge_cmd(
+    flags: list[str] | None = typer.Argument(None, help="Megatron-LM flags (after --)."),
+    model_config: Path | None = typer.Option(None, "--model-config", help="Megatron-LM model_config.yaml."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when any flag has no Bridge equivalent."),
+) -> None:
+    """Print Bridge overrides (KEY=VALUE, one per line), then untranslated flags as # comments.
+
+    Example: seqpack translate mlm-to-bridge -- --seq-length 4096 --swiglu --bf16
+    """
+    if (model_config is None) == (not flags):
+        raise UsageError("give --model-config FILE or flags after --, not both")
+    translation = mlm_to_bridge(load_model_args(model_config) if model_config else list(flags or []))
+    for key, value in translation.overrides.items():
+        out_console.print(override(key, value), markup=False)
+    for line in translation.conflicts:
+        out_console.print(f"# conflict: {line}", markup=False)
+    for item in translation.untranslated:
+        reason = translation.reasons[item.split(" ", 1)[0]]
+        out_console.print(f"# untranslated: {item}  ({reason})", markup=False)
+    if strict and translation.untranslated:
+        raise typer.Exit(1)
+
+
+@translate_app.command("bridge-to-mlm")
+def bridge_to_mlm_cmd(
+    overrides: list[str] | None = typer.Argument(None, help="KEY=VALUE Bridge overrides."),
+    config: Path | None = typer.Option(None, "--config", help="Bridge YAML config to translate."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when any key has no Megatron-LM flag."),
+) -> None:
+    """Print Megatron-LM flags for Bridge overrides, then keys without a flag as # comments.
+
+    Example: seqpack translate bridge-to-mlm model.seq_length=4096 mixed_precision=bf16_mixed
+    """
+    if config is None and not overrides:
+        raise UsageError("give KEY=VALUE overrides or --config FILE")
+    loaded = load_config(config, overrides or [])
+    flat = _flatten(loaded.raw)
+    reverse = bridge_to_mlm_report(flat)
+    out_console.print(" ".join(reverse.flags), markup=False)
+    for item in reverse.untranslated:
+        out_console.print(f"# untranslated: {item}", markup=False)
+    if strict and reverse.untranslated:
+        raise typer.Exit(1)
+
+
+def _flatten(tree: dict[str, object], prefix: str = "") -> dict[str, object]:
+    """Nested config -> dotted keys (``_target_`` entries and empty sections dropped)."""
+    out: dict[str, object] = {}
+    for key, value in tree.items():
+        if str(key).startswith("_"):
+            continue
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(translate_app, name="translate")

@@ -1,0 +1,34 @@
+"""What every rule sees: the typed config view, the loader's problems, and the facts around the config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from seqpack.batching.cp import pad_multiple
+from seqpack.config._load import LoadProblem
+from seqpack.config._packed_facts import PackedFacts
+from seqpack.config._view import ConfigView
+
+
+@dataclass
+class Context:
+    view: ConfigView
+    problems: list[LoadProblem] = field(default_factory=list)
+    #: Total ranks (``--world-size``); DP is derived from it, or given directly with ``--dp``.
+    world_size: int | None = None
+    dp: int | None = None
+    family: str | None = None
+    family_source: str = ""
+    kernel_chunk: int | None = None
+    packed_path: str | None = None
+    facts: PackedFacts | None = None
+
+    @property
+    def pad_needed(self) -> int:
+        """The ``pad_seq_to_mult`` the topology needs: ``lcm(2*CP, CP*TP with SP)`` (spec §7)."""
+        m = self.view.model
+        return pad_multiple(
+            cp=max(m.context_parallel_size, 1),
+            tp=max(m.tensor_model_parallel_size, 1),
+            sequence_parallel=m.sequence_parallel,
+        )

@@ -1,0 +1,392 @@
+"""Load a :class:`ConfigView` from a Bridge YAML, Megatron-LM flags, plain options and ``a.b=c`` overrides.
+
+Layers, lowest precedence first (a later layer replaces a value of an earlier one, as run_recipe applies
+its overrides on top of the recipe)::
+
+    1. Bridge YAML (a --dry-run dump with _target_ keys, a run directory's config, or a partial override file)
+    2. Megatron-LM flags (a model_config.yaml's MODEL_ARGS and/or --mlm-args), through seqpack.translate
+    3. the command line: plain options (--cp 2 --mbs 1 ...) and then KEY=VALUE overrides (OmegaConf dotlist)
+
+Two different values for one key *within* a layer are a contradiction (reported, not silently resolved).
+Problems found while reading (unknown section, misspelled field, wrong type, contradiction, names of both
+config eras) are collected as :class:`LoadProblem` and reported by the rule table's loader rules.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from seqpack._yaml import load_yaml
+from seqpack.config import _bridge_fields as bf
+from seqpack.config._view import SECTION_CLASSES, ConfigView, DatasetKind, DatasetView, PackedSpecsView
+from seqpack.errors import InputError, UsageError
+from seqpack.translate import Translation
+
+#: v0.5 name -> v0.6 name inside ``dataset`` (spec §1).
+LEGACY_DATASET_NAMES: Mapping[str, str] = {
+    "packed_sequence_specs": "offline_packing_specs",
+    "pack_sequences_in_batch": "enable_in_batch_packing",
+}
+#: Names that exist only from v0.6 on (spec §1).
+V06_DATASET_NAMES = frozenset(
+    {
+        "enable_offline_packing",
+        "offline_packing_specs",
+        "enable_in_batch_packing",
+        "defer_in_batch_packing_to_step",
+        "in_batch_packing_pad_to_multiple_of",
+    }
+)
+#: The v0.5 module of PackedSequenceSpecs (a ``_target_`` naming it marks a v0.5 dump).
+LEGACY_SPECS_MODULE = "megatron.bridge.data.datasets.packed_sequence"
+
+_DATASET_KINDS: Mapping[str, DatasetKind] = {
+    "GPTSFTDatasetConfig": "sft",
+    "FinetuningDatasetConfig": "sft",
+    "DirectHFSFTDatasetConfig": "sft_in_batch",
+    "EnergonDatasetConfig": "sft_in_batch",
+    "MockVLMSFTDatasetConfig": "sft_in_batch",
+    "GPTDatasetConfig": "pretrain",
+    "MockGPTDatasetConfig": "pretrain",
+    "GPTFIMDatasetConfig": "pretrain",
+}
+
+#: Known field names per section (for "did you mean"); sections whose list is complete warn on any unknown.
+_KNOWN_FIELDS: Mapping[str, frozenset[str]] = {
+    "model": bf.MODEL_FIELDS,
+    "ddp": bf.DDP_FIELDS,
+    "optimizer": bf.OPTIMIZER_FIELDS,
+    "dataset": bf.DATASET_FIELDS,
+    "dataset.offline_packing_specs": bf.PACKED_SPECS_FIELDS,
+}
+_COMPLETE_FIELD_LISTS = frozenset({"dataset.offline_packing_specs"})
+
+#: Plain CLI option -> the Bridge keys it sets (``seqpack doctor --cp 2 --mbs 1 ...``).
+PLAIN_OPTIONS: Mapping[str, tuple[str, ...]] = {
+    "tp": ("model.tensor_model_parallel_size",),
+    "pp": ("model.pipeline_model_parallel_size",),
+    "cp": ("model.context_parallel_size",),
+    "ep": ("model.expert_model_parallel_size",),
+    "sequence_parallel": ("model.sequence_parallel",),
+    "mbs": ("train.micro_batch_size",),
+    "gbs": ("train.global_batch_size",),
+    "seq_length": ("dataset.seq_length", "model.seq_length"),
+    "pack_size": ("dataset.enable_offline_packing", "dataset.offline_packing_specs.packed_sequence_size"),
+    "pad_seq_to_mult": ("dataset.offline_packing_specs.pad_seq_to_mult",),
+    "pad_cu_seqlens": ("dataset.offline_packing_specs.pad_cu_seqlens",),
+    "pad_to_max_length": ("dataset.dataset_kwargs.pad_to_max_length",),
+    "in_batch_packing": ("dataset.enable_in_batch_packing",),
+    "per_token_loss": ("model.calculate_per_token_loss",),
+    "average_in_collective": ("ddp.average_in_collective",),
+    "mtp_num_layers": ("model.mtp_num_layers",),
+    "cuda_graph_impl": ("model.cuda_graph_impl",),
+}
+
+
+@dataclass
+class LoadProblem:
+    """Something wrong with the input itself: ``kind`` is one of ``unknown-section``, ``unknown-field``,
+    ``wrong-type``, ``contradiction``, ``mixed-era``; ``key`` the dotted field; ``detail`` the specifics."""
+
+    kind: str
+    key: str
+    detail: str
+    suggestion: str | None = None
+
+
+@dataclass
+class LoadedConfig:
+    view: ConfigView
+    problems: list[LoadProblem] = field(default_factory=list)
+    #: The merged config as plain data (all layers applied), for rules that read raw names.
+    raw: dict[str, Any] = field(default_factory=dict)
+    #: The file name, when a YAML was read (used in messages).
+    source: str | None = None
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """Parse one ``a.b=c`` override as run_recipe does (OmegaConf dotlist grammar; ``+``/``++`` prefixes
+    are accepted and dropped)."""
+    text = item.lstrip("+")
+    if "=" not in text or not text.split("=", 1)[0].strip():
+        raise UsageError(f"override {item!r}: expected KEY=VALUE, e.g. model.context_parallel_size=2")
+    try:
+        parsed = OmegaConf.from_dotlist([text])
+        key = text.split("=", 1)[0].strip()
+        value = OmegaConf.to_container(parsed, resolve=False)
+        for part in key.split("."):
+            assert isinstance(value, dict)
+            value = value[part]
+    except (OmegaConfBaseException, KeyError, AssertionError) as exc:
+        raise UsageError(f"override {item!r}: cannot parse ({exc.__class__.__name__})") from None
+    return key, value
+
+
+def plain_option_overrides(options: Mapping[str, Any]) -> list[tuple[str, Any, str]]:
+    """Turn plain options (``{"cp": 2, "pack_size": 4096}``) into ``(key, value, source)`` overrides."""
+    out: list[tuple[str, Any, str]] = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        keys = PLAIN_OPTIONS.get(name)
+        if keys is None:
+            raise UsageError(f"unknown plain option {name!r}")
+        source = "--" + name.replace("_", "-")
+        if name == "pack_size":
+            out += [(keys[0], True, source), (keys[1], value, source)]
+        else:
+            out += [(key, value, source) for key in keys]
+    return out
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    mlm: Translation | None = None,
+    options: Mapping[str, Any] | None = None,
+    dataset_kind: DatasetKind | None = None,
+) -> LoadedConfig:
+    """Read every input layer and return the typed view plus the problems found on the way."""
+    problems: list[LoadProblem] = []
+    document: Any = {}
+    source = None
+    if path is not None:
+        source = os.fspath(path)
+        document, _lines = load_yaml(path)
+        if document is None:
+            document = {}
+        if not isinstance(document, dict):
+            raise InputError(
+                f"{source}: expected a mapping of config sections, found {type(document).__name__}"
+            )
+
+    cli_layer = plain_option_overrides(options or {}) + [(*parse_override(o), o) for o in overrides]
+    mlm_layer: list[tuple[str, Any, str]] = []
+    if mlm is not None:
+        mlm_layer = [(key, value, mlm.origin.get(key, "MLM flags")) for key, value in mlm.overrides.items()]
+        problems += [LoadProblem("contradiction", line.split(":", 1)[0], line) for line in mlm.conflicts]
+    problems += _contradictions(cli_layer)
+
+    try:
+        merged = OmegaConf.create(document)
+        for layer in (mlm_layer, cli_layer):
+            for key, value, _source in layer:
+                OmegaConf.update(merged, key, value, merge=True, force_add=True)
+        raw = to_plain(merged)
+    except OmegaConfBaseException as exc:
+        raise InputError(
+            f"{source or 'config'}: cannot merge the overrides ({exc.__class__.__name__}: {exc})"
+        ) from None
+    view = _build_view(raw, problems)
+    if dataset_kind is not None:
+        view.dataset.kind = dataset_kind
+    return LoadedConfig(view=view, problems=problems, raw=raw, source=source)
+
+
+def to_plain(cfg: DictConfig) -> dict[str, Any]:
+    """An OmegaConf mapping as plain data, interpolations (``${...}``) kept as written."""
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    return {str(k): v for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+
+def _contradictions(layer: Sequence[tuple[str, Any, str]]) -> list[LoadProblem]:
+    seen: dict[str, tuple[Any, str]] = {}
+    out: list[LoadProblem] = []
+    for key, value, source in layer:
+        if key in seen and seen[key][0] != value:
+            first_value, first_source = seen[key]
+            out.append(
+                LoadProblem(
+                    "contradiction",
+                    key,
+                    f"{key}: {first_source} sets {first_value!r}, {source} sets {value!r}",
+                )
+            )
+        seen[key] = (value, source)
+    return out
+
+
+def _closest(name: str, known: frozenset[str] | set[str]) -> str | None:
+    matches = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+    return matches[0] if matches else None
+
+
+def _build_view(raw: dict[str, Any], problems: list[LoadProblem]) -> ConfigView:
+    view = ConfigView()
+    for section, body in raw.items():
+        if not isinstance(section, str):
+            problems.append(LoadProblem("unknown-section", str(section), "not a section name"))
+            continue
+        if section.startswith("_"):
+            continue
+        if section not in bf.CONTAINER_SECTIONS:
+            problems.append(
+                LoadProblem(
+                    "unknown-section",
+                    section,
+                    "not a ConfigContainer section",
+                    _closest(section, bf.CONTAINER_SECTIONS),
+                )
+            )
+            continue
+        if section == "mixed_precision":
+            view.mixed_precision = body if isinstance(body, str) or body is None else "custom"
+            continue
+        if section == "peft":
+            view.peft = body is not None
+            continue
+        cls = SECTION_CLASSES.get(section)
+        if cls is None or body is None:
+            continue
+        if not isinstance(body, dict):
+            problems.append(LoadProblem("wrong-type", section, f"expected a mapping, found {body!r}"))
+            continue
+        if section == "dataset":
+            body = _dataset_era(body, view, problems)
+        setattr(view, section, _read_section(section, body, cls, problems))
+    view.dataset.kind = _dataset_kind(view.dataset, raw.get("dataset"))
+    return view
+
+
+def _dataset_era(body: dict[str, Any], view: ConfigView, problems: list[LoadProblem]) -> dict[str, Any]:
+    """Map <= v0.5 dataset names to v0.6 ones and record which era the config is written in."""
+    legacy = {k for k in LEGACY_DATASET_NAMES if k in body}
+    specs = body.get("packed_sequence_specs") or body.get("offline_packing_specs")
+    if isinstance(specs, dict) and str(specs.get("_target_", "")).startswith(LEGACY_SPECS_MODULE):
+        legacy.add("packed_sequence_specs._target_")
+    modern = {k for k in V06_DATASET_NAMES if k in body}
+    if legacy and modern:
+        view.era = "mixed"
+        problems.append(
+            LoadProblem(
+                "mixed-era", "dataset", f"v0.6 names {sorted(modern)} and <= v0.5 names {sorted(legacy)}"
+            )
+        )
+    elif legacy:
+        view.era = "<=v0.5"
+    elif modern:
+        view.era = "v0.6"
+    body = dict(body)
+    old_specs = body.pop("packed_sequence_specs", None)
+    if old_specs is not None and body.get("offline_packing_specs") is None:
+        body["offline_packing_specs"] = old_specs
+        body.setdefault("enable_offline_packing", True)  # v0.5: setting the specs was the switch
+    old_in_batch = body.pop("pack_sequences_in_batch", None)
+    if old_in_batch is not None:
+        body.setdefault("enable_in_batch_packing", old_in_batch)
+    return body
+
+
+def _read_section(path: str, body: dict[str, Any], cls: type, problems: list[LoadProblem]) -> Any:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in fields(cls)}
+    known = _KNOWN_FIELDS.get(path, frozenset()) | names
+    values: dict[str, Any] = {}
+    for name, value in body.items():
+        key = f"{path}.{name}"
+        if name == "_target_":
+            if "target" in names:
+                values["target"] = str(value)
+            continue
+        if not isinstance(name, str) or name.startswith("_"):
+            continue
+        if name not in names or name in {"target", "kind"}:
+            if name not in known:
+                suggestion = _closest(name, known)
+                if suggestion is not None or path in _COMPLETE_FIELD_LISTS:
+                    problems.append(
+                        LoadProblem(
+                            "unknown-field",
+                            key,
+                            f"not a field of {path}",
+                            suggestion and f"{path}.{suggestion}",
+                        )
+                    )
+            continue
+        if name == "offline_packing_specs":
+            values[name] = None if value is None else _read_specs(key, value, problems)
+            continue
+        if name == "dataset_kwargs":
+            if value is None:
+                values[name] = {}
+            elif isinstance(value, dict):
+                values[name] = value
+            else:
+                problems.append(LoadProblem("wrong-type", key, f"expected a mapping, found {value!r}"))
+            continue
+        ok, coerced = _coerce(value, hints[name])
+        if ok:
+            values[name] = coerced
+        else:
+            problems.append(
+                LoadProblem("wrong-type", key, f"expected {_type_name(hints[name])}, found {value!r}")
+            )
+    return cls(**values)
+
+
+def _read_specs(key: str, value: Any, problems: list[LoadProblem]) -> PackedSpecsView | None:
+    if not isinstance(value, dict):
+        problems.append(
+            LoadProblem("wrong-type", key, f"expected a mapping (PackedSequenceSpecs), found {value!r}")
+        )
+        return None
+    specs: PackedSpecsView = _read_section(key, value, PackedSpecsView, problems)
+    return specs
+
+
+def _coerce(value: Any, hint: Any) -> tuple[bool, Any]:
+    """Check ``value`` against a field's annotation; ints are accepted for floats, nothing else is cast."""
+    if hint is Any:
+        return True, value
+    options = (
+        typing.get_args(hint)
+        if typing.get_origin(hint) in (typing.Union, __import__("types").UnionType)
+        else (hint,)
+    )
+    if value is None:
+        return (type(None) in options), None
+    for option in options:
+        if option is bool and isinstance(value, bool):
+            return True, value
+        if option is int and isinstance(value, int) and not isinstance(value, bool):
+            return True, value
+        if option is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True, float(value)
+        if option is str and isinstance(value, str):
+            return True, value
+        if option is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True, str(value)
+    return False, value
+
+
+def _type_name(hint: Any) -> str:
+    names = [getattr(a, "__name__", str(a)) for a in (typing.get_args(hint) or (hint,))]
+    return " or ".join("null" if n == "NoneType" else n for n in names)
+
+
+def _dataset_kind(dataset: DatasetView, raw: Any) -> DatasetKind:
+    if dataset.target:
+        cls_name = dataset.target.rsplit(".", 1)[-1]
+        if cls_name in _DATASET_KINDS:
+            return _DATASET_KINDS[cls_name]
+    body = raw if isinstance(raw, dict) else {}
+    if (
+        dataset.enable_in_batch_packing
+        or dataset.defer_in_batch_packing_to_step
+        or dataset.packing_buffer_size
+    ):
+        return "sft_in_batch"
+    if dataset.enable_offline_packing or dataset.offline_packing_specs is not None or "dataset_root" in body:
+        return "sft"
+    if any(k in body for k in ("blend", "data_path", "mock", "split", "blend_per_split")):
+        return "pretrain"
+    return "unknown"

@@ -1,0 +1,46 @@
+"""Loss curves: read every Megatron log format into one series type, compare runs, plot the divergence.
+
+>>> from seqpack.curves import read_curves, compare_curves, Profile      # doctest: +SKIP
+>>> a, b = read_curves("run_a.log"), read_curves("golden_values.json")  # doctest: +SKIP
+>>> [c.passed for c in compare_curves(a, [b], Profile("bf16"))]          # doctest: +SKIP
+[True]
+"""
+
+from seqpack.curves._compare import (
+    ALL_METRICS,
+    DEFAULT_PROFILE,
+    DEFAULT_ULPS,
+    PROFILES,
+    Comparison,
+    Profile,
+    bf16_ulp,
+    compare_curves,
+    compare_series,
+    tolerated_failures,
+)
+from seqpack.curves._export import golden_document, write_golden
+from seqpack.curves._read import detect_format, read_curves
+from seqpack.curves._series import FORMATS, Curves, Segment, Series, find_segments, resolve
+
+__all__ = [
+    "ALL_METRICS",
+    "DEFAULT_PROFILE",
+    "DEFAULT_ULPS",
+    "FORMATS",
+    "PROFILES",
+    "Comparison",
+    "Curves",
+    "Profile",
+    "Segment",
+    "Series",
+    "bf16_ulp",
+    "compare_curves",
+    "compare_series",
+    "detect_format",
+    "find_segments",
+    "golden_document",
+    "read_curves",
+    "resolve",
+    "tolerated_failures",
+    "write_golden",
+]

@@ -1,0 +1,58 @@
+"""Metric names: every reader speaks Megatron-LM's TensorBoard / golden-value names.
+
+A log prints ``elapsed time per iteration (ms): 123.4`` while golden JSON and TensorBoard say
+``iteration-time`` (seconds); NeMo 2.x says ``reduced_train_loss``; old forks say ``lm-loss``. Mapping all of
+them to one name (and one unit) here is what lets a log be compared with a golden file (spec §10-11).
+Keys that have no TensorBoard twin (``load_balancing_loss``, ``mtp_1 loss``) keep their printed name.
+"""
+
+from __future__ import annotations
+
+# printed key -> (canonical name, factor to the canonical unit). Spec §10 (log lines), §11 (golden names).
+LOG_KEYS: dict[str, tuple[str, float]] = {
+    "lm loss": ("lm loss", 1.0),
+    "lm-loss": ("lm loss", 1.0),  # Megatron v1 forks
+    "reduced_train_loss": ("lm loss", 1.0),  # NeMo 2.x Lightning line
+    "elapsed time per iteration (ms)": ("iteration-time", 1e-3),
+    "elapsed time per iteration (s)": ("iteration-time", 1.0),  # old forks print seconds
+    "train_step_timing in s": ("iteration-time", 1.0),  # NeMo 2.x
+    "learning rate": ("learning-rate", 1.0),
+    "lr": ("learning-rate", 1.0),
+    "global batch size": ("batch-size", 1.0),
+    "global_batch_size": ("batch-size", 1.0),
+    "consumed samples": ("consumed-samples", 1.0),
+    "consumed_samples": ("consumed-samples", 1.0),
+    "consumed tokens": ("consumed-tokens", 1.0),
+    "loss scale": ("loss-scale", 1.0),
+    "grad norm": ("grad-norm", 1.0),
+    "num zeros": ("num-zeros", 1.0),
+    "params norm": ("params-norm", 1.0),
+    "number of skipped iterations": ("skipped-iterations", 1.0),
+    "number of nan iterations": ("nan-iterations", 1.0),
+    "throughput per GPU (TFLOP/s/GPU)": ("throughput", 1.0),
+    "global_step": ("global-step", 1.0),
+    "val_loss": ("lm loss validation", 1.0),  # NeMo 2.x
+}
+
+LOSS = "lm loss"
+SKIPPED = "skipped-iterations"
+NAN_ITERS = "nan-iterations"
+STEP_TIME = "step-time"  # Bridge's ``Step Time : 0.81s`` line, seconds
+GPU_UTILIZATION = "gpu-utilization"  # Bridge's ``GPU utilization: 123.4MODEL_TFLOP/s/GPU``
+
+# Golden-value JSON metrics Megatron-LM writes (spec §11) and the canonical names they come from.
+GOLDEN_METRICS: tuple[str, ...] = (
+    "lm loss",
+    "num-zeros",
+    "mem-allocated-bytes",
+    "mem-max-allocated-bytes",
+    "iteration-time",
+)
+
+
+def canonical(name: str) -> str:
+    """The canonical name of a metric as a user or a file spells it (``grad norm`` -> ``grad-norm``)."""
+    key = name.strip()
+    if key in LOG_KEYS:
+        return LOG_KEYS[key][0]
+    return key

@@ -1,0 +1,66 @@
+"""One entry point, :func:`read_curves`: detect the format of an input (or take the forced one) and read it.
+
+Detection, cheapest first: a directory or an ``events.out.tfevents*`` name is TensorBoard; ``.csv`` is CSV;
+``.jsonl`` is JSONL; a file starting with ``{`` is golden JSON when it parses as one object, JSONL otherwise;
+anything else is a text log (Megatron-LM, Bridge or NeMo, told apart by the lines themselves).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from seqpack.curves._logs import read_log
+from seqpack.curves._series import FORMATS, Curves
+from seqpack.curves._tables import read_csv, read_golden, read_jsonl, read_tensorboard
+from seqpack.errors import InputError, UsageError
+
+_HEAD_BYTES = 4096
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """Guess the format of ``path`` from its name and first bytes (text logs: ``mlm``, refined on reading)."""
+    p = Path(path)
+    if p.is_dir() or p.name.startswith("events.out.tfevents"):
+        return "tensorboard"
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    try:
+        with open(p, "rb") as handle:
+            head = handle.read(_HEAD_BYTES)
+    except FileNotFoundError:
+        raise InputError(f"{os.fspath(path)}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{os.fspath(path)}: cannot read ({exc.strerror})") from None
+    stripped = head.lstrip()
+    if stripped.startswith(b"{"):
+        first_line = stripped.split(b"\n", 1)[0].strip()
+        # One object per line -> JSONL; a pretty-printed or single-line object of metrics -> golden.
+        if first_line.endswith(b"}") and b'"values"' not in first_line:
+            return "jsonl"
+        return "golden"
+    return "mlm"
+
+
+def read_curves(path: str | os.PathLike[str], input_format: str | None = None) -> Curves:
+    """Read any supported input into :class:`~seqpack.curves.Curves`.
+
+    >>> curves = read_curves("train.log")                     # doctest: +SKIP
+    >>> curves.metrics["lm loss"].as_dict()                    # doctest: +SKIP
+    {10: 9.876543, 20: 9.5}
+    """
+    if input_format is not None and input_format not in FORMATS:
+        raise UsageError(f"--input-format: expected one of {', '.join(FORMATS)}, found {input_format!r}")
+    fmt = input_format or detect_format(path)
+    if fmt in ("mlm", "bridge", "nemo"):
+        return read_log(path, input_format)
+    if fmt == "golden":
+        return read_golden(path)
+    if fmt == "csv":
+        return read_csv(path)
+    if fmt == "jsonl":
+        return read_jsonl(path)
+    return read_tensorboard(path)

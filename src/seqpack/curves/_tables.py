@@ -1,0 +1,233 @@
+"""Readers of structured metric files: golden-value JSON, CSV, JSONL, TensorBoard event files.
+
+* Golden JSON (Megatron-LM functional tests, spec §11): ``{"lm loss": {"start_step": 1, "end_step": 100,
+  "step_interval": 1, "values": {"1": 10.95, ...}}}``. The *string* ``"nan"`` marks a step that was not
+  recorded (the first half of a resume test), so it becomes an absent step, never a NaN value.
+* CSV / JSONL (e.g. a W&B export): one row per step; the step column is the first of
+  :data:`STEP_COLUMNS` present; every other column whose values are numbers is a metric. An empty cell is a
+  step without that metric; ``nan``/``inf`` are real values; a word in a numeric column is an error.
+* TensorBoard: read through ``tbparse`` (the ``tensorboard`` extra), imported only when needed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from seqpack._io import read_bytes
+from seqpack.curves._names import canonical
+from seqpack.curves._series import Curves, Series, find_segments, resolve
+from seqpack.errors import DataError, InputError, where
+
+# Step columns of exported tables, in order of preference (``_step`` is W&B's own counter).
+STEP_COLUMNS: tuple[str, ...] = ("iteration", "step", "global_step", "trainer/global_step", "Step", "_step")
+_NON_NUMBER_WORDS = {"", "none", "null"}
+
+
+def _number(raw: Any) -> float | None:
+    """A float for numbers and ``nan``/``inf`` spellings; ``None`` for empty; raise ValueError otherwise."""
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)):
+        return float(raw)
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text.lower() in _NON_NUMBER_WORDS:
+            return None
+        return float(text)  # float() accepts nan, inf, -Infinity, 1e-3
+    raise ValueError(repr(raw))
+
+
+def read_golden(path: str | os.PathLike[str]) -> Curves:
+    """Read Megatron-LM golden-value JSON; ``"nan"`` strings are steps that were not recorded."""
+    source = os.fspath(path)
+    data = read_bytes(path)
+    if not data.strip():
+        raise InputError(f"{source}: empty file")
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{source}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or not doc:
+        raise InputError(
+            f"{source}: expected a JSON object of metrics (golden values), found {type(doc).__name__}"
+        )
+    metrics: dict[str, Series] = {}
+    unrecorded_by_metric: list[str] = []
+    for name, entry in doc.items():
+        if not isinstance(entry, dict) or "values" not in entry:
+            raise InputError(
+                f"{where(source, field=name)}: expected an object with 'values' (golden-value JSON)"
+            )
+        values = entry["values"]
+        if isinstance(values, list):  # older golden files: a list from start_step every step_interval
+            start = int(entry.get("start_step", 1))
+            step = int(entry.get("step_interval", 1))
+            items = [(start + k * step, v) for k, v in enumerate(values)]
+        elif isinstance(values, dict):
+            try:
+                items = [(int(k), v) for k, v in values.items()]
+            except ValueError:
+                raise DataError(f"{where(source, field=name)}: step keys must be integers") from None
+        else:
+            raise InputError(f"{where(source, field=name)}: 'values' must be an object or a list")
+        its: list[int] = []
+        vals: list[float] = []
+        unrecorded = 0
+        for step, raw in items:
+            if isinstance(raw, str) and raw.strip().lower() == "nan":
+                unrecorded += 1
+                continue
+            try:
+                value = _number(raw)
+            except ValueError:
+                raise DataError(f"{where(source, field=name)}: step {step}: not a number: {raw!r}") from None
+            if value is None:
+                unrecorded += 1
+                continue
+            its.append(step)
+            vals.append(value)
+        if unrecorded:
+            unrecorded_by_metric.append(f"{name} {unrecorded}")
+        metrics[canonical(name)] = resolve(its, vals)
+    notes = []
+    if unrecorded_by_metric:
+        notes.append(f'{source}: steps marked "nan" (not recorded): {", ".join(unrecorded_by_metric)}')
+    return Curves(source=source, format="golden", metrics=metrics, notes=notes)
+
+
+def _table_curves(
+    source: str, fmt: str, rows: list[dict[str, Any]], first_line: int, row_word: str = "line"
+) -> Curves:
+    """Turn rows (dicts) into curves; ``first_line`` is the file line of ``rows[0]`` for messages."""
+    if not rows:
+        raise InputError(f"{source}: no rows")
+    keys: list[str] = []
+    seen: set[str] = set()
+    for row in rows:
+        for key in row:
+            if key not in seen:
+                seen.add(key)
+                keys.append(key)
+    step_key = next((k for k in STEP_COLUMNS if k in seen), None)
+    if step_key is None:
+        raise InputError(
+            f"{source}: no step column (expected one of {', '.join(STEP_COLUMNS)}; "
+            f"found {', '.join(keys[:8])})"
+        )
+    steps: list[int] = []
+    for k, row in enumerate(rows):
+        try:
+            step = _number(row.get(step_key))
+        except ValueError:
+            step = math.nan
+        if step is None or not math.isfinite(step) or step != int(step):
+            raise DataError(
+                f"{where(source, first_line + k, field=step_key)}: expected an integer step, "
+                f"found {row.get(step_key)!r}"
+            )
+        steps.append(int(step))
+    metrics: dict[str, Series] = {}
+    for key in keys:
+        if key == step_key or key.startswith("_") or key.endswith(("__MIN", "__MAX")):
+            continue
+        its: list[int] = []
+        vals: list[float] = []
+        bad: tuple[int, Any] | None = None
+        for k, row in enumerate(rows):
+            raw = row.get(key)
+            try:
+                value = _number(raw)
+            except ValueError:
+                if bad is None:
+                    bad = (k, raw)
+                continue
+            if value is not None:
+                its.append(steps[k])
+                vals.append(value)
+        if bad is not None:
+            if not its:
+                continue  # a text column (run name, tags): not a metric
+            raise DataError(
+                f"{where(source, first_line + bad[0], field=key)}: expected a number, found {bad[1]!r}"
+            )
+        if its:
+            name = key.split(" - ", 1)[1] if " - " in key else key  # W&B UI export: "<run> - <metric>"
+            metrics[canonical(name)] = resolve(its, vals)
+    if not metrics:
+        raise InputError(f"{source}: no numeric metric column besides '{step_key}'")
+    segments = find_segments(np.asarray(steps, dtype=np.int64))
+    return Curves(source=source, format=fmt, metrics=metrics, segments=segments)
+
+
+def read_csv(path: str | os.PathLike[str]) -> Curves:
+    """Read a CSV with a header row (W&B, TensorBoard or hand-made exports)."""
+    source = os.fspath(path)
+    text = read_bytes(path).decode("utf-8", errors="replace")
+    if not text.strip():
+        raise InputError(f"{source}: empty file")
+    reader = csv.DictReader(io.StringIO(text))
+    try:
+        rows = [dict(row) for row in reader]
+    except csv.Error as exc:
+        raise InputError(f"{source}: not CSV ({exc})") from None
+    if reader.fieldnames is None:
+        raise InputError(f"{source}: no header row")
+    return _table_curves(source, "csv", rows, first_line=2)
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> Curves:
+    """Read JSON Lines: one object per line (e.g. W&B ``history`` export)."""
+    source = os.fspath(path)
+    data = read_bytes(path)
+    if not data.strip():
+        raise InputError(f"{source}: empty file")
+    rows: list[dict[str, Any]] = []
+    first_line = 0
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"{where(source, number)}: not a JSON object ({exc})") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{where(source, number)}: expected a JSON object, found {type(row).__name__}")
+        if not rows:
+            first_line = number
+        rows.append(row)
+    return _table_curves(source, "jsonl", rows, first_line=first_line)
+
+
+def read_tensorboard(path: str | os.PathLike[str]) -> Curves:
+    """Read scalar tags from a TensorBoard event file or directory via ``tbparse`` (extra ``tensorboard``)."""
+    source = os.fspath(path)
+    if not Path(path).exists():
+        raise InputError(f"{source}: no such file or directory")
+    try:
+        from tbparse import SummaryReader
+    except ImportError:
+        raise InputError(
+            f"{source}: reading TensorBoard files needs the 'tensorboard' extra "
+            "(pip install 'seqpack[tensorboard]')"
+        ) from None
+    try:
+        with warnings.catch_warnings():  # tbparse's pandas deprecation warnings are not the user's business
+            warnings.simplefilter("ignore")
+            frame = SummaryReader(source, pivot=False).scalars
+    except Exception as exc:  # tbparse raises many types for corrupt files
+        raise InputError(f"{source}: cannot read TensorBoard events ({exc})") from None
+    if frame is None or len(frame) == 0:
+        raise InputError(f"{source}: no scalar values in the TensorBoard events")
+    metrics: dict[str, Series] = {}
+    for tag, group in frame.groupby("tag", sort=False):
+        metrics[canonical(str(tag))] = resolve(group["step"].to_numpy(), group["value"].to_numpy())
+    return Curves(source=source, format="tensorboard", metrics=metrics)

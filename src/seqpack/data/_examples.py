@@ -1,0 +1,209 @@
+"""Pre-tokenized records -> stored examples (flat arrays), with one-line errors for every bad row.
+
+A stored example is Bridge's (spec §2): ``input_ids`` ending with EOS and ``loss_mask`` per input token
+(1 = this token is a target; missing means all 1). A chunk of records becomes three flat arrays::
+
+    {"input_ids": [5, 6, 2], "loss_mask": [0, 1, 1]}      tokens  [5 6 2 7 2]
+    {"input_ids": [7, 2]}                          ->     mask    [0 1 1 1 1]
+                                                          lengths [3 2]
+
+Validation is vectorised over the chunk; only when a check fails does a slow pass find the first bad row,
+so the error names it exactly (file, line/row, field, what was found).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from seqpack.data._readers import RawChunk
+from seqpack.data._scratch import MAX_TOKEN_ID
+from seqpack.errors import DataError, where
+
+IDS_FIELD = "input_ids"
+MASK_FIELD = "loss_mask"
+
+
+@dataclass
+class Examples:
+    """Stored examples of one chunk: flat ``tokens``/``mask``, stored ``lengths``, source ``locs``."""
+
+    source: int
+    locs: np.ndarray
+    tokens: np.ndarray  # int64
+    mask: np.ndarray  # uint8
+    lengths: np.ndarray  # int64, stored tokens per example (runtime length + 1)
+
+
+def location(path: str, chunk: RawChunk, index: int, field: str | None = None) -> str:
+    """``file:line`` for JSONL records, ``file row N`` for table rows, plus the field."""
+    loc = int(chunk.locs[index])
+    if chunk.is_lines:
+        return where(path, loc, field=field)
+    return where(path, row=loc, field=field)
+
+
+def parse_lines(path: str, chunk: RawChunk) -> list[dict[str, Any]]:
+    """Parse a chunk of JSON lines with orjson; a malformed line or a non-object is a DataError."""
+    assert chunk.lines is not None
+    records: list[dict[str, Any]] = []
+    for index, line in enumerate(chunk.lines):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise DataError(f"{location(path, chunk, index)}: malformed JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise DataError(f"{location(path, chunk, index)}: expected a JSON object, found {_kind(record)}")
+        records.append(record)
+    return records
+
+
+def records_of(path: str, chunk: RawChunk) -> list[dict[str, Any]]:
+    """The chunk's records as Python dicts (JSON lines parsed, Arrow rows converted)."""
+    if chunk.is_lines:
+        return parse_lines(path, chunk)
+    assert chunk.batch is not None
+    return chunk.batch.to_pylist()
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    if value is None:
+        return "null"
+    return repr(value)[:40]
+
+
+def pretokenized(path: str, chunk: RawChunk) -> Examples:
+    """Stored examples from a chunk of pre-tokenized records (JSONL or Arrow)."""
+    if chunk.batch is not None and _is_int_list(chunk.batch, IDS_FIELD):
+        fast = _from_arrow(path, chunk)
+        if fast is not None:
+            return fast
+    return from_records(path, chunk, records_of(path, chunk))
+
+
+def _is_int_list(batch: pa.RecordBatch, name: str) -> bool:
+    if name not in batch.schema.names:
+        return False
+    kind = batch.schema.field(name).type
+    return (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and pa.types.is_integer(kind.value_type)
+
+
+def _from_arrow(path: str, chunk: RawChunk) -> Examples | None:
+    """Vectorised path for Arrow ``list<int>`` columns; ``None`` sends odd batches to the row path."""
+    batch = chunk.batch
+    assert batch is not None
+    ids_col = batch.column(IDS_FIELD)
+    if ids_col.null_count or ids_col.values.null_count:
+        return None
+    offsets = np.asarray(ids_col.offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    tokens = np.asarray(ids_col.flatten(), dtype=np.int64)
+    mask = np.ones(len(tokens), dtype=np.uint8)
+    if MASK_FIELD in batch.schema.names:
+        mask_col = batch.column(MASK_FIELD)
+        if mask_col.null_count:
+            return None
+        if not (pa.types.is_list(mask_col.type) or pa.types.is_large_list(mask_col.type)):
+            return None
+        if not np.array_equal(np.diff(np.asarray(mask_col.offsets, dtype=np.int64)), lengths):
+            return None
+        values = mask_col.flatten()
+        if values.null_count or not (pa.types.is_integer(values.type) or pa.types.is_boolean(values.type)):
+            return None
+        if pa.types.is_boolean(values.type):
+            values = pc.cast(values, pa.uint8())
+        mask_values = np.asarray(values)
+        if len(mask_values) and (mask_values.min() < 0 or mask_values.max() > 1):
+            return None
+        mask = mask_values.astype(np.uint8)
+    if (lengths == 0).any() or (len(tokens) and (tokens.min() < 0 or tokens.max() > MAX_TOKEN_ID)):
+        return None
+    return Examples(chunk.source, chunk.locs, tokens, mask, lengths)
+
+
+def from_records(path: str, chunk: RawChunk, records: list[dict[str, Any]]) -> Examples:
+    """Stored examples from parsed records: vectorised checks, slow pass only to name a bad row."""
+    ids_lists: list[Any] = []
+    for index, record in enumerate(records):
+        ids = record.get(IDS_FIELD)
+        if ids is None:
+            raise DataError(
+                f"{location(path, chunk, index, IDS_FIELD)}: missing (expected a list of token ids)"
+            )
+        if not isinstance(ids, list):
+            raise DataError(f"{location(path, chunk, index, IDS_FIELD)}: expected a list, found {_kind(ids)}")
+        if not ids:
+            raise DataError(
+                f"{location(path, chunk, index, IDS_FIELD)}: empty (a stored example ends with EOS)"
+            )
+        ids_lists.append(ids)
+    lengths = np.fromiter((len(ids) for ids in ids_lists), dtype=np.int64, count=len(ids_lists))
+    tokens = _int_array(itertools.chain.from_iterable(ids_lists))
+    if tokens is None or (len(tokens) and (tokens.min() < 0 or tokens.max() > MAX_TOKEN_ID)):
+        _raise_bad_ids(path, chunk, ids_lists)
+    assert tokens is not None
+    mask = np.ones(len(tokens), dtype=np.uint8)
+    if any(MASK_FIELD in record for record in records):
+        mask = _masks(path, chunk, records, lengths)
+    return Examples(chunk.source, chunk.locs, tokens.astype(np.int64, copy=False), mask, lengths)
+
+
+def _int_array(values: Any) -> np.ndarray | None:
+    """A 1-D integer array of ``values``, or ``None`` if any value is not an integer (bools included)."""
+    try:
+        array = np.array(list(values))
+    except (ValueError, OverflowError):
+        return None
+    if array.ndim != 1 or array.dtype.kind not in "iu":
+        return None if array.size else np.zeros(0, dtype=np.int64)
+    return array
+
+
+def _raise_bad_ids(path: str, chunk: RawChunk, ids_lists: list[Any]) -> None:
+    for index, ids in enumerate(ids_lists):
+        at = location(path, chunk, index, IDS_FIELD)
+        for value in ids:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise DataError(f"{at}: expected integer token ids, found {_kind(value)}")
+            if value < 0 or value > MAX_TOKEN_ID:
+                raise DataError(f"{at}: token id {value} out of range [0, {MAX_TOKEN_ID}]")
+    raise AssertionError("unreachable: a bad id was detected but not found")  # pragma: no cover
+
+
+def _masks(path: str, chunk: RawChunk, records: list[dict[str, Any]], lengths: np.ndarray) -> np.ndarray:
+    parts: list[Any] = []
+    for index, record in enumerate(records):
+        mask = record.get(MASK_FIELD)
+        if mask is None:
+            parts.append(itertools.repeat(1, int(lengths[index])))
+            continue
+        if not isinstance(mask, list):
+            raise DataError(
+                f"{location(path, chunk, index, MASK_FIELD)}: expected a list, found {_kind(mask)}"
+            )
+        if len(mask) != lengths[index]:
+            raise DataError(
+                f"{location(path, chunk, index, MASK_FIELD)}: length {len(mask)} != "
+                f"input_ids length {int(lengths[index])}"
+            )
+        parts.append(mask)
+    values = np.array(list(itertools.chain.from_iterable(parts)))
+    if values.size and (values.dtype.kind not in "iub" or values.min() < 0 or values.max() > 1):
+        for index, record in enumerate(records):
+            for value in record.get(MASK_FIELD) or ():
+                if value not in (0, 1) or not isinstance(value, (int, bool)):
+                    at = location(path, chunk, index, MASK_FIELD)
+                    raise DataError(f"{at}: expected 0/1 values, found {_kind(value)}")
+    return values.astype(np.uint8)

@@ -1,0 +1,400 @@
+"""``pack_files``: the streaming pack pipeline behind ``seqpack pack``.
+
+::
+
+    inputs --pass 1--> stored examples --shape--> scratch store (memmap)   + lengths (RAM, O(samples))
+                                  \\--> rejects file (too long: rejected / truncated / split / dropped)
+    lengths --pack_lengths--> PackPlan (integer arrays only)
+    scratch store + plan --pass 2--> {split}_{N}.idx.parquet (row groups of 500) + {N}_metadata.jsonl
+
+Every output is written under a temporary name and renamed at the end; the scratch store is removed on
+success, error and Ctrl-C alike, so an interrupted run leaves nothing that looks complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from seqpack import __version__
+from seqpack._io import atomic_path
+from seqpack._progress import progress
+from seqpack.data._examples import IDS_FIELD, Examples
+from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers
+from seqpack.data._readers import DEFAULT_CHUNK_ROWS, iter_chunks
+from seqpack.data._scratch import ScratchStore, default_scratch_dir
+from seqpack.data._shape import Action, ShapeSpec, TooLong, check_lengths, shape
+from seqpack.data._text import TextSpec, load_tokenizer, tokenizer_hash
+from seqpack.data._write import write_packed
+from seqpack.data.metadata import (
+    SEQPACK_KEY,
+    metadata_filename,
+    packed_filename,
+    read_metadata,
+    write_metadata_entry,
+)
+from seqpack.errors import DataError, UsageError, where
+from seqpack.packing import BRIDGE_ALGORITHMS, BRIDGE_DEFAULT_ALGORITHM, DEFAULT_ALGORITHM, pack_lengths
+
+SPLITS = ("training", "validation")
+#: Keys of the seqpack record that must agree between the splits of one output directory.
+_SPLIT_AGREEMENT = ("pack_size", "pad_seq_to_mult", "seed", "tokenizer_sha256")
+
+
+@dataclass
+class PackOptions:
+    """Everything ``seqpack pack`` takes (the CLI maps flags 1:1 onto this)."""
+
+    inputs: list[Path]
+    out_dir: Path
+    pack_size: int
+    split: str = "training"
+    max_seq_length: int | None = None
+    pad_seq_to_mult: int = 1
+    too_long: TooLong | None = None
+    bridge_compat: bool = False
+    algorithm: str | None = None
+    seed: int = 0
+    eos_id: int | None = None
+    tokenizer: Path | None = None
+    prompt_field: str | None = None
+    completion_field: str | None = None
+    messages_field: str = "messages"
+    workers: int | None = None
+    scratch_dir: Path | None = None
+    overwrite: bool = False
+    quiet: bool = False
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+
+
+@dataclass
+class Counts:
+    """Samples in and what became of them (every input sample is in exactly one of the last five)."""
+
+    samples_in: int = 0
+    packed: int = 0
+    rejected: int = 0
+    truncated: int = 0
+    split: int = 0
+    dropped: int = 0
+    pieces: int = 0
+    tokens_in: int = 0
+
+
+@dataclass
+class PackResult:
+    """What ``pack_files`` wrote and measured."""
+
+    packed_path: Path
+    metadata_path: Path
+    rejects_path: Path
+    metadata: dict[str, Any]
+    counts: Counts
+    num_packs: int
+    runtime_tokens: int
+    pack_size: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def padding_saved(self) -> int:
+        """Padding tokens saved versus padding every packed sample to N: ``(pieces - packs) * N``."""
+        return (self.counts.pieces - self.num_packs) * self.pack_size
+
+    @property
+    def padding_tokens(self) -> int:
+        return self.num_packs * self.pack_size - self.runtime_tokens
+
+
+def _check_options(opts: PackOptions) -> tuple[int, str]:
+    if opts.pack_size <= 0:
+        raise UsageError(f"--pack-size must be a positive integer, got {opts.pack_size}")
+    if opts.split not in SPLITS:
+        raise UsageError(f"--split must be one of {', '.join(SPLITS)}, got {opts.split!r}")
+    if not opts.inputs:
+        raise UsageError("no input files given")
+    max_len = opts.pack_size if opts.max_seq_length is None else opts.max_seq_length
+    if max_len > opts.pack_size:
+        raise UsageError(f"--max-seq-length {max_len} is larger than --pack-size {opts.pack_size}")
+    check_lengths(max_len, opts.pad_seq_to_mult)
+    if opts.bridge_compat and opts.too_long is not None:
+        raise UsageError("--too-long cannot be combined with --bridge-compat (compat decides long samples)")
+    algorithm = opts.algorithm or (BRIDGE_DEFAULT_ALGORITHM if opts.bridge_compat else DEFAULT_ALGORITHM)
+    if opts.bridge_compat and algorithm not in BRIDGE_ALGORITHMS:
+        raise UsageError(f"--bridge-compat needs one of Bridge's algorithms ({', '.join(BRIDGE_ALGORITHMS)})")
+    if (opts.prompt_field is None) != (opts.completion_field is None):
+        raise UsageError("--prompt-field and --completion-field go together")
+    if opts.prompt_field is not None and opts.tokenizer is None:
+        raise UsageError("--prompt-field/--completion-field need --tokenizer")
+    if opts.eos_id is not None and opts.eos_id < 0:
+        raise UsageError(f"--eos-id must be >= 0, got {opts.eos_id}")
+    return max_len, algorithm
+
+
+def _hash_inputs(paths: list[Path]) -> str:
+    """SHA-256 over every input's bytes (directories: their files, sorted), in input order."""
+    digest = hashlib.sha256()
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            with open(file, "rb") as handle:
+                for block in iter(lambda h=handle: h.read(1 << 20), b""):  # type: ignore[misc]
+                    digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: dict[str, Any]) -> None:
+    if packed.exists() and not opts.overwrite:
+        raise UsageError(f"{packed}: already exists (pass --overwrite to replace it)")
+    if not meta_path.exists():
+        return
+    for entry in read_metadata(meta_path):
+        other = entry.get(SEQPACK_KEY)
+        if not isinstance(other, dict) or other.get("split") == opts.split:
+            continue
+        for key in _SPLIT_AGREEMENT:
+            if other.get(key) != record[key]:
+                raise UsageError(
+                    f"{meta_path}: the {other.get('split')} split was packed with {key}={other.get(key)!r}, "
+                    f"this run has {record[key]!r}; use another --out directory"
+                )
+
+
+class _Pass1:
+    """Consumes converted chunks: infers/checks EOS, shapes, appends to the store, writes rejects."""
+
+    def __init__(self, opts: PackOptions, shape_spec: ShapeSpec | None, store: ScratchStore, rejects: Any):
+        self.opts = opts
+        self.paths = as_paths(opts.inputs)
+        self.spec = shape_spec
+        self.store = store
+        self.rejects = rejects
+        self.counts = Counts()
+        self.lengths: list[np.ndarray] = []
+
+    def eos_for(self, examples: Examples) -> int:
+        if self.spec is not None:
+            return self.spec.eos_id
+        return int(examples.tokens[examples.lengths[0] - 1])
+
+    def check_eos(self, examples: Examples, eos_id: int) -> None:
+        """Pre-tokenized input without a given EOS: every row must end with the same token."""
+        last = examples.tokens[np.cumsum(examples.lengths) - 1]
+        bad = np.flatnonzero(last != eos_id)
+        if bad.size:
+            i = int(bad[0])
+            loc = int(examples.locs[i])
+            path = self.paths[examples.source]
+            prefix = where(path, loc, field=IDS_FIELD) if path.endswith(".jsonl") else where(path, row=loc)
+            raise DataError(
+                f"{prefix}: last token {int(last[i])} differs from {eos_id}, the last token of the rows "
+                "before it (pass --eos-id, or fix the row)"
+            )
+
+    def add(self, examples: Examples, spec: ShapeSpec, infer_eos: bool) -> None:
+        if infer_eos:
+            self.check_eos(examples, spec.eos_id)
+        shaped = shape(examples.tokens, examples.mask, examples.lengths, spec)
+        self.store.append(shaped.tokens, shaped.mask, shaped.lengths)
+        self.lengths.append(shaped.lengths - 1)
+        c = self.counts
+        c.samples_in += len(examples.lengths)
+        c.tokens_in += len(examples.tokens)
+        c.pieces += len(shaped.lengths)
+        actions = shaped.actions
+        c.packed += int(np.count_nonzero(shaped.pieces > 0))
+        c.rejected += int(np.count_nonzero(actions == Action.rejected))
+        c.truncated += int(np.count_nonzero(actions == Action.truncated))
+        c.split += int(np.count_nonzero(actions == Action.split))
+        c.dropped += int(np.count_nonzero(actions == Action.dropped))
+        for i in np.flatnonzero(actions != Action.kept):
+            self._reject_line(examples, spec, int(i), Action(int(actions[i])), int(shaped.pieces[i]))
+
+    def _reject_line(self, examples: Examples, spec: ShapeSpec, i: int, action: Action, pieces: int) -> None:
+        path = self.paths[examples.source]
+        runtime = int(examples.lengths[i]) - 1
+        key = "line" if path.endswith((".jsonl", ".json", ".ndjson")) else "row"
+        what = {
+            Action.rejected: "rejected (not packed)",
+            Action.truncated: f"truncated to {spec.cap} runtime tokens",
+            Action.split: f"split into {pieces} pieces",
+            Action.dropped: "dropped (not packed, as Bridge does with pad_seq_to_mult=1)",
+        }[action]
+        record = {
+            "source": path,
+            key: int(examples.locs[i]),
+            "reason": f"too long: {runtime} runtime tokens > {spec.cap}",
+            "length": runtime,
+            "action": what,
+        }
+        self.rejects.write(orjson.dumps(record) + b"\n")
+
+
+def pack_files(opts: PackOptions) -> PackResult:
+    """Pack ``opts.inputs`` into ``opts.out_dir`` (see the module docstring)."""
+    max_len, algorithm = _check_options(opts)
+    text_spec: TextSpec | None = None
+    tok_sha = None
+    eos_id = opts.eos_id
+    if opts.tokenizer is not None:
+        tokenizer = load_tokenizer(opts.tokenizer)
+        tok_sha = tokenizer_hash(opts.tokenizer)
+        if eos_id is None:
+            eos_id = tokenizer.eos_token_id
+            if eos_id is None:
+                raise UsageError(f"{opts.tokenizer}: the tokenizer has no EOS token; pass --eos-id")
+        text_spec = TextSpec(
+            os.fspath(opts.tokenizer),
+            int(eos_id),
+            opts.prompt_field,
+            opts.completion_field,
+            opts.messages_field,
+        )
+    out = opts.out_dir
+    packed_path = out / packed_filename(opts.split, opts.pack_size)
+    meta_path = out / metadata_filename(opts.pack_size)
+    rejects_path = out / f"rejects_{opts.split}.jsonl"
+    record: dict[str, Any] = {
+        "version": __version__,
+        "split": opts.split,
+        "mode": "bridge-compat" if opts.bridge_compat else "seqpack",
+        "algorithm": algorithm,
+        "seed": opts.seed,
+        "pack_size": opts.pack_size,
+        "pad_seq_to_mult": opts.pad_seq_to_mult,
+        "max_seq_length": max_len,
+        "too_long": None if opts.bridge_compat else (opts.too_long or TooLong.reject).value,
+        "eos_id": eos_id,
+        "tokenizer": os.fspath(opts.tokenizer) if opts.tokenizer else None,
+        "tokenizer_sha256": tok_sha,
+    }
+    _check_existing(opts, packed_path, meta_path, record)
+    record["inputs"] = [os.fspath(p) for p in opts.inputs]
+    workers = opts.workers if opts.workers is not None else default_workers()
+    if workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {workers}")
+    if opts.chunk_rows < 1:
+        raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
+    out.mkdir(parents=True, exist_ok=True)
+    store = ScratchStore((opts.scratch_dir or out) / default_scratch_dir(out).name)
+    seconds: dict[str, float] = {}
+    try:
+        with contextlib.ExitStack() as stack:
+            rejects_tmp = stack.enter_context(atomic_path(rejects_path, overwrite=True))
+            packed_tmp = stack.enter_context(atomic_path(packed_path, overwrite=True))
+            bar = stack.enter_context(progress(opts.quiet))
+            rejects = stack.enter_context(open(rejects_tmp, "wb"))
+            t0 = time.perf_counter()
+            pass1 = _Pass1(opts, None, store, rejects)
+            task = bar.add_task("read", total=None)
+            spec: ShapeSpec | None = None
+            infer_eos = eos_id is None
+            converted: Iterator[Examples] = convert_all(
+                iter_chunks(opts.inputs, opts.chunk_rows), Converter(pass1.paths, text_spec), workers
+            )
+            for examples in converted:
+                if spec is None:
+                    spec = ShapeSpec(
+                        max_len,
+                        opts.pad_seq_to_mult,
+                        pass1.eos_for(examples) if eos_id is None else int(eos_id),
+                        opts.too_long or TooLong.reject,
+                        opts.bridge_compat,
+                    )
+                    pass1.spec = spec
+                pass1.add(examples, spec, infer_eos)
+                bar.advance(task, len(examples.lengths))
+                _rate(bar, task, pass1.counts, t0)
+            seconds["read"] = time.perf_counter() - t0
+            counts = pass1.counts
+            if counts.samples_in == 0:
+                raise DataError(f"{', '.join(pass1.paths)}: empty input (no samples)")
+            if counts.pieces == 0:
+                raise DataError(
+                    f"{', '.join(pass1.paths)}: no sample fits max length {max_len}; see the rejects"
+                )
+            assert spec is not None
+            record["eos_id"] = spec.eos_id
+            t1 = time.perf_counter()
+            lengths = np.concatenate(pass1.lengths)
+            plan = pack_lengths(lengths, opts.pack_size, algorithm=algorithm, seed=opts.seed)
+            seconds["plan"] = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            write_task = bar.add_task("write", total=plan.num_packs)
+            rejects.close()
+            write_packed(
+                packed_tmp,
+                store.tokens(),
+                store.mask(),
+                store.offsets(),
+                plan.items,
+                plan.pack_offsets,
+                on_row_group=lambda packs, _tokens: bar.advance(write_task, packs),
+            )
+            seconds["write"] = time.perf_counter() - t2
+            record["input_sha256"] = _hash_inputs(opts.inputs)
+            record["counts"] = {
+                "samples_in": counts.samples_in,
+                "packed": counts.packed,
+                "rejected": counts.rejected,
+                "truncated": counts.truncated,
+                "split": counts.split,
+                "dropped": counts.dropped,
+                "sequences": counts.pieces,
+                "packs": plan.num_packs,
+            }
+            entry = {**plan.bridge_metadata(), SEQPACK_KEY: record}
+        write_metadata_entry(meta_path, entry)
+    finally:
+        store.remove()
+    return PackResult(
+        packed_path,
+        meta_path,
+        rejects_path,
+        entry,
+        counts,
+        plan.num_packs,
+        int(plan.total_length),
+        opts.pack_size,
+        seconds,
+    )
+
+
+def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:
+    elapsed = max(time.perf_counter() - t0, 1e-9)
+    bar.update(
+        task,
+        description=(
+            f"read {counts.samples_in / elapsed:,.0f} samples/s {counts.tokens_in / elapsed:,.0f} tokens/s"
+        ),
+    )
+
+
+def bridge_overrides(result: PackResult) -> list[str]:
+    """The Megatron-Bridge 0.6.2 overrides that train on this output directory (spec §1, §4)."""
+    record = result.metadata[SEQPACK_KEY]
+    n = result.pack_size
+    specs = "dataset.offline_packing_specs"
+    out = result.packed_path.parent
+    lines = [
+        "dataset.enable_offline_packing=true",
+        f"dataset.seq_length={n}",
+        f"model.seq_length={n}",
+        "train.micro_batch_size=1",
+        f"{specs}.packed_sequence_size={n}",
+        f"{specs}.pad_seq_to_mult={record['pad_seq_to_mult']}",
+    ]
+    for split, key in (("training", "packed_train_data_path"), ("validation", "packed_val_data_path")):
+        path = out / packed_filename(split, n)
+        if path.exists():
+            lines.append(f"{specs}.{key}={os.fspath(path)}")
+    lines.append(f"{specs}.packed_metadata_path={os.fspath(result.metadata_path)}")
+    return lines

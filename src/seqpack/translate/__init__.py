@@ -1,0 +1,27 @@
+"""Megatron-LM flags <-> Megatron-Bridge overrides: one mapping table, two directions (spec §12)."""
+
+from seqpack.translate._convert import (
+    ReverseTranslation,
+    Translation,
+    bridge_to_mlm,
+    bridge_to_mlm_report,
+    mlm_to_bridge,
+    parse_scalar,
+)
+from seqpack.translate._mlm_config import load_model_args, split_mlm_args
+from seqpack.translate._table import BY_FLAG, FLAG_TABLE, NO_BRIDGE_EQUIVALENT, FlagMapping
+
+__all__ = [
+    "BY_FLAG",
+    "FLAG_TABLE",
+    "NO_BRIDGE_EQUIVALENT",
+    "FlagMapping",
+    "ReverseTranslation",
+    "Translation",
+    "bridge_to_mlm",
+    "bridge_to_mlm_report",
+    "load_model_args",
+    "mlm_to_bridge",
+    "parse_scalar",
+    "split_mlm_args",
+]

@@ -1,0 +1,133 @@
+"""``seqpack curves compare|show|export``: exit codes, JSON, plots, HTML, golden export round trip."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from curves._lines import mlm_line
+from seqpack.cli import main
+from seqpack.curves import read_curves
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def log(tmp_path: Path, name: str, losses: dict[int, float | None], extra: list[str] | None = None) -> Path:
+    path = tmp_path / name
+    lines = [mlm_line(it, loss) for it, loss in losses.items()] + (extra or [])
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path, Path]:
+    a = log(tmp_path, "a.log", {i: 10.9 - i / 100 for i in range(10, 110, 10)})
+    b = log(tmp_path, "b.log", {i: 10.9 - i / 100 + 0.01 for i in range(10, 110, 10)})
+    c = log(tmp_path, "c.log", {i: 10.9 - i / 100 + (0.5 if i >= 60 else 0.0) for i in range(10, 110, 10)})
+    return a, b, c
+
+
+def test_compare_match_exits_0(pair: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, _ = pair
+    assert main(["curves", "compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "verdict: match" in out and "b.log" in out
+
+
+def test_compare_mismatch_exits_1_and_reports_first_divergence(
+    pair: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, _, c = pair
+    assert main(["curves", "compare", str(a), str(c), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema_version"] == 1 and doc["passed"] is False
+    (comp,) = doc["comparisons"]
+    assert comp["first_divergence"]["step"] == 60
+    assert comp["max_abs_diff"]["value"] == pytest.approx(0.5)
+    assert comp["failing_steps"] == 5
+
+
+def test_compare_steps_window(pair: tuple[Path, Path, Path]) -> None:
+    a, _, c = pair
+    assert main(["curves", "compare", str(a), str(c), "--steps", "10:50"]) == 0
+    assert main(["curves", "compare", str(a), str(c), "--steps", "50:10"]) == 2
+    assert main(["curves", "compare", str(a), str(c), "--steps", "x"]) == 2
+
+
+def test_compare_unreadable_exits_2(tmp_path: Path, pair: tuple[Path, Path, Path]) -> None:
+    a, _, _ = pair
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    assert main(["curves", "compare", str(a), str(empty)]) == 2
+    assert main(["curves", "compare", str(a), str(tmp_path / "missing.log")]) == 2
+    assert main(["curves", "compare", str(a)]) == 2
+
+
+def test_metric_in_one_run_only_is_named(
+    tmp_path: Path, pair: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b, _ = pair
+    assert main(["curves", "compare", str(a), str(b), "--metric", "mtp_1 loss"]) == 1
+    err = capsys.readouterr().err
+    assert "no metric 'mtp_1 loss'" in err and "Traceback" not in err
+
+
+def test_plot_and_html(pair: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    a, b, c = pair
+    png, page = tmp_path / "out.png", tmp_path / "out.html"
+    assert main(["curves", "compare", str(a), str(b), str(c), "--plot", str(png), "--html", str(page)]) == 1
+    assert png.read_bytes().startswith(PNG_MAGIC)
+    html = page.read_text()
+    assert "MISMATCH" in html and "c.log" in html
+    inline = html.split("data:image/png;base64,", 1)[1].split("'", 1)[0]
+    assert base64.b64decode(inline) == png.read_bytes()
+    # existing outputs are not replaced without --overwrite
+    assert main(["curves", "compare", str(a), str(b), "--plot", str(png)]) == 2
+    assert main(["curves", "compare", str(a), str(b), "--plot", str(png), "--overwrite"]) == 0
+
+
+def test_show_summary_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = log(tmp_path, "run.log", {10: 10.0, 20: None, 30: 9.0, 20 + 20: 8.5})
+    png = tmp_path / "show.png"
+    assert main(["curves", "show", str(path), "--plot", str(png), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (run,) = doc["runs"]
+    assert run["format"] == "mlm" and run["missing"] == {"lm loss": [20]}
+    assert run["summary"]["first"] == [10, 10.0] and run["summary"]["last"] == [40, 8.5]
+    assert png.read_bytes().startswith(PNG_MAGIC)
+    assert main(["curves", "show", str(path)]) == 0
+    assert "'lm loss' missing from the line at iteration(s) [20]" in capsys.readouterr().out
+
+
+def test_export_golden_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = log(tmp_path, "run.log", {10: 10.123456789, 20: 9.5, 40: 9.25})
+    out = tmp_path / "golden_values.json"
+    assert main(["curves", "export", str(path), "--golden", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["lm loss"] == {
+        "start_step": 10,
+        "end_step": 40,
+        "step_interval": 10,
+        "values": {"10": 10.12346, "20": 9.5, "30": "nan", "40": 9.25},
+    }
+    assert doc["iteration-time"]["values"]["10"] == pytest.approx(0.1234)
+    back = read_curves(out)
+    assert back.metrics["lm loss"].as_dict() == {10: 10.12346, 20: 9.5, 40: 9.25}
+    assert main(["curves", "compare", str(out), str(path), "--tolerance", "golden"]) == 0
+    assert main(["curves", "export", str(path), "--golden", str(out)]) == 2  # exists
+
+
+def test_export_without_loss_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = log(tmp_path, "noloss.log", {10: None, 20: None})
+    assert main(["curves", "export", str(path), "--golden", str(tmp_path / "g.json")]) == 1
+    assert "no 'lm loss' value to export" in capsys.readouterr().err
+    assert not (tmp_path / "g.json").exists()
+
+
+def test_help_has_an_example(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("compare", "show", "export"):
+        assert main(["curves", command, "--help"]) == 0
+        assert "Example: seqpack curves " + command in capsys.readouterr().out

@@ -1,0 +1,147 @@
+"""Golden JSON, CSV, JSONL and TensorBoard readers, and format detection."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from seqpack.curves import detect_format, read_curves
+from seqpack.errors import DataError, InputError, UsageError
+
+
+def test_golden_nan_string_is_not_recorded_but_numbers_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "golden_values.json"
+    doc = {
+        "lm loss": {
+            "start_step": 1,
+            "end_step": 4,
+            "step_interval": 1,
+            "values": {"1": "nan", "2": 10.5, "3": 10.4},
+        },
+        "num-zeros": {
+            "start_step": 1,
+            "end_step": 3,
+            "step_interval": 1,
+            "values": {"1": 5.0, "2": 6.0, "3": 7},
+        },
+    }
+    path.write_text(json.dumps(doc))
+    curves = read_curves(path)
+    assert curves.format == "golden"
+    assert curves.metrics["lm loss"].as_dict() == {2: 10.5, 3: 10.4}
+    assert curves.metrics["num-zeros"].as_dict() == {1: 5.0, 2: 6.0, 3: 7.0}
+
+
+def test_golden_values_as_a_list_use_start_and_interval(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    path.write_text(
+        json.dumps({"lm loss": {"start_step": 0, "end_step": 10, "step_interval": 5, "values": [1, 2, 3]}})
+    )
+    assert read_curves(path).metrics["lm loss"].as_dict() == {0: 1.0, 5: 2.0, 10: 3.0}
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "message"),
+    [
+        ("", InputError, "empty file"),
+        ("{not json", InputError, "not JSON"),
+        ('{"lm loss": [1, 2]}', InputError, "field 'lm loss': expected an object with 'values'"),
+        ('{"lm loss": {"values": {"1": "abc"}}}', DataError, "step 1: not a number: 'abc'"),
+        ('{"lm loss": {"values": {"one": 1.0}}}', DataError, "step keys must be integers"),
+    ],
+)
+def test_golden_bad_input(tmp_path: Path, text: str, error: type[Exception], message: str) -> None:
+    path = tmp_path / "g.json"
+    path.write_text(text)
+    with pytest.raises(error, match=message):
+        read_curves(path, "golden")
+
+
+def test_wandb_csv_export(tmp_path: Path) -> None:
+    path = tmp_path / "export.csv"
+    path.write_text(
+        "_step,run_name,lm loss,grad norm,_runtime\n10,a,10.5,1.2,3\n20,a,,1.1,4\n30,a,nan,1.0,5\n"
+    )
+    curves = read_curves(path)
+    assert curves.format == "csv"
+    loss = curves.metrics["lm loss"].as_dict()
+    assert list(loss) == [10, 30] and loss[10] == 10.5 and math.isnan(loss[30])  # empty cell: no value
+    assert curves.metrics["grad-norm"].as_dict() == {10: 1.2, 20: 1.1, 30: 1.0}
+    assert "run_name" not in curves.metrics and "_runtime" not in curves.metrics
+
+
+def test_csv_word_in_a_numeric_column_names_the_row(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("step,lm loss\n1,10.5\n2,oops\n")
+    with pytest.raises(DataError, match=r"bad.csv:3: field 'lm loss': expected a number, found 'oops'"):
+        read_curves(path)
+
+
+def test_csv_without_step_column(tmp_path: Path) -> None:
+    path = tmp_path / "nostep.csv"
+    path.write_text("epoch,lm loss\n1,10.5\n")
+    with pytest.raises(InputError, match="no step column"):
+        read_curves(path)
+
+
+def test_jsonl_history_with_step_preference(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    rows = [
+        {"_step": 0, "iteration": 10, "lm loss": 10.5, "_wandb": {"runtime": 1}},
+        {"_step": 1, "iteration": 20, "lm loss": "inf", "tag": "x"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    curves = read_curves(path)
+    assert curves.format == "jsonl"
+    assert curves.metrics["lm loss"].as_dict() == {10: 10.5, 20: math.inf}
+
+
+def test_jsonl_bad_line_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text('{"step": 1, "lm loss": 1}\n[1, 2]\n')
+    with pytest.raises(InputError, match=r"h.jsonl:2: expected a JSON object"):
+        read_curves(path)
+
+
+def test_detection(tmp_path: Path) -> None:
+    golden = tmp_path / "g"
+    golden.write_text('{\n  "lm loss": {"values": {"1": 1.0}}\n}\n')
+    jsonl = tmp_path / "j"
+    jsonl.write_text('{"step": 1, "lm loss": 1.0}\n')
+    log = tmp_path / "l"
+    log.write_text("hello\n")
+    assert (detect_format(golden), detect_format(jsonl), detect_format(log)) == ("golden", "jsonl", "mlm")
+    assert detect_format(tmp_path) == "tensorboard"
+    with pytest.raises(UsageError, match="--input-format"):
+        read_curves(log, "parquet")
+
+
+def test_tensorboard_events_through_tbparse(tmp_path: Path) -> None:
+    pytest.importorskip("tbparse")
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(tmp_path))
+    for step, (loss, gnorm) in enumerate([(10.9, 1.5), (10.5, 1.25), (10.25, 1.0)], start=1):
+        summary = Summary(
+            value=[
+                Summary.Value(tag="lm loss", simple_value=loss),
+                Summary.Value(tag="grad-norm", simple_value=gnorm),
+            ]
+        )
+        writer.add_event(Event(step=step, wall_time=1.0 * step, summary=summary))
+    writer.close()
+    curves = read_curves(tmp_path)
+    assert curves.format == "tensorboard"
+    assert curves.metrics["lm loss"].as_dict() == {1: pytest.approx(10.9), 2: 10.5, 3: 10.25}
+    assert curves.metrics["grad-norm"].as_dict() == {1: 1.5, 2: 1.25, 3: 1.0}
+
+
+def test_tensorboard_directory_without_events(tmp_path: Path) -> None:
+    pytest.importorskip("tbparse")
+    with pytest.raises(InputError, match="no scalar values"):
+        read_curves(tmp_path)

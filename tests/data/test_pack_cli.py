@@ -1,0 +1,124 @@
+"""``seqpack pack`` behaviour: too-long modes, splits in one directory, --overwrite, JSON, --example."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from _support.pack_inputs import EOS, read_rows, run, write_jsonl
+from seqpack.data import example_dataset_path
+
+LONG = {
+    "input_ids": [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, EOS],
+    "loss_mask": [0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+}
+SHORT = {"input_ids": [5, 6, EOS], "loss_mask": [0, 1, 1]}
+
+
+def pack(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str, rows: list | None = None) -> dict:
+    source = write_jsonl(tmp_path / "in.jsonl", rows or [SHORT, LONG])
+    code, out, err = run([str(source), "--out", str(tmp_path / "out"), "--format", "json", *extra], capsys)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def sequences(path: Path) -> list[tuple[list[int], list[int]]]:
+    seqs = []
+    for row in read_rows(path):
+        bounds = [*row["seq_start_id"], len(row["input_ids"])]
+        seqs += [(row["input_ids"][a:b], row["loss_mask"][a:b]) for a, b in itertools.pairwise(bounds)]
+    return sorted(seqs)
+
+
+def rejects(tmp_path: Path) -> list[dict]:
+    return [
+        orjson.loads(line) for line in (tmp_path / "out" / "rejects_training.jsonl").read_bytes().splitlines()
+    ]
+
+
+def test_reject_is_default_and_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = pack(tmp_path, capsys, "--pack-size", "8")
+    assert (summary["samples_in"], summary["samples_packed"], summary["rejected"]) == (2, 1, 1)
+    [rej] = rejects(tmp_path)
+    assert rej == {
+        "source": str(tmp_path / "in.jsonl"),
+        "line": 2,
+        "reason": "too long: 10 runtime tokens > 8",
+        "length": 10,
+        "action": "rejected (not packed)",
+    }
+    assert sequences(tmp_path / "out" / "training_8.idx.parquet") == [([5, 6, EOS], [1, 1, 0])]
+
+
+def test_truncate_keeps_head_and_eos(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = pack(tmp_path, capsys, "--pack-size", "8", "--too-long", "truncate")
+    assert summary["truncated"] == 1 and summary["samples_packed"] == 2
+    ids = [10, 11, 12, 13, 14, 15, 16, 17, EOS]
+    assert ([*ids], [0, 1, 1, 1, 1, 1, 1, 1, 0]) in sequences(tmp_path / "out" / "training_8.idx.parquet")
+    assert rejects(tmp_path)[0]["action"] == "truncated to 8 runtime tokens"
+
+
+def test_split_covers_every_label_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = pack(tmp_path, capsys, "--pack-size", "4", "--too-long", "split")
+    assert summary["split"] == 1 and summary["sequences"] == 1 + 3
+    got = sequences(tmp_path / "out" / "training_4.idx.parquet")
+    assert ([10, 11, 12, 13, 14], [0, 1, 1, 1, 0]) in got
+    assert ([14, 15, 16, 17, 18], [1, 1, 1, 1, 0]) in got
+    assert ([18, 19, EOS], [1, 1, 0]) in got
+
+
+def test_cp_derives_pad_multiple(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = pack(tmp_path, capsys, "--pack-size", "16", "--cp", "2")
+    meta = json.loads((tmp_path / "out" / "16_metadata.jsonl").read_text())[0]
+    assert meta["seqpack"]["pad_seq_to_mult"] == 4
+    assert "dataset.offline_packing_specs.pad_seq_to_mult=4" in summary["overrides"]
+    # SHORT (runtime 2) is pre-padded to runtime 4 with EOS and mask 0.
+    assert ([5, 6, EOS, EOS, EOS], [1, 1, 0, 0, 0]) in sequences(tmp_path / "out" / "training_16.idx.parquet")
+
+
+def test_validation_split_joins_and_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pack(tmp_path, capsys, "--pack-size", "16")
+    summary = pack(tmp_path, capsys, "--pack-size", "16", "--split", "validation")
+    out = tmp_path / "out"
+    entries = json.loads((out / "16_metadata.jsonl").read_text())
+    assert [e["seqpack"]["split"] for e in entries] == ["training", "validation"]
+    assert any("packed_val_data_path" in o for o in summary["overrides"])
+    source = str(tmp_path / "in.jsonl")
+    code, _, err = run([source, "--out", str(out), "--pack-size", "16"], capsys)
+    assert code == 2 and "training_16.idx.parquet: already exists" in err
+    code, _, err = run(
+        [source, "--out", str(out), "--pack-size", "16", "--split", "validation", "--seed", "5"], capsys
+    )
+    assert code == 2 and "already exists" in err
+    code, _, err = run(
+        [
+            source,
+            "--out",
+            str(out),
+            "--pack-size",
+            "16",
+            "--split",
+            "validation",
+            "--seed",
+            "5",
+            "--overwrite",
+        ],
+        capsys,
+    )
+    assert code == 2 and "seed=0" in err  # the other split was packed with another seed
+    code, _, err = run([source, "--out", str(out), "--pack-size", "16", "--overwrite"], capsys)
+    assert code == 0, err
+    assert len(json.loads((out / "16_metadata.jsonl").read_text())) == 2
+
+
+def test_example_dataset_text_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["--example", "--out", str(tmp_path / "ex"), "--pack-size", "1024"], capsys)
+    assert code == 0, err
+    assert "samples in" in out and "dataset.enable_offline_packing=true" in out
+    rows = read_rows(tmp_path / "ex" / "training_1024.idx.parquet")
+    assert sum(len(r["seq_start_id"]) for r in rows) == 1000
+    assert example_dataset_path().stat().st_size < 400_000

@@ -1,0 +1,95 @@
+"""Text input with a local tokenizer (built here): prompt-completion and chat masks, token by token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _support.pack_inputs import read_rows, run, write_jsonl
+from seqpack.data._readers import iter_chunks
+from seqpack.data._text import TextSpec, tokenize_chunk
+from seqpack.data.toy_tokenizer import build_tokenizer
+
+TEXTS = ["what is two plus two ?", "it is four .", "hello there", "hi , how can I help ?", "be brief ."]
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tokenizer(TEXTS, tmp_path_factory.mktemp("tok") / "toy")
+
+
+@pytest.fixture(scope="module")
+def tok(tokenizer_dir: Path) -> object:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True)
+
+
+def stored(path: Path, spec: TextSpec) -> list[tuple[list[int], list[int]]]:
+    out = []
+    for chunk in iter_chunks([path]):
+        ex = tokenize_chunk(str(path), chunk, spec)
+        ends = np.cumsum(ex.lengths)
+        for a, b in zip(ends - ex.lengths, ends, strict=True):
+            out.append((ex.tokens[a:b].tolist(), ex.mask[a:b].tolist()))
+    return out
+
+
+def test_prompt_completion_mask(tmp_path: Path, tokenizer_dir: Path, tok: object) -> None:
+    rows = [{"q": "what is two plus two ?", "a": "it is four ."}, {"q": "hello", "a": "hi"}]
+    source = write_jsonl(tmp_path / "pc.jsonl", rows)
+    eos = tok.eos_token_id  # type: ignore[attr-defined]
+    got = stored(source, TextSpec(str(tokenizer_dir), eos, "q", "a"))
+    for row, (ids, mask) in zip(rows, got, strict=True):
+        prompt = tok(row["q"])["input_ids"]  # type: ignore[operator]
+        answer = tok(row["a"], add_special_tokens=False)["input_ids"]  # type: ignore[operator]
+        assert ids == [*prompt, *answer, eos]
+        assert mask == [0] * len(prompt) + [1] * (len(answer) + 1)
+
+
+def test_chat_mask_covers_assistant_turns_only(tmp_path: Path, tokenizer_dir: Path, tok: object) -> None:
+    messages = [
+        {"role": "system", "content": "be brief ."},
+        {"role": "user", "content": "what is two plus two ?"},
+        {"role": "assistant", "content": "it is four ."},
+        {"role": "user", "content": "hello there"},
+        {"role": "assistant", "content": "hi , how can I help ?"},
+    ]
+    source = write_jsonl(tmp_path / "chat.jsonl", [{"messages": messages}])
+    eos = tok.eos_token_id  # type: ignore[attr-defined]
+    [(ids, mask)] = stored(source, TextSpec(str(tokenizer_dir), eos))
+    expected_ids: list[int] = []
+    expected_mask: list[int] = []
+    for turn in messages:
+        role = tok.convert_tokens_to_ids(f"<|{turn['role']}|>")  # type: ignore[attr-defined]
+        words = tok(turn["content"], add_special_tokens=False)["input_ids"]  # type: ignore[operator]
+        supervised = int(turn["role"] == "assistant")
+        expected_ids += [role, *words, eos]
+        expected_mask += [0] + [supervised] * (len(words) + 1)
+    assert ids == expected_ids
+    assert mask == expected_mask
+
+
+def test_cli_text_workers_give_identical_bytes(
+    tmp_path: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(0)
+    rows = [
+        {"prompt": " ".join(rng.choice(TEXTS, 2)), "completion": " ".join(rng.choice(TEXTS, int(k)))}
+        for k in rng.integers(1, 6, 120)
+    ]
+    source = write_jsonl(tmp_path / "pc.jsonl", rows)
+    outputs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"out{workers}"
+        args = [str(source), "--out", str(out), "--pack-size", "64", "--tokenizer", str(tokenizer_dir)]
+        args += ["--prompt-field", "prompt", "--completion-field", "completion", "--workers", workers]
+        code, _, err = run([*args, "--chunk-rows", "16"], capsys)  # two workers really share it
+        assert code == 0, err
+        outputs.append((out / "training_64.idx.parquet").read_bytes())
+    assert outputs[0] == outputs[1]
+    assert (
+        sum(len(r["seq_start_id"]) for r in read_rows(tmp_path / "out1" / "training_64.idx.parquet")) == 120
+    )
