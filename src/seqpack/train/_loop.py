@@ -220,6 +220,9 @@ def train(
             with _stop_on_signals(flag):
                 batches = None
                 for step in range(steps):
+                    # The ranks agree before each step whether any of them was asked to stop.
+                    if step and _all_sum([float(flag.requested)], world, device)[0] > 0:
+                        break
                     epoch, index = divmod(step, per_epoch)
                     if index == 0:
                         batches = epoch_batches(data.num_rows, config.gbs, config.seed, epoch)
@@ -264,7 +267,7 @@ def train(
                     max_norm = config.clip_grad if config.clip_grad > 0 else math.inf
                     grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
                     optimizer.step()
-                    (global_loss_sum, stop) = _all_sum([loss_sum, float(flag.requested)], world, device)
+                    (global_loss_sum,) = _all_sum([loss_sum], world, device)
                     if device.type == "cuda":
                         torch.cuda.synchronize(device)
                     consumed += int(rows)
@@ -285,8 +288,6 @@ def train(
                     log.step(record)
                     if on_step is not None:
                         on_step(record)
-                    if stop > 0:
-                        break
             log.flush_line()
             interrupted = len(records) < steps
             if interrupted:
