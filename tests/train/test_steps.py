@@ -1,64 +1,56 @@
-"""Step composition: Bridge's packed collate vectors (spec §5) and the sampler's global batches."""
+"""Step composition: packed rows from Bridge's collate, padded rows cut from them, the sampler's batches."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from seqpack.data import PackedRow
-from seqpack.train import epoch_batches
+from seqpack.batching import PackedCollator, PackedItem
 from seqpack.train._steps import rank_microbatches
 
 
-def _row(sequences: list[list[int]], masks: list[list[int]] | None = None) -> PackedRow:
-    starts = np.cumsum([0] + [len(s) for s in sequences[:-1]])
-    ids = np.concatenate([np.asarray(s) for s in sequences])
-    mask = (
-        np.concatenate([np.asarray(m) for m in masks])
-        if masks
-        else np.concatenate([[1] * (len(s) - 1) + [0] for s in sequences])
-    )
-    return PackedRow(input_ids=ids, loss_mask=mask.astype(np.int8), seq_start_id=starts)
+def _item(sequences: list[list[int]]) -> PackedItem:
+    ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in sequences])
+    bounds = np.cumsum([0] + [len(s) for s in sequences])
+    mask = np.concatenate([[1] * (len(s) - 1) + [0] for s in sequences]).astype(np.int64)
+    return {"input_ids": ids, "seq_boundaries": bounds, "loss_mask": mask}
 
 
-def test_packed_collate_matches_bridge_vector_pad_multiple_1() -> None:
-    rows = [_row([[10, 11, 12, 13], [20, 21, 22, 23]]), _row([list(range(30, 38))])]
-    (mb,) = rank_microbatches(
-        rows, [6, 7], mbs=2, padded_length=None, pack_size=8, width_multiple=1, eos_id=2
-    )
-    assert mb.tokens.tolist() == [[10, 11, 12, 20, 21, 22, 2], list(range(30, 37))]
-    assert mb.labels.tolist() == [[11, 12, 13, 21, 22, 23, 2], list(range(31, 38))]
-    assert mb.position_ids.tolist() == [[0, 1, 2, 0, 1, 2, 0], list(range(7))]
-    assert mb.positions == 14 and mb.real_tokens == 13
+# Bridge's own collate vector (spec §5, P=1, max 8, EOS 2).
+ITEMS = [_item([[10, 11, 12, 13], [20, 21, 22, 23]]), _item([list(range(30, 38))])]
+COLLATOR = PackedCollator(2, 8, pad_seq_length_to_mult=1)
 
 
-def test_packed_collate_matches_bridge_vector_pad_multiple_4() -> None:
-    row = _row([[10, 11, 12, 2, 2], [20, 21, 2, 2, 2]], [[1, 1, 1, 0, 0], [1, 1, 0, 0, 0]])
-    (mb,) = rank_microbatches([row], [8], mbs=1, padded_length=None, pack_size=8, width_multiple=16, eos_id=2)
-    assert mb.tokens.tolist() == [[10, 11, 12, 2, 20, 21, 2, 2]]
-    assert mb.position_ids.tolist() == [[0, 1, 2, 3, 0, 1, 2, 3]]
-    # 0.6.2 zeroes the loss wherever the input token is EOS.
-    assert mb.loss_mask.tolist() == [[1, 1, 1, 0, 1, 1, 0, 0]]
+def test_packed_micro_batches_are_the_collated_rows() -> None:
+    (whole,) = rank_microbatches(ITEMS, COLLATOR, mbs=2, padded_length=None)
+    assert whole.tokens.tolist() == [[10, 11, 12, 20, 21, 22, 2], list(range(30, 37))]
+    assert whole.position_ids.tolist() == [[0, 1, 2, 0, 1, 2, 0], list(range(7))]
+    assert whole.positions == 14 and whole.real_tokens == 13 and whole.loss_tokens == 13
+    # mbs 1: the width still spans the rank's global batch (Bridge collates it at once, then splits).
+    first, second = rank_microbatches(ITEMS, COLLATOR, mbs=1, padded_length=None)
+    assert first.tokens.tolist() == [[10, 11, 12, 20, 21, 22, 2]]
+    assert first.real_tokens == 6 and second.real_tokens == 7
 
 
 def test_padded_rows_hold_the_same_sequences() -> None:
-    rows = [_row([[10, 11, 12, 13], [20, 21, 22, 23]]), _row([list(range(30, 38))])]
-    packed = rank_microbatches(
-        rows, [6, 7], mbs=2, padded_length=None, pack_size=8, width_multiple=1, eos_id=2
-    )
-    (mb,) = rank_microbatches(rows, [6, 7], mbs=2, padded_length=9, pack_size=8, width_multiple=1, eos_id=2)
+    (mb,) = rank_microbatches(ITEMS, COLLATOR, mbs=2, padded_length=9)
     assert mb.tokens.tolist() == [
         [10, 11, 12, 2, 2, 2, 2, 2, 2],
         [20, 21, 22, 2, 2, 2, 2, 2, 2],
         [30, 31, 32, 33, 34, 35, 36, 2, 2],
     ]
-    assert mb.loss_mask.sum() == packed[0].loss_mask.sum() == 13
-    assert mb.positions == 27 and mb.real_tokens == packed[0].real_tokens
+    assert mb.labels.tolist()[0][:3] == [11, 12, 13]
+    assert mb.position_ids.tolist()[1] == list(range(9))
+    assert mb.loss_mask.sum() == 13 and mb.loss_mask[0].tolist() == [1, 1, 1, 0, 0, 0, 0, 0, 0]
+    assert mb.positions == 27 and mb.real_tokens == 13
 
 
-def test_epoch_batches_follow_bridge_sampler() -> None:
-    # Bridge's MegatronPretrainingBatchSampler: randperm(total, manual_seed(seed + epoch)), full batches only.
-    batches = epoch_batches(10, 4, seed=7, epoch=2)
-    order = torch.randperm(10, generator=torch.Generator().manual_seed(9)).tolist()
-    assert batches.tolist() == [order[0:4], order[4:8]]
-    assert epoch_batches(10, 4, seed=7, epoch=3).tolist() != batches.tolist()
+def test_padded_rows_keep_alignment_padding_masked() -> None:
+    # P=4 vector of spec §5: stored [10 11 12 2 2 | 20 21 2 2 2]; the EOS inputs carry no loss.
+    item = _item([[10, 11, 12, 2, 2], [20, 21, 2, 2, 2]])
+    collator = PackedCollator(2, 8, pad_seq_to_mult=4)
+    (packed,) = rank_microbatches([item], collator, mbs=1, padded_length=None)
+    (padded,) = rank_microbatches([item], collator, mbs=1, padded_length=4)
+    assert packed.tokens.tolist() == [[10, 11, 12, 2, 20, 21, 2, 2]]
+    assert padded.tokens.tolist() == [[10, 11, 12, 2], [20, 21, 2, 2]]
+    assert torch.equal(padded.loss_mask.reshape(-1), packed.loss_mask.reshape(-1))

@@ -9,7 +9,6 @@ from seqpack.train._config import DataMode, StepRecord, TrainConfig, TrainResult
 from seqpack.train._log import format_log_line
 from seqpack.train._loop import train
 from seqpack.train._model import MemoryEstimate, count_parameters, estimate_memory
-from seqpack.train._steps import epoch_batches
 
 __all__ = [
     "DataMode",
@@ -18,7 +17,6 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "count_parameters",
-    "epoch_batches",
     "estimate_memory",
     "format_log_line",
     "train",

@@ -1,9 +1,9 @@
 """Open packed Parquet for training and check it against what the run was told (pack size, pad multiple).
 
-The whole file is scanned once, a row group at a time (spec §3 invariants via
-:func:`seqpack.data.validate_block`), to learn each pack's runtime size, the largest token id and the
-longest sequence; packs are read again by index when a step needs them, through the reader's row-group
-cache, so memory stays bounded by a few row groups.
+The whole file is scanned once, a row group at a time (the reader checks the spec §3 invariants of each
+group as it decodes it), to learn each pack's runtime size, the largest token id and the longest sequence;
+packs are read again by index (:class:`~seqpack.batching.PackedDataset`) when a step needs them, through
+the reader's row-group cache, so memory stays bounded by a few row groups.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from seqpack.data import SEQPACK_KEY, PackedReader, combine_metadata, read_metadata, validate_block
+from seqpack.batching import PackedDataset
+from seqpack.data import SEQPACK_KEY, combine_metadata, read_metadata
 from seqpack.errors import DataError, UsageError, where
 
 _PACKED_NAME = re.compile(r"_(\d+)\.idx\.(?:parquet|pq)$", re.IGNORECASE)
@@ -30,7 +31,7 @@ class PackedData:
     ``runtime_sizes[i]`` is pack ``i``'s runtime tokens (stored tokens minus one per sequence, spec §2).
     """
 
-    reader: PackedReader
+    dataset: PackedDataset
     pack_size: int
     pad_multiple: int | None
     eos_id: int
@@ -44,7 +45,7 @@ class PackedData:
 
     @property
     def num_rows(self) -> int:
-        return len(self.reader)
+        return len(self.dataset)
 
 
 def find_metadata(spec: str | os.PathLike[str], paths: list[str]) -> Path | None:
@@ -79,7 +80,8 @@ def open_packed(
 
     Raises :class:`DataError` (exit 1) on a mismatch, naming the file, the row and the two values.
     """
-    reader = PackedReader(spec)
+    dataset = PackedDataset(spec)
+    reader = dataset.reader
     meta_path = find_metadata(spec, reader.paths)
     combined: dict[str, Any] | None = None
     record: dict[str, Any] = {}
@@ -109,7 +111,6 @@ def open_packed(
     max_id = 0
     eos_id: int | None = int(record["eos_id"]) if record.get("eos_id") is not None else None
     for block in reader.iter_blocks():
-        validate_block(block, allow_empty_sequences=False)
         runtime = block.sequence_lengths() - 1
         owner = np.repeat(np.arange(block.num_rows), block.sequences_per_row())
         per_row = np.bincount(owner, weights=runtime, minlength=block.num_rows).astype(np.int64)
@@ -153,7 +154,7 @@ def open_packed(
         raise DataError(f"{reader.spec}: every sequence is a lone EOS (nothing to train on)")
     assert eos_id is not None
     return PackedData(
-        reader=reader,
+        dataset=dataset,
         pack_size=pack_size,
         pad_multiple=pad_multiple,
         eos_id=eos_id,

@@ -30,12 +30,13 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from seqpack.batching import GlobalBatchSampler, PackedCollator
 from seqpack.errors import UsageError
 from seqpack.train._config import DataMode, StepRecord, TrainConfig, TrainResult
 from seqpack.train._data import check_pad_to, open_packed
 from seqpack.train._log import RunLog
 from seqpack.train._model import available_memory, build_model, check_memory, estimate_memory
-from seqpack.train._steps import epoch_batches, rank_microbatches
+from seqpack.train._steps import rank_batches, rank_microbatches
 
 StepHook = Callable[[StepRecord], None]
 
@@ -118,8 +119,8 @@ def _reduce_gradients(params: list[torch.nn.Parameter], world: int) -> None:
         offset += n
 
 
-def _plan_steps(config: TrainConfig, num_rows: int, world: int) -> tuple[int, int]:
-    """(steps, steps per epoch) after the batch-divisibility rules of spec §8."""
+def _plan_steps(config: TrainConfig, num_rows: int, world: int) -> int:
+    """The number of steps, after the batch-divisibility rules of spec §8."""
     if config.gbs < 1 or config.mbs < 1:
         raise UsageError(f"--gbs and --mbs must be >= 1, got {config.gbs} and {config.mbs}")
     if config.gbs % (config.mbs * world):
@@ -134,11 +135,11 @@ def _plan_steps(config: TrainConfig, num_rows: int, world: int) -> tuple[int, in
     if config.steps is not None:
         if config.steps < 1:
             raise UsageError(f"--steps must be >= 1, got {config.steps}")
-        return config.steps, per_epoch
+        return config.steps
     epochs = 1 if config.epochs is None else config.epochs
     if epochs < 1:
         raise UsageError(f"--epochs must be >= 1, got {epochs}")
-    return epochs * per_epoch, per_epoch
+    return epochs * per_epoch
 
 
 def _check_outputs(config: TrainConfig) -> None:
@@ -166,7 +167,7 @@ def train(
     )
     padded_length = check_pad_to(data, config.pad_to) if config.mode is DataMode.padded else None
     with _distributed(device) as (rank, world):
-        steps, per_epoch = _plan_steps(config, data.num_rows, world)
+        steps = _plan_steps(config, data.num_rows, world)
         if padded_length is not None:
             mb_rows, width = config.mbs * data.max_sequences_per_pack, padded_length
         else:
@@ -213,30 +214,31 @@ def train(
             if config.dtype == "bfloat16"
             else contextlib.nullcontext()
         )
+        sampler = GlobalBatchSampler(
+            data.num_rows, config.gbs, rank, world, micro_batch_size=config.mbs, seed=config.seed
+        )
+        collator = PackedCollator(
+            data.eos_id,
+            data.pack_size,
+            pad_seq_length_to_mult=config.width_multiple,
+            pad_seq_to_mult=data.pad_multiple or 1,
+        )
         flag = _StopFlag()
         records: list[StepRecord] = []
         consumed = 0
         try:
             with _stop_on_signals(flag):
-                batches = None
+                batches = rank_batches(sampler)
                 for step in range(steps):
                     # The ranks agree before each step whether any of them was asked to stop.
                     if step and _all_sum([float(flag.requested)], world, device)[0] > 0:
                         break
-                    epoch, index = divmod(step, per_epoch)
-                    if index == 0:
-                        batches = epoch_batches(data.num_rows, config.gbs, config.seed, epoch)
-                    assert batches is not None
                     start = time.perf_counter()
-                    mine = [int(i) for i in batches[index][rank::world]]
                     micro = rank_microbatches(
-                        [data.reader.row(i) for i in mine],
-                        [int(data.runtime_sizes[i]) for i in mine],
+                        [data.dataset[i] for i in next(batches)],
+                        collator,
                         mbs=config.mbs,
                         padded_length=padded_length,
-                        pack_size=data.pack_size,
-                        width_multiple=config.width_multiple,
-                        eos_id=data.eos_id,
                     )
                     local = [
                         float(sum(m.loss_tokens for m in micro)),
