@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from seqpack.curves import read_curves
 from seqpack.train import DataMode, TrainConfig, train
 from train.conftest import with_
 
@@ -50,7 +51,7 @@ def _torchrun(nproc: int, *args: str) -> dict:
 
 
 @pytest.mark.parametrize("mode", [DataMode.packed, pytest.param(DataMode.padded, marks=pytest.mark.slow)])
-def test_two_processes_match_one(base_config: TrainConfig, mode: DataMode) -> None:
+def test_two_processes_match_one(base_config: TrainConfig, mode: DataMode, tmp_path: Path) -> None:
     config = with_(base_config, mode=mode, steps=3)
     one = train(config)
     flag = "--data" if mode is DataMode.packed else "--padded-from"
@@ -76,7 +77,11 @@ def test_two_processes_match_one(base_config: TrainConfig, mode: DataMode) -> No
         str(config.gbs),
         "--seed",
         str(config.seed),
+        "--log-file",  # not --log: torchrun's own parser would take it for --log-dir
+        str(tmp_path / "run.log"),
     )
     assert two["processes"] == 2 and two["steps"] == 3
     np.testing.assert_allclose(two["losses"], one.losses, rtol=1e-5)
     assert two["real_tokens"] == one.real_tokens and two["loss_tokens"] == one.loss_tokens
+    logged = read_curves(tmp_path / "run.log").metrics["lm loss"].as_dict()
+    np.testing.assert_allclose([logged[k] for k in (1, 2, 3)], one.losses, rtol=1e-5)

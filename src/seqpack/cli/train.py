@@ -55,7 +55,13 @@ def register(app: typer.Typer) -> None:
         mbs: int = typer.Option(1, "--mbs", help="Micro-batch size in packs."),
         seed: int = typer.Option(1234, "--seed", help="Seed of the model init and the sampler."),
         log_interval: int = typer.Option(1, "--log-interval", help="Iterations per log line."),
-        log: Path | None = typer.Option(None, "--log", help="Also write the log lines to this file."),
+        log: Path | None = typer.Option(
+            None,
+            "--log",
+            "--log-file",
+            help="Also write the log lines to this file (under torchrun spell it --log-file: torchrun takes "
+            "--log as an abbreviation of its own --log-dir).",
+        ),
         tensorboard: Path | None = typer.Option(None, "--tensorboard", help="TensorBoard log directory."),
         pack_size: int | None = typer.Option(
             None, "--pack-size", help="Pack size the data must have (checked against its metadata)."
