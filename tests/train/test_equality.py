@@ -41,3 +41,11 @@ def test_same_seed_is_identical_and_other_lr_or_seed_differs(base_config: TrainC
     assert other_lr.losses[1:] != first.losses[1:]
     other_seed = train(with_(base_config, seed=base_config.seed + 1))
     assert other_seed.losses[0] != first.losses[0]
+
+
+def test_bfloat16_autocast_tracks_float32(base_config: TrainConfig) -> None:
+    # bf16 is what GPUs run; on CPU autocast runs it too, so the path is exercised without a GPU.
+    exact = train(with_(base_config, steps=2))
+    bf16 = train(with_(base_config, steps=2, dtype="bfloat16"))
+    np.testing.assert_allclose(bf16.losses, exact.losses, rtol=2e-2)
+    assert bf16.losses != exact.losses

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from seqpack.batching import PackedCollator, PackedItem
 from seqpack.train._steps import rank_microbatches
@@ -54,3 +56,42 @@ def test_padded_rows_keep_alignment_padding_masked() -> None:
     assert packed.tokens.tolist() == [[10, 11, 12, 2, 20, 21, 2, 2]]
     assert padded.tokens.tolist() == [[10, 11, 12, 2], [20, 21, 2, 2]]
     assert torch.equal(padded.loss_mask.reshape(-1), packed.loss_mask.reshape(-1))
+
+
+@given(
+    lengths=st.lists(st.lists(st.integers(1, 12), min_size=1, max_size=4), min_size=1, max_size=4),
+    mbs=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+)
+def test_padded_rows_are_the_packed_sequences(lengths: list[list[int]], mbs: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    items = []
+    for pack in lengths:
+        seqs = [[*rng.integers(3, 40, size=n).tolist(), 2] for n in pack]
+        item = _item(seqs)
+        item["loss_mask"] = rng.integers(0, 2, size=item["input_ids"].size)
+        items.append(item)
+    pack_size = max(sum(pack) for pack in lengths)
+    collator = PackedCollator(2, pack_size)
+    packed = rank_microbatches(items, collator, mbs=mbs, padded_length=None)
+    padded = rank_microbatches(items, collator, mbs=mbs, padded_length=pack_size)  # the default --pad-to
+    assert len(packed) == len(padded) == -(-len(items) // mbs)
+    assert sum(m.positions for m in padded) >= sum(m.positions for m in packed)
+    for a, b, chunk in zip(
+        packed, padded, [lengths[i : i + mbs] for i in range(0, len(items), mbs)], strict=True
+    ):
+        assert a.real_tokens == b.real_tokens == sum(map(sum, chunk))
+        assert a.loss_tokens == b.loss_tokens
+        assert b.positions == pack_size * sum(map(len, chunk))
+        # Row by row, sequence by sequence: the padded row is the packed slice, then EOS with no loss.
+        r = 0
+        for i, pack in enumerate(chunk):
+            start = 0
+            for n in pack:
+                for key in ("tokens", "labels", "loss_mask"):
+                    got, want = getattr(b, key)[r], getattr(a, key)[i, start : start + n]
+                    assert torch.equal(got[:n], want)
+                assert b.loss_mask[r, n:].sum() == 0 and (b.tokens[r, n:] == 2).all()
+                assert b.position_ids[r, :n].tolist() == a.position_ids[i, start : start + n].tolist()
+                start += n
+                r += 1
