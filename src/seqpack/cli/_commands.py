@@ -14,6 +14,7 @@ COMMAND_MODULES: list[str] = [
     "translate",
     "curves",
     "correlate",
+    "train",
     "diff",
     "fingerprint",
     "env",
