@@ -13,6 +13,7 @@ COMMAND_MODULES: list[str] = [
     "doctor",
     "translate",
     "curves",
+    "plan",
 ]
 
 

@@ -1,0 +1,89 @@
+"""``seqpack plan`` end to end on small pre-tokenized JSONL written here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from seqpack.cli import main
+
+EOS = 2
+
+
+def write_lengths(path: Path, runtime: list[int]) -> Path:
+    rows = [{"input_ids": [*range(3, 3 + r), EOS]} for r in runtime]
+    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    return path
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["plan", "--quiet", "--workers", "1", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_lengths(tmp_path / "d.jsonl", [3, 5, 2, 7])
+    code, out, _ = run(
+        [str(data), "--pack-sizes", "4,8,16", "--token-slots", "16", "--format", "json"], capsys
+    )
+    assert code == 0
+    doc = orjson.loads(out)
+    assert doc["schema_version"] == 1 and doc["samples"] == 4 and doc["longest"] == 7
+    rows = {c["pack_size"]: c for c in doc["candidates"]}
+    assert rows[4]["rejected"] == 2  # 5 and 7 do not fit a pack of 4
+    assert rows[8]["packs"] == 3 and rows[8]["global_batch_size"] == 2
+    assert rows[8]["efficiency"] == pytest.approx(17 / 24)
+    assert doc["recommended"] == 8
+    assert "train.global_batch_size=2" in doc["overrides"]
+    assert doc["pack_command"] == f"seqpack pack {data} --out packed_8 --pack-size 8"
+    assert doc["cost_model"]["model"]["hidden"] == 4096  # the 7B-like default
+
+
+def test_text_report_with_dp_model_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_lengths(tmp_path / "d.jsonl", [30, 50, 20, 70, 10, 60, 40, 40] * 8)
+    plot = tmp_path / "plan.png"
+    args = [str(data), "--pack-sizes", "64,128", "--token-slots", "512", "--dp", "2"]
+    code, out, err = run([*args, "--model", "64,2,4,256,100", "--plot", str(plot)], capsys)
+    assert code == 0, err
+    assert "Recommended: pack size" in out and "--balance" in out
+    assert "DP imbalance" in out and "attention FLOPs / step" in out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    code, _, err = run([*args, "--plot", str(plot)], capsys)
+    assert code == 2 and "already exists" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--model", "64,2,3,256,100"], "3 heads do not divide hidden size 64"),
+        (["--dp", "3"], "DP 3 does not divide GBS 2"),
+        (["--dp", "2", "--world-size", "4"], "either --dp or --world-size"),
+        (["--pack-sizes", "x"], "--pack-sizes expects comma-separated integers"),
+    ],
+)
+def test_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    data = write_lengths(tmp_path / "d.jsonl", [3, 5, 2, 7])
+    code, _, err = run([str(data), "--pack-sizes", "8", "--token-slots", "16", *extra], capsys)
+    assert code == 2
+    assert message in " ".join(err.split())
+
+
+def test_too_small_pack_sizes_say_how_many_are_rejected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_lengths(tmp_path / "d.jsonl", [3, 5, 2, 7])
+    code, _, err = run([str(data), "--pack-sizes", "4,8", "--token-slots", "16"], capsys)
+    assert code == 0
+    assert "pack size 4 is below the longest sample (7 runtime tokens): 2 sample(s) would be rejected" in (
+        " ".join(err.split())
+    )
+
+
+def test_missing_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run([str(tmp_path / "nope.jsonl")], capsys)
+    assert code == 2 and "no such file" in err
