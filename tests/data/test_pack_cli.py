@@ -12,7 +12,8 @@ import numpy as np
 import orjson
 import pytest
 
-from _support.pack_inputs import EOS, read_rows, run, write_jsonl
+from _support.pack_inputs import EOS, random_examples, read_rows, run, write_jsonl
+from seqpack.cli import main
 from seqpack.data import example_dataset_path
 from seqpack.data._scratch import ScratchStore
 from seqpack.errors import InputError
@@ -173,13 +174,24 @@ def test_hf_layout_positions_and_labels(tmp_path: Path, capsys: pytest.CaptureFi
     assert row["labels"] == [*long_labels, -100, 6, EOS]
 
 
-def test_scratch_out_of_disk_names_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def full(*_args: object) -> None:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+def test_scratch_out_of_disk_names_directory(tmp_path: Path) -> None:
+    class FullDisk:
+        def write(self, _data: object) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(os, "posix_fallocate", full)
+        def close(self) -> None:
+            return None
+
     store = ScratchStore(tmp_path / "scratch")
+    store._tokens._handle = FullDisk()  # type: ignore[assignment]
     with pytest.raises(InputError, match=r"scratch: no space left .* --scratch-dir"):
         store.append(np.zeros(4, np.int64), np.ones(4, np.uint8), np.array([4]))
     store.remove()
     assert not (tmp_path / "scratch").exists()
+
+
+def test_inspect_accepts_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = random_examples(np.random.default_rng(1), 200, 60)
+    pack(tmp_path, capsys, "--pack-size", "64", "--cp", "2", rows=rows)
+    assert main(["inspect", str(tmp_path / "out")]) == 0
+    assert "consistent" in capsys.readouterr().out

@@ -109,7 +109,7 @@ def pack(
         None, "--workers", "-j", help="Processes for parsing/tokenizing (all cores)."
     ),
     layout: str = typer.Option("bridge", "--layout", help="bridge (packed Parquet) or hf (flattened)."),
-    chunk_rows: int = typer.Option(4096, "--chunk-rows", help="Records per chunk handed to a worker."),
+    chunk_rows: int = typer.Option(1024, "--chunk-rows", help="Records per chunk handed to a worker."),
     scratch_dir: Path = typer.Option(
         None, "--scratch-dir", help="Where the scratch store goes (default: DIR)."
     ),

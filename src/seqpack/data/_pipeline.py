@@ -338,6 +338,11 @@ def pack_files(opts: PackOptions) -> PackResult:
             seconds["plan"] = time.perf_counter() - t1
             t2 = time.perf_counter()
             write_task = bar.add_task("write", total=plan.num_packs)
+
+            def row_group_done(packs: int, _tokens: int) -> None:
+                store.release_pages()
+                bar.advance(write_task, packs)
+
             rejects.close()
             write_packed(
                 packed_tmp,
@@ -346,7 +351,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 store.offsets(),
                 plan.items,
                 plan.pack_offsets,
-                on_row_group=lambda packs, _tokens: bar.advance(write_task, packs),
+                on_row_group=row_group_done,
                 layout=opts.layout,
             )
             seconds["write"] = time.perf_counter() - t2

@@ -7,16 +7,20 @@ pass 2 gathers each pack's tokens back by offset. So memory holds O(samples) int
     mask    (uint8,  on disk)  [0 1 1 | 1 1 | 0 0 1 1]     per input token, before the roll
     offsets (int64,  in RAM)   [0, 3, 5, 9]
 
-The two files grow by doubling (``np.memmap`` over a file extended with ``truncate``), so appends are
-amortised O(1) without holding the data. An out-of-disk error names the directory (``--scratch-dir``).
+Pass 1 appends with plain writes; pass 2 maps the files read-only and drops the pages it has read after
+every row group, so neither pass holds the tokens in its resident memory. An out-of-disk error names the
+directory (``--scratch-dir``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import mmap
 import os
 import shutil
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -25,59 +29,59 @@ from seqpack.errors import InputError
 
 #: Largest token id the scratch store holds (uint32); vocabularies are far below it.
 MAX_TOKEN_ID = 2**32 - 1
-_INITIAL_CAPACITY = 1 << 20
 
 
-class _GrowingFile:
-    """A 1-D array on disk that grows by doubling; ``view()`` is a memmap of the filled part."""
+class _AppendFile:
+    """A 1-D array on disk, appended with plain writes; ``view()`` maps the written part read-only.
+
+    Plain appends (not writes through a map) keep pass 1's resident memory flat: the data sits in the page
+    cache, not in this process's RSS. A full disk is an ``OSError`` here, turned into a clear message.
+    """
 
     def __init__(self, path: Path, dtype: npt.DTypeLike) -> None:
         self.path = path
         self.dtype = np.dtype(dtype)
         self.size = 0
-        self.capacity = 0
+        self._handle: BinaryIO | None = open(path, "wb")  # noqa: SIM115 - closed in close()
         self._map: np.memmap | None = None
-        path.touch()
-
-    def _grow(self, needed: int) -> None:
-        capacity = max(_INITIAL_CAPACITY, self.capacity)
-        while capacity < needed:
-            capacity *= 2
-        self._map = None
-        try:
-            with open(self.path, "r+b") as handle:
-                old_bytes = self.capacity * self.dtype.itemsize
-                new_bytes = capacity * self.dtype.itemsize
-                if hasattr(os, "posix_fallocate"):
-                    # Reserve the blocks now: a full disk is then an ENOSPC here, not a SIGBUS on a
-                    # later write through the memmap.
-                    os.posix_fallocate(handle.fileno(), old_bytes, new_bytes - old_bytes)
-                else:  # pragma: no cover - not Linux
-                    handle.truncate(new_bytes)
-        except OSError as exc:
-            raise _disk_error(self.path.parent, exc) from None
-        self.capacity = capacity
-        self._map = np.memmap(self.path, dtype=self.dtype, mode="r+", shape=(capacity,))
 
     def append(self, values: np.ndarray) -> None:
-        end = self.size + len(values)
-        if end > self.capacity:
-            self._grow(end)
-        assert self._map is not None
+        assert self._handle is not None, "appending after view()"
+        data = np.ascontiguousarray(values, dtype=self.dtype)
         try:
-            self._map[self.size : end] = values
-        except OSError as exc:  # pragma: no cover - defensive: blocks were reserved in _grow
+            self._handle.write(data.data.cast("B"))
+        except OSError as exc:
             raise _disk_error(self.path.parent, exc) from None
-        self.size = end
+        self.size += len(data)
 
     def view(self) -> np.ndarray:
-        if self._map is None:
+        """The whole array, memory-mapped read-only (appends end here)."""
+        self._close_handle()
+        if self.size == 0:
             return np.zeros(0, dtype=self.dtype)
-        return self._map[: self.size]
+        if self._map is None:
+            self._map = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.size,))
+        return self._map
+
+    def release(self) -> None:
+        """Drop the mapped pages from this process (they stay in the page cache; reads fault them back)."""
+        raw = getattr(self._map, "_mmap", None)
+        if raw is not None and hasattr(raw, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            raw.madvise(mmap.MADV_DONTNEED)
+
+    def _close_handle(self) -> None:
+        if self._handle is not None:
+            try:
+                self._handle.close()
+            except OSError as exc:
+                raise _disk_error(self.path.parent, exc) from None
+            self._handle = None
 
     def close(self) -> None:
-        if self._map is not None:
-            self._map.flush()
+        if self._handle is not None:
+            with contextlib.suppress(OSError):
+                self._handle.close()
+            self._handle = None
         self._map = None
 
 
@@ -98,8 +102,8 @@ class ScratchStore:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise _disk_error(directory, exc) from None
-        self._tokens = _GrowingFile(directory / "tokens.u32", np.uint32)
-        self._mask = _GrowingFile(directory / "mask.u8", np.uint8)
+        self._tokens = _AppendFile(directory / "tokens.u32", np.uint32)
+        self._mask = _AppendFile(directory / "mask.u8", np.uint8)
         self._ends: list[np.ndarray] = []
         self._count = 0
 
@@ -129,6 +133,11 @@ class ScratchStore:
 
     def mask(self) -> np.ndarray:
         return self._mask.view()
+
+    def release_pages(self) -> None:
+        """Keep pass 2's resident memory bounded: drop the pages read so far (called per row group)."""
+        self._tokens.release()
+        self._mask.release()
 
     def remove(self) -> None:
         """Close the maps and delete the directory (called on success, error and Ctrl-C alike)."""
