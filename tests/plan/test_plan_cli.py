@@ -87,3 +87,72 @@ def test_too_small_pack_sizes_say_how_many_are_rejected(
 def test_missing_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run([str(tmp_path / "nope.jsonl")], capsys)
     assert code == 2 and "no such file" in err
+
+
+def test_pack_balance_records_cost_model_and_inspect_simulates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from seqpack.plan import CostModel, ModelDims, step_imbalance
+
+    rng = np.random.default_rng(3)
+    data = write_lengths(tmp_path / "d.jsonl", rng.integers(1, 60, 200).tolist())
+    out = tmp_path / "packed"
+    dims = "64,2,4,256,100"
+    code = main(
+        ["pack", "-q", str(data), "--out", str(out), "--pack-size", "128", "--balance", "--model", dims]
+    )
+    assert code == 0, capsys.readouterr().err
+    entry = orjson.loads((out / "128_metadata.jsonl").read_bytes())[0]
+    assert entry["seqpack"]["algorithm"] in ("balanced", "best_fit_decreasing")
+    assert entry["seqpack"]["cost_model"]["model"]["hidden"] == 64
+    capsys.readouterr()
+
+    packed = out / "training_128.idx.parquet"
+    code = main(
+        ["inspect", "-q", str(packed), "--dp", "2", "--gbs", "4", "--model", dims, "--format", "json"]
+    )
+    assert code == 0
+    sim = orjson.loads(capsys.readouterr().out)["dp_imbalance"]
+    model = CostModel.from_dims(ModelDims.parse(dims))
+    costs = []
+    for row in pq.read_table(packed).to_pylist():  # runtime length = stored - 1 per sequence
+        bounds = [*row["seq_start_id"], len(row["input_ids"])]
+        runtime = np.diff(bounds) - 1
+        costs.append(float(model.sequence_costs(runtime).sum()))
+    expected = step_imbalance(np.array(costs), 2, 4)
+    assert sim["steps"] == expected.steps and sim["mean"] == pytest.approx(expected.mean)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["pack", "--pack-size", "8", "--balance", "--bridge-compat"], "--balance cannot be combined"),
+        (["pack", "--pack-size", "8", "--model", "8,1,2,16,10"], "add --balance"),
+    ],
+)
+def test_pack_balance_bad_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    data = write_lengths(tmp_path / "d.jsonl", [3, 5, 2, 7])
+    code = main([args[0], "-q", str(data), "--out", str(tmp_path / "o"), *args[1:]])
+    assert code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--dp", "3", "--gbs", "8"], "DP 3 does not divide the global batch size 8"),
+        (["--dp", "2"], "go together"),
+    ],
+)
+def test_inspect_simulation_bad_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    data = write_lengths(tmp_path / "d.jsonl", [3, 5, 2, 7])
+    assert main(["pack", "-q", str(data), "--out", str(tmp_path / "o"), "--pack-size", "8"]) == 0
+    capsys.readouterr()
+    code = main(["inspect", "-q", str(tmp_path / "o" / "training_8.idx.parquet"), *extra])
+    assert code == 2 and message in capsys.readouterr().err

@@ -14,7 +14,7 @@ from seqpack.plan._candidates import (
     recommend,
 )
 from seqpack.plan._cost import DEFAULT_DIMS, CostModel, ModelDims, pack_costs, resolve_cost_model
-from seqpack.plan._imbalance import Imbalance, check_batch, rank_loads, step_imbalance
+from seqpack.plan._imbalance import Imbalance, check_batch, rank_loads, row_costs, step_imbalance
 from seqpack.plan._lengths import read_lengths
 
 __all__ = [
@@ -41,5 +41,6 @@ __all__ = [
     "read_lengths",
     "recommend",
     "resolve_cost_model",
+    "row_costs",
     "step_imbalance",
 ]

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from seqpack.batching import GlobalBatchSampler
 from seqpack.errors import UsageError
+from seqpack.plan._cost import CostModel
 
 FloatArray = npt.NDArray[np.float64]
 #: Seed of the simulated sampler when none is given (the same default as ``GlobalBatchSampler``).
@@ -94,3 +95,16 @@ def step_imbalance(
         p95=float(np.percentile(per_step, 95)),
         worst=float(per_step.max()),
     )
+
+
+def row_costs(
+    sequence_lengths: npt.ArrayLike, sequences_per_row: npt.ArrayLike, model: CostModel
+) -> FloatArray:
+    """Cost of each packed row from its sequences' runtime lengths, flat in row order (rows non-empty)."""
+    lengths = np.asarray(sequence_lengths, dtype=np.float64)
+    counts = np.asarray(sequences_per_row, dtype=np.int64)
+    if counts.size == 0:
+        return np.zeros(0, dtype=np.float64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    costs: FloatArray = np.add.reduceat(model.dense * lengths + model.attention * lengths * lengths, starts)
+    return costs
