@@ -101,3 +101,15 @@ def test_parse_pack_sizes() -> None:
     for bad in ("", "0,8", "a,b"):
         with pytest.raises(UsageError):
             parse_pack_sizes(bad)
+
+
+def test_balance_recommended_only_when_it_helps() -> None:
+    from seqpack.plan import Imbalance, balance_worthwhile
+
+    c = evaluate_candidate([3, 5, 2, 7], 8, 16, Topology(dp=2), MODEL, simulate=False)
+    assert not balance_worthwhile(c)  # nothing simulated
+    c.imbalance = Imbalance(steps=10, mean=1.05, p95=1.1, worst=1.2)
+    c.imbalance_balanced = Imbalance(steps=10, mean=1.049, p95=1.1, worst=1.2)
+    assert not balance_worthwhile(c)
+    c.imbalance_balanced = Imbalance(steps=10, mean=1.02, p95=1.05, worst=1.1)
+    assert balance_worthwhile(c)

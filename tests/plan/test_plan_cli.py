@@ -48,8 +48,8 @@ def test_text_report_with_dp_model_and_plot(tmp_path: Path, capsys: pytest.Captu
     args = [str(data), "--pack-sizes", "64,128", "--token-slots", "512", "--dp", "2"]
     code, out, err = run([*args, "--model", "64,2,4,256,100", "--plot", str(plot)], capsys)
     assert code == 0, err
-    assert "Recommended: pack size" in out and "--balance" in out
-    assert "DP imbalance" in out and "attention FLOPs / step" in out
+    assert "Recommended: pack size" in out and "with --balance" in out
+    assert "DP imbalance" in out and "attention FLOP/step" in out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code, _, err = run([*args, "--plot", str(plot)], capsys)
     assert code == 2 and "already exists" in err

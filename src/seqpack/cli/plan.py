@@ -13,8 +13,10 @@ from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_js
 from seqpack.plan import (
     DEFAULT_TOKEN_SLOTS,
     Candidate,
+    Imbalance,
     ModelDims,
     Topology,
+    balance_worthwhile,
     bridge_overrides,
     evaluate,
     pack_command,
@@ -25,17 +27,28 @@ from seqpack.plan import (
 )
 
 LEGEND = """\
-efficiency: real tokens / token slots. GBS: token slots // pack size (~: not exact). FLOPs: forward+backward
-for {model}. DP imbalance: mean over steps of the slowest rank's cost / the mean rank's, under Bridge's
-sampler (with --dp or --world-size). * = recommended."""
+efficiency: real tokens / token slots. padding saved: token slots saved vs one padded row per sample.
+GBS: token slots // pack size (~: not exact), MBS 1. rejected: samples longer than the pack. pad multiple:
+pad_seq_to_mult (+ tokens its pre-padding adds). FLOP/step: forward+backward, SI prefixes, for {model}.
+DP imbalance: mean over steps of the slowest rank's cost / the mean rank's, under Bridge's sampler (with
+--dp or --world-size). * = recommended."""
 
 
 def _flops(value: float) -> str:
-    """FLOPs with an SI prefix: 1.23e15 -> '1.23 PFLOP'."""
+    """FLOPs with an SI prefix: 1.23e15 -> '1.23 P'."""
     if value <= 0:
         return "0"
     exponent = min(int(math.log10(value) // 3), 6)
-    return f"{value / 10 ** (3 * exponent):.2f} {['', 'K', 'M', 'G', 'T', 'P', 'E'][exponent]}FLOP"
+    return f"{value / 10 ** (3 * exponent):.2f} {['', 'K', 'M', 'G', 'T', 'P', 'E'][exponent]}"
+
+
+def _imbalance_text(value: Imbalance | None) -> str:
+    return "-" if value is None else f"{value.mean:.3f}"
+
+
+def _pad_text(c: Candidate) -> str:
+    """``pad_seq_to_mult`` and the tokens its pre-padding adds (only when it adds any)."""
+    return f"{c.pad_multiple}" if c.pad_tokens == 0 else f"{c.pad_multiple} (+{c.pad_cost:.2%})"
 
 
 def _table(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> Table:
@@ -43,29 +56,25 @@ def _table(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> 
     table = Table(title="seqpack plan", title_justify="left")
     table.add_column("pack size", style="bold", no_wrap=True)
     for c in candidates:
-        table.add_column(f"{c.pack_size}" + (" *" if c is chosen else ""), justify="right")
+        table.add_column(f"{c.pack_size}" + (" *" if c is chosen else ""), justify="right", no_wrap=True)
     dp_text = {None: "-", True: "yes", False: "no"}
     rows: list[tuple[str, list[str]]] = [
         ("packs", [f"{c.packs:,}" for c in candidates]),
         ("efficiency", [f"{c.efficiency:.2%}" for c in candidates]),
-        ("padding saved vs unpacked", [f"{c.padding_saved_fraction:.1%}" for c in candidates]),
-        ("GBS (equal token slots)", [f"{c.gbs}" + ("" if c.gbs_exact else " ~") for c in candidates]),
+        ("padding saved", [f"{c.padding_saved_fraction:.1%}" for c in candidates]),
+        ("GBS", [f"{c.gbs}" + ("" if c.gbs_exact else " ~") for c in candidates]),
         ("DP divides GBS", [dp_text[c.dp_divides] for c in candidates]),
-        ("optimizer steps / epoch", [f"{c.steps_per_epoch:,}" for c in candidates]),
-        ("rejected (too long)", [f"{c.rejected:,}" for c in candidates]),
-        ("pad multiple (token cost)", [f"{c.pad_multiple} (+{c.pad_cost:.2%})" for c in candidates]),
-        ("attention share of FLOPs", [f"{c.attention_share:.1%}" for c in candidates]),
+        ("steps / epoch", [f"{c.steps_per_epoch:,}" for c in candidates]),
+        ("rejected", [f"{c.rejected:,}" for c in candidates]),
+        ("pad multiple", [_pad_text(c) for c in candidates]),
+        ("attention share", [f"{c.attention_share:.1%}" for c in candidates]),
     ]
     if with_flops:
-        rows.append(("dense FLOPs / step", [_flops(c.dense_flops_per_step) for c in candidates]))
-        rows.append(("attention FLOPs / step", [_flops(c.attention_flops_per_step) for c in candidates]))
+        rows.append(("dense FLOP/step", [_flops(c.dense_flops_per_step) for c in candidates]))
+        rows.append(("attention FLOP/step", [_flops(c.attention_flops_per_step) for c in candidates]))
     if any(c.imbalance is not None for c in candidates):
-        rows.append(
-            (
-                "DP imbalance (max/mean)",
-                ["-" if c.imbalance is None else f"{c.imbalance.mean:.3f}" for c in candidates],
-            )
-        )
+        rows.append(("DP imbalance", [_imbalance_text(c.imbalance) for c in candidates]))
+        rows.append(("  with --balance", [_imbalance_text(c.imbalance_balanced) for c in candidates]))
     for name, values in rows:
         table.add_row(name, *values)
     return table
@@ -139,7 +148,7 @@ def plan(
     )
     candidates = evaluate(lengths, sizes, token_slots, topology, cost_model)
     chosen = recommend(candidates)
-    balance = topology.dp is not None and topology.dp > 1
+    balance = balance_worthwhile(chosen)
     overrides = bridge_overrides(chosen, topology)
     command = pack_command(
         [str(p) for p in inputs],
@@ -159,6 +168,7 @@ def plan(
             "cost_model": cost_model.to_record(),
             "candidates": [c.to_dict() for c in candidates],
             "recommended": chosen.pack_size,
+            "recommend_balance": balance,
             "overrides": overrides,
             "pack_command": command,
         }
@@ -179,6 +189,17 @@ def plan(
         f"Recommended: pack size {chosen.pack_size}, GBS {chosen.gbs} "
         f"({chosen.efficiency:.2%} efficient, {chosen.steps_per_epoch:,} steps per epoch)."
     )
+    if balance:
+        assert chosen.imbalance is not None and chosen.imbalance_balanced is not None
+        out_console.print(
+            f"--balance lowers the simulated DP imbalance from {chosen.imbalance.mean:.3f} "
+            f"to {chosen.imbalance_balanced.mean:.3f}."
+        )
+    elif chosen.imbalance_balanced is not None:
+        out_console.print(
+            "--balance left out: balanced packs do not lower the simulated DP imbalance here "
+            "(the longest sequences alone set the most expensive packs)."
+        )
     out_console.print("Pack it with:")
     out_console.print(f"  {command}")
     out_console.print(

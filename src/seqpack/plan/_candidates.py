@@ -34,6 +34,7 @@ import numpy.typing as npt
 from seqpack.batching.cp import pad_multiple
 from seqpack.errors import UsageError
 from seqpack.packing import DEFAULT_ALGORITHM, PackPlan, pack_lengths
+from seqpack.plan._balance import balanced_pack
 from seqpack.plan._cost import CostModel, pack_costs
 from seqpack.plan._imbalance import Imbalance, step_imbalance
 
@@ -41,6 +42,8 @@ IntArray = npt.NDArray[np.int64]
 
 DEFAULT_PACK_SIZES = (2048, 4096, 8192, 16384)
 DEFAULT_TOKEN_SLOTS = 65536
+#: ``--balance`` is recommended when it lowers the simulated mean imbalance by at least this much.
+BALANCE_WORTHWHILE = 0.002
 #: Efficiency within this many points (fraction) of the best counts as a tie, won by the smaller pack.
 EFFICIENCY_TIE = 0.005
 
@@ -94,6 +97,7 @@ class Candidate:
     dense_flops_per_step: float
     attention_flops_per_step: float
     imbalance: Imbalance | None = None
+    imbalance_balanced: Imbalance | None = None  # the same, for ``seqpack pack --balance``'s packs
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -147,6 +151,9 @@ class Candidate:
             "attention_flops_per_step": self.attention_flops_per_step,
             "attention_share": self.attention_share,
             "imbalance": None if self.imbalance is None else self.imbalance.to_dict(),
+            "imbalance_balanced": None
+            if self.imbalance_balanced is None
+            else self.imbalance_balanced.to_dict(),
             "notes": self.notes,
         }
 
@@ -196,10 +203,14 @@ def evaluate_candidate(
     per_step = max(gbs, 0)
     mean_dense = float(dense.mean()) if plan.num_packs else 0.0
     mean_attention = float(attention.mean()) if plan.num_packs else 0.0
-    imbalance = None
+    imbalance = balanced_imbalance = None
     if simulate and dp_divides and plan.num_packs >= gbs:
+        dp = topology.dp or 1
         try:
-            imbalance = step_imbalance(dense + attention, topology.dp or 1, gbs)
+            imbalance = step_imbalance(dense + attention, dp, gbs)
+            balanced = balanced_pack(padded, pack_size, model)
+            if balanced.num_packs >= gbs:
+                balanced_imbalance = step_imbalance(sum(pack_costs(balanced, model)), dp, gbs)
         except ImportError:  # the sampler's permutation needs torch (the ``torch`` extra)
             notes.append("imbalance not simulated: install seqpack[torch] for Bridge's sampler")
     return Candidate(
@@ -218,6 +229,7 @@ def evaluate_candidate(
         dense_flops_per_step=mean_dense * per_step,
         attention_flops_per_step=mean_attention * per_step,
         imbalance=imbalance,
+        imbalance_balanced=balanced_imbalance,
         notes=notes,
     )
 
@@ -249,6 +261,12 @@ def recommend(candidates: list[Candidate]) -> Candidate:
     pool = [c for c in feasible if c.rejected == fewest]
     best = max(c.efficiency for c in pool)
     return min((c for c in pool if c.efficiency >= best - EFFICIENCY_TIE), key=lambda c: c.pack_size)
+
+
+def balance_worthwhile(candidate: Candidate) -> bool:
+    """Whether balanced packs lower the simulated imbalance of ``candidate`` enough to recommend them."""
+    plain, balanced = candidate.imbalance, candidate.imbalance_balanced
+    return plain is not None and balanced is not None and balanced.mean <= plain.mean - BALANCE_WORTHWHILE
 
 
 def bridge_overrides(candidate: Candidate, topology: Topology) -> list[str]:
