@@ -7,6 +7,7 @@ import pytest
 from seqpack.errors import UsageError
 from seqpack.plan import (
     CostModel,
+    Imbalance,
     Topology,
     bridge_overrides,
     evaluate,
@@ -49,14 +50,22 @@ def test_token_slots_not_a_multiple() -> None:
     assert (c.gbs, c.gbs_exact, c.dp_divides) == (2, False, True)
 
 
-def test_recommend_prefers_fewest_rejects_then_efficiency_then_smaller() -> None:
+def test_recommend_prefers_fewest_rejects_then_epoch_cost() -> None:
     lengths = [3, 5, 2, 7, 8, 8, 1, 1]
     cands = evaluate(lengths, [4, 8, 16], 32, Topology(), MODEL, simulate=False)
     by = {c.pack_size: c for c in cands}
     assert by[4].rejected == 4 and by[8].rejected == 0 and by[16].rejected == 0
-    # 8: [8] [8] [7,1] [5,3] [2,1]... efficiency 35/40; 16: 35/48 -> 8 is the more efficient
+    # 8: [8] [8] [7,1] [5,3] [2,1] -> 5 packs, 40 slots; 16: [8,8] [7,5,3,1] [2,1] -> 3 packs, 48 slots
+    squares = 9 + 25 + 4 + 49 + 64 + 64 + 1 + 1
     assert by[8].efficiency == pytest.approx(35 / 40)
+    assert by[8].epoch_flops == pytest.approx(40 + 0.25 * squares)
+    assert by[16].epoch_flops == pytest.approx(48 + 0.25 * squares)
     assert recommend(cands).pack_size == 8
+    # waiting for the slowest rank counts too: a 20% imbalance at 8 hands the choice to 16
+    by[8].imbalance = Imbalance(steps=4, mean=1.2, p95=1.2, worst=1.2)
+    assert recommend(cands).pack_size == 16
+    by[8].imbalance_balanced = Imbalance(steps=4, mean=1.0, p95=1.0, worst=1.0)
+    assert by[8].best_imbalance == 1.0 and recommend(cands).pack_size == 8
 
 
 def test_dp_not_dividing_any_gbs_is_a_usage_error() -> None:
@@ -104,7 +113,7 @@ def test_parse_pack_sizes() -> None:
 
 
 def test_balance_recommended_only_when_it_helps() -> None:
-    from seqpack.plan import Imbalance, balance_worthwhile
+    from seqpack.plan import balance_worthwhile
 
     c = evaluate_candidate([3, 5, 2, 7], 8, 16, Topology(dp=2), MODEL, simulate=False)
     assert not balance_worthwhile(c)  # nothing simulated

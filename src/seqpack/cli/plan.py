@@ -31,7 +31,9 @@ efficiency: real tokens / token slots. padding saved: token slots saved vs one p
 GBS: token slots // pack size (~: not exact), MBS 1. rejected: samples longer than the pack. pad multiple:
 pad_seq_to_mult (+ tokens its pre-padding adds). FLOP/step: forward+backward, SI prefixes, for {model}.
 DP imbalance: mean over steps of the slowest rank's cost / the mean rank's, under Bridge's sampler (with
---dp or --world-size). * = recommended."""
+--dp or --world-size). est. epoch time: (FLOPs of every token slot + attention) x the better imbalance,
+relative to the recommended pack size (*), which has the least of those rejecting fewest samples ("-": it
+rejects more, so it trains on less data)."""
 
 
 def _flops(value: float) -> str:
@@ -75,6 +77,17 @@ def _table(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> 
     if any(c.imbalance is not None for c in candidates):
         rows.append(("DP imbalance", [_imbalance_text(c.imbalance) for c in candidates]))
         rows.append(("  with --balance", [_imbalance_text(c.imbalance_balanced) for c in candidates]))
+    rows.append(
+        (
+            "est. epoch time",
+            [
+                f"{c.estimated_epoch_cost / chosen.estimated_epoch_cost:.3f}"
+                if c.rejected <= chosen.rejected
+                else "-"
+                for c in candidates
+            ],
+        )
+    )
     for name, values in rows:
         table.add_row(name, *values)
     return table

@@ -17,9 +17,15 @@ best_fit_decreasing packs [7] [5, 3] [2] -> 3 packs, efficiency 17/24 = 70.8%, s
 GBS 2, 1 step per epoch.
 
 Recommendation: among candidates whose GBS the DP size divides, the fewest rejected samples, then the
-highest efficiency; a smaller pack within :data:`EFFICIENCY_TIE` of the best wins (more optimizer steps,
-less activation memory). Attention FLOPs do not change the choice: every sequence costs the same attention
-in any pack, so an epoch's FLOPs differ between candidates only by the padding they process.
+least estimated epoch time::
+
+    epoch time ~ (dense * packs * N + attention * sum(r^2)) * imbalance
+
+(every token slot is computed, padding included; attention is the same for every candidate since each
+sequence costs its own L^2 in any pack; the step waits for the slowest rank, so the mean simulated
+imbalance -- of balanced packs when they are better, else of plain ones; 1 without ``--dp`` --
+scales it). Within :data:`EPOCH_TIE` of the best, the smaller pack wins (more optimizer steps, less
+activation memory).
 """
 
 from __future__ import annotations
@@ -44,8 +50,8 @@ DEFAULT_PACK_SIZES = (2048, 4096, 8192, 16384)
 DEFAULT_TOKEN_SLOTS = 65536
 #: ``--balance`` is recommended when it lowers the simulated mean imbalance by at least this much.
 BALANCE_WORTHWHILE = 0.002
-#: Efficiency within this many points (fraction) of the best counts as a tie, won by the smaller pack.
-EFFICIENCY_TIE = 0.005
+#: Estimated epoch times within this fraction of the best count as a tie, won by the smaller pack.
+EPOCH_TIE = 0.005
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,7 @@ class Candidate:
     steps_per_epoch: int
     dense_flops_per_step: float
     attention_flops_per_step: float
+    epoch_flops: float  # dense over every token slot + attention over every kept sequence
     imbalance: Imbalance | None = None
     imbalance_balanced: Imbalance | None = None  # the same, for ``seqpack pack --balance``'s packs
     notes: list[str] = field(default_factory=list)
@@ -127,6 +134,17 @@ class Candidate:
         return self.attention_flops_per_step / total if total else 0.0
 
     @property
+    def best_imbalance(self) -> float:
+        """Mean simulated imbalance of the better of plain and balanced packs (1.0 when not simulated)."""
+        means = [i.mean for i in (self.imbalance, self.imbalance_balanced) if i is not None]
+        return min(means) if means else 1.0
+
+    @property
+    def estimated_epoch_cost(self) -> float:
+        """FLOPs of an epoch scaled by the time ranks wait for the slowest one (module docstring)."""
+        return self.epoch_flops * self.best_imbalance
+
+    @property
     def feasible(self) -> bool:
         return self.packs > 0 and self.gbs >= 1 and self.dp_divides is not False
 
@@ -150,6 +168,8 @@ class Candidate:
             "dense_flops_per_step": self.dense_flops_per_step,
             "attention_flops_per_step": self.attention_flops_per_step,
             "attention_share": self.attention_share,
+            "epoch_flops": self.epoch_flops,
+            "estimated_epoch_cost": self.estimated_epoch_cost,
             "imbalance": None if self.imbalance is None else self.imbalance.to_dict(),
             "imbalance_balanced": None
             if self.imbalance_balanced is None
@@ -228,6 +248,7 @@ def evaluate_candidate(
         steps_per_epoch=plan.num_packs // gbs if gbs >= 1 else 0,
         dense_flops_per_step=mean_dense * per_step,
         attention_flops_per_step=mean_attention * per_step,
+        epoch_flops=model.dense * plan.num_packs * pack_size + float(attention.sum()),
         imbalance=imbalance,
         imbalance_balanced=balanced_imbalance,
         notes=notes,
@@ -259,8 +280,9 @@ def recommend(candidates: list[Candidate]) -> Candidate:
         raise UsageError(f"no candidate pack size is usable ({reasons})")
     fewest = min(c.rejected for c in feasible)
     pool = [c for c in feasible if c.rejected == fewest]
-    best = max(c.efficiency for c in pool)
-    return min((c for c in pool if c.efficiency >= best - EFFICIENCY_TIE), key=lambda c: c.pack_size)
+    best = min(c.estimated_epoch_cost for c in pool)
+    tied = (c for c in pool if c.estimated_epoch_cost <= best * (1 + EPOCH_TIE))
+    return min(tied, key=lambda c: c.pack_size)
 
 
 def balance_worthwhile(candidate: Candidate) -> bool:
