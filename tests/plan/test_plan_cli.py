@@ -156,3 +156,52 @@ def test_inspect_simulation_bad_usage(
     capsys.readouterr()
     code = main(["inspect", "-q", str(tmp_path / "o" / "training_8.idx.parquet"), *extra])
     assert code == 2 and message in capsys.readouterr().err
+
+
+def test_text_input_sees_the_lengths_pack_packs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from seqpack.data.toy_tokenizer import build_tokenizer
+
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    rows = []
+    for i in range(40):
+        question = " ".join(words[(i + k) % 5] for k in range(1 + i % 7))
+        answer = " ".join(words[(i * k) % 5] for k in range(1 + (i * 3) % 11))
+        rows.append(
+            {"messages": [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]}
+        )
+    data = tmp_path / "chat.jsonl"
+    data.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    tok = build_tokenizer([" ".join(words)], tmp_path / "tok")
+    code, out, err = run(
+        [str(data), "--tokenizer", str(tok), "--pack-sizes", "32", "--token-slots", "64", "--format", "json"],
+        capsys,
+    )
+    assert code == 0, err
+    plan = orjson.loads(out)
+    assert (
+        main(
+            [
+                "pack",
+                "-q",
+                str(data),
+                "--tokenizer",
+                str(tok),
+                "--out",
+                str(tmp_path / "o"),
+                "--pack-size",
+                "32",
+            ]
+        )
+        == 0
+    )
+    meta = orjson.loads((tmp_path / "o" / "32_metadata.jsonl").read_bytes())[0]
+    assert plan["samples"] == meta["seqpack"]["counts"]["samples_in"] == 40
+    assert plan["longest"] == meta["dataset_max_seqlen"]
+    assert plan["candidates"][0]["packs"] == meta["seqpack"]["counts"]["packs"]
+
+
+def test_empty_input_is_invalid_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "empty.jsonl"
+    data.write_bytes(b"")
+    code, _, err = run([str(data)], capsys)
+    assert code == 1 and "empty input" in err
