@@ -19,6 +19,12 @@ Parquet and metadata files on disk, parsing included; peak RSS is the subprocess
 * **seqpack compat**: ``seqpack.data.pack_files`` with ``bridge_compat=True`` (first_fit_shuffle, seed 0):
   streaming pass 1 into the scratch store, plan, pass 2. Its rows are compared with Bridge's (``identical``).
 * **seqpack bfd**: the same with seqpack's default ``best_fit_decreasing``.
+
+Text section (``--text-n``, 0 to skip): prompt-completion JSONL of synthetic English-like text and a
+word-level fast tokenizer built with ``seqpack.data.toy_tokenizer``. **tokenizer** times the tokenizer's
+own batched calls on the same texts (``tok(prompts)`` and ``tok(completions, add_special_tokens=False)``
+in batches of 1024, one process); **seqpack text** times ``pack_files`` end to end with one worker (so
+both use one core) from the JSONL to the Parquet. The ratio is seqpack / tokenizer seconds.
 """
 
 from __future__ import annotations
@@ -106,6 +112,79 @@ def run_seqpack(source: Path, out: Path, pack: int, compat: bool, workers: int) 
     }
 
 
+WORDS = [
+    "the",
+    "a",
+    "of",
+    "to",
+    "and",
+    "in",
+    "is",
+    "it",
+    "you",
+    "that",
+    "he",
+    "was",
+    "for",
+    "on",
+    "are",
+    "with",
+    "as",
+    "I",
+    "his",
+    "they",
+    "be",
+    "at",
+    "one",
+    "have",
+    "this",
+]
+
+
+def build_text_input(work: Path, n: int) -> tuple[Path, Path, list[str], list[str]]:
+    from seqpack.data.toy_tokenizer import build_tokenizer
+
+    rng = np.random.default_rng(1)
+    vocab = WORDS + [f"w{i}" for i in range(5000)]
+    prompts = [" ".join(rng.choice(vocab, int(k))) for k in rng.integers(10, 200, n)]
+    completions = [" ".join(rng.choice(vocab, int(k))) for k in rng.integers(10, 400, n)]
+    source = work / f"text_{n}.jsonl"
+    with open(source, "wb") as handle:
+        for p, c in zip(prompts, completions, strict=True):
+            handle.write(orjson.dumps({"prompt": p, "completion": c}) + b"\n")
+    tokenizer = build_tokenizer(vocab, work / "toy_tokenizer")
+    return source, tokenizer, prompts, completions
+
+
+def run_text(work: Path, n: int) -> dict[str, Any]:
+    from transformers import AutoTokenizer
+
+    from seqpack.data import PackOptions, pack_files
+
+    source, tokenizer_dir, prompts, completions = build_text_input(work, n)
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True)
+    t0 = time.perf_counter()
+    tokens = 0
+    for i in range(0, n, 1024):
+        tokens += sum(map(len, tok(prompts[i : i + 1024])["input_ids"]))
+        tokens += sum(map(len, tok(completions[i : i + 1024], add_special_tokens=False)["input_ids"]))
+    tokenizer_seconds = time.perf_counter() - t0
+    out = work / "seqpack-text"
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    opts = PackOptions([source], out, 4096, tokenizer=tokenizer_dir, workers=1, quiet=True)
+    opts.prompt_field, opts.completion_field = "prompt", "completion"
+    t0 = time.perf_counter()
+    pack_files(opts)
+    seqpack_seconds = time.perf_counter() - t0
+    return {
+        "samples": n,
+        "tokens": tokens,
+        "tokenizer_seconds": tokenizer_seconds,
+        "seqpack_seconds": seqpack_seconds,
+        "ratio": seqpack_seconds / tokenizer_seconds,
+    }
+
+
 def child(args: argparse.Namespace) -> None:
     source, out = Path(args.source), Path(args.out)
     if args.tool == "bridge":
@@ -137,6 +216,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--pack", type=int, default=4096)
     parser.add_argument("--workers", type=int, default=0, help="seqpack workers (0 = all cores)")
+    parser.add_argument("--text-n", type=int, default=20_000, help="text samples (0 = skip)")
+    parser.add_argument("--skip-bridge", action="store_true", help="seqpack only (scale runs)")
     parser.add_argument("--work-dir", default=str(RESULTS / "pack_e2e_work"))
     parser.add_argument("--child", dest="tool", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
@@ -153,7 +234,10 @@ def main() -> None:
     source = work / f"input_{args.n}.jsonl"
     inputs = build_input(source, args.n, args.pack)
     runs = {}
-    for tool in ("bridge", "seqpack-compat", "seqpack-bfd"):
+    tools = (
+        ("seqpack-compat", "seqpack-bfd") if args.skip_bridge else ("bridge", "seqpack-compat", "seqpack-bfd")
+    )
+    for tool in tools:
         out = work / tool
         subprocess.run(["rm", "-rf", str(out)], check=True)
         runs[tool] = spawn(tool, source, out, args.pack, workers)
@@ -167,19 +251,33 @@ def main() -> None:
     lower_bound = -(-(inputs["tokens"] - inputs["samples"]) // args.pack)
     print(f"{'tool':16} {'seconds':>9} {'peak MB':>9} {'packs':>8} {'> LB':>6} {'eff %':>7} {'x Bridge':>9}")
     for tool, rec in runs.items():
-        ratio = f"{rec.get('speedup_vs_bridge', 1.0):.1f}"
+        ratio = (
+            f"{rec['speedup_vs_bridge']:.1f}"
+            if "speedup_vs_bridge" in rec
+            else ("1.0" if tool == "bridge" else "-")
+        )
         print(
             f"{tool:16} {rec['seconds']:9.2f} {rec['peak_rss_mb']:9.0f} {rec['packs']:8d} "
             f"{rec['packs'] - lower_bound:6d} {rec['efficiency']:7.2f} {ratio:>9}"
         )
-    print(f"seqpack-compat rows identical to Bridge's: {runs['seqpack-compat']['identical_to_bridge']}")
-    doc = {
+    if not args.skip_bridge:
+        print(f"seqpack-compat rows identical to Bridge's: {runs['seqpack-compat']['identical_to_bridge']}")
+    doc: dict[str, Any] = {
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": workers},
         "inputs": {**inputs, "pack": args.pack, "lower_bound_packs": lower_bound},
         "runs": runs,
     }
+    if args.text_n:
+        text = run_text(work, args.text_n)
+        doc["text"] = text
+        print(
+            f"text, {text['samples']} prompt-completion samples, {text['tokens']:,} tokens: tokenizer "
+            f"{text['tokenizer_seconds']:.2f}s, seqpack end to end {text['seqpack_seconds']:.2f}s "
+            f"(x{text['ratio']:.2f})"
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "pack_e2e.json").write_text(json.dumps(doc, indent=2))
+    name = "pack_e2e.json" if not args.skip_bridge else f"pack_e2e_scale_{args.n}.json"
+    (RESULTS / name).write_text(json.dumps(doc, indent=2))
 
 
 if __name__ == "__main__":

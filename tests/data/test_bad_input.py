@@ -64,15 +64,6 @@ def test_bad_parquet_row_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert_nothing_written(out)
 
 
-def test_worker_error_names_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows = [{"input_ids": [5, 2]}] * 30 + [{"input_ids": [5, -1]}]
-    source = write_jsonl(tmp_path / "in.jsonl", rows)
-    out = tmp_path / "out"
-    code, _, err = run([str(source), "--out", str(out), "--pack-size", "8", "--workers", "2"], capsys)
-    assert code == 1 and "in.jsonl:31: field 'input_ids'" in err
-    assert_nothing_written(out)
-
-
 @pytest.mark.parametrize(
     ("extra", "fragment"),
     [

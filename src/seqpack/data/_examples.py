@@ -42,6 +42,12 @@ class Examples:
     tokens: np.ndarray  # int64
     mask: np.ndarray  # uint8
     lengths: np.ndarray  # int64, stored tokens per example (runtime length + 1)
+    line_based: bool = True  # locs are 1-based JSONL lines (else 0-based table rows)
+
+    def where(self, path: str, index: int, field: str | None = None) -> str:
+        """``file:line`` or ``file row N`` (plus the field) of example ``index``."""
+        loc = int(self.locs[index])
+        return where(path, loc, field=field) if self.line_based else where(path, row=loc, field=field)
 
 
 def location(path: str, chunk: RawChunk, index: int, field: str | None = None) -> str:
@@ -96,7 +102,7 @@ def pretokenized(path: str, chunk: RawChunk) -> Examples:
     if chunk.lines is not None:
         scanned = scan_lines(chunk.lines)
         if scanned is not None:
-            return Examples(chunk.source, chunk.locs, *scanned)
+            return Examples(chunk.source, chunk.locs, *scanned, line_based=True)
     return from_records(path, chunk, records_of(path, chunk), ints_only=_integer_literals_only(chunk))
 
 
@@ -149,7 +155,7 @@ def _from_arrow(path: str, chunk: RawChunk) -> Examples | None:
         mask = mask_values.astype(np.uint8)
     if (lengths == 0).any() or (len(tokens) and (tokens.min() < 0 or tokens.max() > MAX_TOKEN_ID)):
         return None
-    return Examples(chunk.source, chunk.locs, tokens, mask, lengths)
+    return Examples(chunk.source, chunk.locs, tokens, mask, lengths, line_based=False)
 
 
 def from_records(
@@ -178,7 +184,8 @@ def from_records(
     mask = np.ones(len(tokens), dtype=np.uint8)
     if any(MASK_FIELD in record for record in records):
         mask = _masks(path, chunk, records, lengths, ints_only)
-    return Examples(chunk.source, chunk.locs, tokens.astype(np.int64, copy=False), mask, lengths)
+    tokens = tokens.astype(np.int64, copy=False)
+    return Examples(chunk.source, chunk.locs, tokens, mask, lengths, line_based=chunk.is_lines)
 
 
 def _int_array(values: Any, count: int, ints_only: bool) -> np.ndarray | None:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -42,7 +42,7 @@ from seqpack.data.metadata import (
     read_metadata,
     write_metadata_entry,
 )
-from seqpack.errors import DataError, UsageError, where
+from seqpack.errors import DataError, UsageError
 from seqpack.packing import (
     BRIDGE_ALGORITHMS,
     BRIDGE_DEFAULT_ALGORITHM,
@@ -192,21 +192,14 @@ def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: di
 
 
 class _Pass1:
-    """Consumes converted chunks: infers/checks EOS, shapes, appends to the store, writes rejects."""
+    """Consumes converted chunks: checks EOS, shapes, appends to the store, writes rejects, counts."""
 
-    def __init__(self, opts: PackOptions, shape_spec: ShapeSpec | None, store: ScratchStore, rejects: Any):
-        self.opts = opts
-        self.paths = as_paths(opts.inputs)
-        self.spec = shape_spec
+    def __init__(self, paths: tuple[str, ...], store: ScratchStore, rejects: BinaryIO) -> None:
+        self.paths = paths
         self.store = store
         self.rejects = rejects
         self.counts = Counts()
         self.lengths: list[np.ndarray] = []
-
-    def eos_for(self, examples: Examples) -> int:
-        if self.spec is not None:
-            return self.spec.eos_id
-        return int(examples.tokens[examples.lengths[0] - 1])
 
     def check_eos(self, examples: Examples, eos_id: int) -> None:
         """Pre-tokenized input without a given EOS: every row must end with the same token."""
@@ -214,12 +207,9 @@ class _Pass1:
         bad = np.flatnonzero(last != eos_id)
         if bad.size:
             i = int(bad[0])
-            loc = int(examples.locs[i])
-            path = self.paths[examples.source]
-            prefix = where(path, loc, field=IDS_FIELD) if path.endswith(".jsonl") else where(path, row=loc)
             raise DataError(
-                f"{prefix}: last token {int(last[i])} differs from {eos_id}, the last token of the rows "
-                "before it (pass --eos-id, or fix the row)"
+                f"{examples.where(self.paths[examples.source], i, IDS_FIELD)}: last token {int(last[i])} "
+                f"differs from {eos_id}, the last token of the rows before it (pass --eos-id, or fix the row)"
             )
 
     def add(self, examples: Examples, spec: ShapeSpec, infer_eos: bool) -> None:
@@ -242,9 +232,7 @@ class _Pass1:
             self._reject_line(examples, spec, int(i), Action(int(actions[i])), int(shaped.pieces[i]))
 
     def _reject_line(self, examples: Examples, spec: ShapeSpec, i: int, action: Action, pieces: int) -> None:
-        path = self.paths[examples.source]
         runtime = int(examples.lengths[i]) - 1
-        key = "line" if path.endswith((".jsonl", ".json", ".ndjson")) else "row"
         what = {
             Action.rejected: "rejected (not packed)",
             Action.truncated: f"truncated to {spec.cap} runtime tokens",
@@ -252,8 +240,8 @@ class _Pass1:
             Action.dropped: "dropped (not packed, as Bridge does with pad_seq_to_mult=1)",
         }[action]
         record = {
-            "source": path,
-            key: int(examples.locs[i]),
+            "source": self.paths[examples.source],
+            "line" if examples.line_based else "row": int(examples.locs[i]),
             "reason": f"too long: {runtime} runtime tokens > {spec.cap}",
             "length": runtime,
             "action": what,
@@ -308,6 +296,9 @@ def pack_files(opts: PackOptions) -> PackResult:
     workers = opts.workers if opts.workers is not None else default_workers()
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
+    if text_spec is None:
+        # Pre-tokenized chunks are scanned faster in this process than they can be shipped to another.
+        workers = 1
     if opts.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
     out.mkdir(parents=True, exist_ok=True)
@@ -320,7 +311,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             bar = stack.enter_context(progress(opts.quiet))
             rejects = stack.enter_context(open(rejects_tmp, "wb"))
             t0 = time.perf_counter()
-            pass1 = _Pass1(opts, None, store, rejects)
+            pass1 = _Pass1(as_paths(opts.inputs), store, rejects)
             task = bar.add_task("read", total=None)
             spec: ShapeSpec | None = None
             infer_eos = eos_id is None
@@ -332,11 +323,10 @@ def pack_files(opts: PackOptions) -> PackResult:
                     spec = ShapeSpec(
                         max_len,
                         opts.pad_seq_to_mult,
-                        pass1.eos_for(examples) if eos_id is None else int(eos_id),
+                        int(examples.tokens[examples.lengths[0] - 1]) if eos_id is None else int(eos_id),
                         opts.too_long or TooLong.reject,
                         opts.bridge_compat,
                     )
-                    pass1.spec = spec
                 pass1.add(examples, spec, infer_eos)
                 bar.advance(task, len(examples.lengths))
                 _rate(bar, task, pass1.counts, t0)

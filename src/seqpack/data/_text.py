@@ -99,7 +99,7 @@ def tokenize_chunk(path: str, chunk: RawChunk, spec: TextSpec) -> Examples:
     lengths = np.fromiter((len(ids) for ids in ids_list), dtype=np.int64, count=len(ids_list))
     tokens = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in ids_list])
     mask = np.concatenate([np.asarray(m, dtype=np.uint8) for m in mask_list])
-    return Examples(chunk.source, chunk.locs, tokens, mask, lengths)
+    return Examples(chunk.source, chunk.locs, tokens, mask, lengths, line_based=chunk.is_lines)
 
 
 def _prompt_completion(
