@@ -117,3 +117,51 @@ def bridge_module(
 ) -> types.ModuleType:
     """Any other file of the wheel's ``megatron/bridge`` tree, loaded by path."""
     return load_module_by_path(bridge_wheel_root() / "megatron" / "bridge" / relative, name, stubs=stubs)
+
+
+#: The last release with the legacy collate keys (``cu_seqlens`` padded with -1, ``cu_seqlens_argmin``).
+LEGACY_BRIDGE_VERSION = "0.5.1"
+
+
+@functools.cache
+def legacy_packed_dataset_cls() -> Any:
+    """Bridge 0.5.1's ``GPTSFTPackedDataset`` (``data/datasets/sft.py``), for the legacy collate keys.
+
+    That file holds the base dataset too; the imports it needs only for unpacked data are stand-ins.
+    """
+    pytest.importorskip("megatron.core")
+    pytest.importorskip("datasets")
+    import megatron.core.msc_utils  # noqa: F401
+
+    path = bridge_wheel_root(LEGACY_BRIDGE_VERSION) / "megatron" / "bridge" / "data" / "datasets" / "sft.py"
+    utils_names = ["_chat_preprocess", "_get_samples_mapping", "_JSONLMemMapDataset", "_OnlineSampleMapping",
+                   "_preprocess", "_tokenize"]  # fmt: skip
+    module = load_module_by_path(
+        path,
+        "bridge_051_sft",
+        stubs={
+            "megatron.bridge.data.datasets.utils": dict.fromkeys(utils_names, _unused),
+            "megatron.bridge.training.tokenizers.tokenizer": {"MegatronTokenizer": object},
+            "megatron.bridge.utils.safe_pickle": {"safe_load_npy": _unused},
+        },
+    )
+    return module.GPTSFTPackedDataset
+
+
+def collate_only(
+    cls: Any, eos_id: int, metadata: list[dict[str, Any]] | None = None, **attributes: Any
+) -> Any:
+    """An instance of a Bridge packed dataset class with just what ``collate_fn`` reads set.
+
+    Its ``__init__`` (which opens a data file) is skipped; ``collate_fn`` and the helpers it calls
+    (``_build_loss_mask``, ``_collate_item``, ``_ceil_to_nearest``) run unchanged.
+    """
+    instance = cls.__new__(cls)
+    defaults = {
+        "ceil_to_power_2": False,
+        "return_cu_seqlen": True,
+        "answer_only_loss": True,
+        "pack_metadata": metadata,
+    }
+    instance.__dict__.update(tokenizer=EosTokenizer(eos_id), **defaults, **attributes)
+    return instance

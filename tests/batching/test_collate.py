@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,14 @@ def test_dataset_items_and_negative_index(tmp_path: Path) -> None:
     assert pad["input_ids"].tolist() == [30, 31, 32, 2] and pad["loss_mask"].tolist() == [0, 0, 0, 0]
     batch = PackedCollator(EOS, 8)([ds[0], ds[-1]])
     assert batch["loss_mask"][1].sum() == 0
+    clone = pickle.loads(pickle.dumps(ds))  # DataLoader workers started with spawn get a pickled copy
+    assert clone[1]["input_ids"].tolist() == [30, 31, 32, 2]
+    rows[1]["seq_start_id"] = [0, 2, 1]
+    write_packs(tmp_path / "bad" / "training_8.idx.parquet", rows)
+    with pytest.raises(
+        DataError, match=r"training_8\.idx\.parquet row 1: field 'seq_start_id': not non-decreasing"
+    ):
+        PackedDataset(tmp_path / "bad")[0]
 
 
 # ---- errors ------------------------------------------------------------------------------------------------
@@ -252,5 +261,44 @@ def test_equals_bridge_collate(
             if isinstance(value, torch.Tensor):
                 assert got[key].dtype == value.dtype, key
                 assert torch.equal(got[key], value), (key, indices)
+            else:
+                assert got[key] == value, key
+
+
+LEGACY_CASES = [
+    (1, False, 16, False),
+    (1, True, 1, True),
+    (4, False, 1, False),
+    (4, True, 16, True),
+    (2, False, 16, False),
+]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize(("p", "fixed", "mult", "pad_cu"), LEGACY_CASES)
+def test_legacy_variant_equals_bridge_0_5_1(
+    tmp_path: Path, p: int, fixed: bool, mult: int, pad_cu: bool
+) -> None:
+    from _support.bridge_batching import collate_only, legacy_packed_dataset_cls
+
+    pack = 64
+    rows = _generated_rows(np.random.default_rng(p + mult + 5 * pad_cu), 24, pack, p, with_eos_inside=True)
+    ds = PackedDataset(write_packs(tmp_path / f"training_{pack}.idx.parquet", rows))
+    meta = [_stats(rows, pack)]
+    theirs = collate_only(
+        legacy_packed_dataset_cls(), EOS, meta, max_seq_length=pack, pad_to_max_length=fixed,
+        pad_seq_length_to_mult=mult, _pad_seq_to_mult=p, pad_cu_seqlens=pad_cu,
+    )  # fmt: skip
+    options = {"pad_to_max_length": fixed, "pad_seq_length_to_mult": mult, "pad_seq_to_mult": p}
+    metadata = meta if pad_cu else None
+    ours = PackedCollator(EOS, pack, pad_cu_seqlens=pad_cu, metadata=metadata, variant="legacy", **options)
+    for indices in ([0, 1, 2, 3], [5, 9, 23, -1], list(range(24))):
+        items = [ds[i] for i in indices]
+        want = theirs.collate_fn([{k: v.tolist() for k, v in item.items()} for item in items])
+        got = ours(items)
+        assert set(got) == set(want)
+        for key, value in want.items():
+            if isinstance(value, torch.Tensor):
+                assert got[key].dtype == value.dtype and torch.equal(got[key], value), (key, indices)
             else:
                 assert got[key] == value, key

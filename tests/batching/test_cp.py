@@ -93,3 +93,18 @@ def test_partition_collated_batch() -> None:
     ragged = PackedCollator(2, 12, pad_seq_length_to_mult=1, pad_seq_to_mult=4)(items[:1])
     with pytest.raises(DataError, match="batch width 8"):
         partition_packed_batch(ragged, 8, 0)
+
+
+@given(_packed(), st.data())
+def test_any_indivisible_length_is_named(case: tuple[int, list[int]], data: st.DataObject) -> None:
+    cp, cu = case
+    if cp == 1:
+        return
+    lengths = np.diff(cu).tolist()
+    k = data.draw(st.integers(0, len(lengths) - 1))
+    lengths[k] += data.draw(st.integers(1, 2 * cp - 1))
+    bad_cu = [0, *np.cumsum(lengths).tolist()]
+    with pytest.raises(
+        DataError, match=rf"^sequence {k}: length {lengths[k]} is not divisible by 2\*CP = {2 * cp}"
+    ):
+        zigzag_indices(bad_cu, cp, data.draw(st.integers(0, cp - 1)))

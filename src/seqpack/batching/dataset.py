@@ -36,8 +36,10 @@ class PackedDataset:
     (array([   0, 1771, 4001, 4097]), False)
     """
 
-    def __init__(self, spec: str | os.PathLike[str]) -> None:
-        self.reader = PackedReader(spec)
+    def __init__(self, spec: str | os.PathLike[str], *, validate: bool = True) -> None:
+        # Each row group is checked once, when first decoded: a broken row fails naming file and row
+        # instead of turning into silently wrong boundaries.
+        self.reader = PackedReader(spec, validate=validate)
 
     def __len__(self) -> int:
         return len(self.reader)
