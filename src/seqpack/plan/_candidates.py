@@ -48,6 +48,8 @@ IntArray = npt.NDArray[np.int64]
 
 DEFAULT_PACK_SIZES = (2048, 4096, 8192, 16384)
 DEFAULT_TOKEN_SLOTS = 65536
+#: Sampler epochs simulated per candidate (more steps, less noise on small datasets).
+SIMULATED_EPOCHS = 3
 #: ``--balance`` is recommended when it lowers the simulated mean imbalance by at least this much.
 BALANCE_WORTHWHILE = 0.002
 #: Estimated epoch times within this fraction of the best count as a tie, won by the smaller pack.
@@ -227,10 +229,11 @@ def evaluate_candidate(
     if simulate and dp_divides and plan.num_packs >= gbs:
         dp = topology.dp or 1
         try:
-            imbalance = step_imbalance(dense + attention, dp, gbs)
+            imbalance = step_imbalance(dense + attention, dp, gbs, epochs=SIMULATED_EPOCHS)
             balanced = balanced_pack(padded, pack_size, model)
             if balanced.num_packs >= gbs:
-                balanced_imbalance = step_imbalance(sum(pack_costs(balanced, model)), dp, gbs)
+                costs = sum(pack_costs(balanced, model))
+                balanced_imbalance = step_imbalance(costs, dp, gbs, epochs=SIMULATED_EPOCHS)
         except ImportError:  # the sampler's permutation needs torch (the ``torch`` extra)
             notes.append("imbalance not simulated: install seqpack[torch] for Bridge's sampler")
     return Candidate(
