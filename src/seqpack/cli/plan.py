@@ -9,6 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from seqpack._io import atomic_path
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.plan import (
     DEFAULT_TOKEN_SLOTS,
@@ -98,8 +99,6 @@ def _plot(candidates: list[Candidate], path: Path, overwrite: bool) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from seqpack._io import atomic_path
 
     sizes = [str(c.pack_size) for c in candidates]
     fig, left = plt.subplots(figsize=(6, 3.5))

@@ -222,18 +222,17 @@ def evaluate_candidate(
     if dp_divides is False:
         notes.append(f"DP {topology.dp} does not divide GBS {gbs}")
     dense, attention = pack_costs(plan, model)
-    per_step = max(gbs, 0)
     mean_dense = float(dense.mean()) if plan.num_packs else 0.0
     mean_attention = float(attention.mean()) if plan.num_packs else 0.0
     imbalance = balanced_imbalance = None
-    if simulate and dp_divides and plan.num_packs >= gbs:
-        dp = topology.dp or 1
+    if simulate and dp_divides and topology.dp is not None and plan.num_packs >= gbs:
+        dp = topology.dp
         try:
             imbalance = step_imbalance(dense + attention, dp, gbs, epochs=SIMULATED_EPOCHS)
             balanced = balanced_pack(padded, pack_size, model)
             if balanced.num_packs >= gbs:
-                costs = sum(pack_costs(balanced, model))
-                balanced_imbalance = step_imbalance(costs, dp, gbs, epochs=SIMULATED_EPOCHS)
+                dense_b, attention_b = pack_costs(balanced, model)
+                balanced_imbalance = step_imbalance(dense_b + attention_b, dp, gbs, epochs=SIMULATED_EPOCHS)
         except ImportError:  # the sampler's permutation needs torch (the ``torch`` extra)
             notes.append("imbalance not simulated: install seqpack[torch] for Bridge's sampler")
     return Candidate(
@@ -249,8 +248,8 @@ def evaluate_candidate(
         gbs_exact=gbs >= 1 and token_slots % pack_size == 0,
         dp_divides=dp_divides,
         steps_per_epoch=plan.num_packs // gbs if gbs >= 1 else 0,
-        dense_flops_per_step=mean_dense * per_step,
-        attention_flops_per_step=mean_attention * per_step,
+        dense_flops_per_step=mean_dense * gbs,
+        attention_flops_per_step=mean_attention * gbs,
         epoch_flops=model.dense * plan.num_packs * pack_size + float(attention.sum()),
         imbalance=imbalance,
         imbalance_balanced=balanced_imbalance,
