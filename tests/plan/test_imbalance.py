@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from seqpack.errors import UsageError
 from seqpack.plan import rank_loads, step_imbalance
@@ -48,3 +50,30 @@ def test_bad_batch() -> None:
         step_imbalance(np.ones(16), 3, 8)
     with pytest.raises(UsageError, match="make no full global batch"):
         step_imbalance(np.ones(4), 2, 8)
+
+
+@given(st.integers(1, 200), st.sampled_from([(1, 1), (2, 4), (4, 8), (3, 6), (8, 16)]), st.integers(0, 3))
+def test_rank_loads_match_seqpack_sampler_per_rank(total: int, batch: tuple[int, int], epoch: int) -> None:
+    from seqpack.batching import GlobalBatchSampler
+
+    dp, gbs = batch
+    if total < gbs:
+        return
+    costs = np.arange(total, dtype=np.float64) + 1.0
+    loads = rank_loads(costs, dp, gbs, seed=11, epoch=epoch)
+    for rank in range(dp):
+        sampler = GlobalBatchSampler(
+            total, gbs, rank, dp, seed=11, consumed_samples=epoch * (total // gbs * gbs)
+        )
+        assert [costs[b].sum() for b in sampler] == loads[:, rank].tolist()
+
+
+def test_row_costs_equal_pack_costs() -> None:
+    from seqpack.packing import pack_lengths
+    from seqpack.plan import CostModel, pack_costs, row_costs
+
+    model = CostModel(dense=3.0, attention=0.5)
+    plan = pack_lengths([4, 2, 6, 3, 2, 5], 10, algorithm="first_fit_shuffle", seed=0)
+    dense, attention = pack_costs(plan, model)
+    rows = row_costs(plan.lengths[plan.items], plan.sequences_per_pack, model)
+    np.testing.assert_allclose(rows, dense + attention)
