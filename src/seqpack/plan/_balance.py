@@ -22,7 +22,7 @@ attention term it balances tokens.)::
 
 Long sequences spread one per pack, medium ones go to the packs without a long one, and the packs
 holding the longest sequences are topped up last with the shortest ones. Two heaps make it
-O(n log packs): open packs by cost, and packs set aside (too full for the current length) by room,
+O(n log packs): open packs by load, and packs set aside (too full for the current length) by room,
 released when the lengths get short enough.
 
 A sequence's own cost cannot be split, so packs holding one very long sequence stay the most expensive
