@@ -10,6 +10,7 @@ import typer
 COMMAND_MODULES: list[str] = [
     "pack",
     "inspect",
+    "plan",
     "doctor",
     "translate",
     "curves",

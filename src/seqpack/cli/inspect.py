@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import typer
 
 from seqpack._progress import progress
@@ -15,7 +16,16 @@ from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_
 from seqpack.data.packed import PackedBlock, PackedReader, read_legacy_npy
 from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
 from seqpack.diff import dump_batches
-from seqpack.errors import DataError, InputError
+from seqpack.errors import DataError, InputError, UsageError
+from seqpack.plan import (
+    CostModel,
+    ModelDims,
+    check_batch,
+    resolve_cost_model,
+    row_costs,
+    step_imbalance,
+)
+from seqpack.plan._imbalance import DEFAULT_SAMPLER_SEED
 
 PERCENTILES = (50, 90, 99)
 
@@ -37,6 +47,18 @@ def _report(stats: PackedStats, pack_size: int | None) -> dict[str, Any]:
     }
 
 
+def _simulation(dp: int | None, gbs: int | None, model: str | None) -> tuple[int, int, CostModel] | None:
+    """Checked ``(dp, gbs, cost model)`` of the sampler simulation, or None when not asked for."""
+    if dp is None and gbs is None:
+        if model is not None:
+            raise UsageError("--model sets the cost model of the --dp/--gbs simulation; add --dp and --gbs")
+        return None
+    if dp is None or gbs is None:
+        raise UsageError("--dp and --gbs go together")
+    check_batch(gbs, dp)
+    return dp, gbs, resolve_cost_model(None if model is None else ModelDims.parse(model))
+
+
 def _print_text(spec: str, files: list[str], report: dict[str, Any], meta: dict[str, Any]) -> None:
     p = out_console.print
     p(f"packed data      {spec} ({len(files)} file{'s' if len(files) != 1 else ''})")
@@ -55,6 +77,13 @@ def _print_text(spec: str, files: list[str], report: dict[str, Any], meta: dict[
     p("runtime length   " + "  ".join(f"{k} {v}" for k, v in rl.items()))
     pr = report["packed_runtime_tokens"]
     p(f"pack fill        min {pr['min']}  max {pr['max']} runtime tokens")
+    sim = report.get("dp_imbalance")
+    if sim is not None:
+        p(
+            f"DP imbalance     DP {sim['dp']}, GBS {sim['gbs']}, {sim['steps']} steps of Bridge's sampler: "
+            f"mean {sim['mean']:.3f}  p95 {sim['p95']:.3f}  worst {sim['worst']:.3f} "
+            f"(slowest rank / mean rank; {sim['step_time_saving']:.1%} of step time spent waiting)"
+        )
     status = meta["status"]
     if status == "consistent":
         p(f"metadata         {meta['path']} entry {meta['entry']}: consistent (6 Bridge keys recomputed)")
@@ -70,6 +99,11 @@ def inspect_command(
     path: str = typer.Argument(..., help="Packed Parquet file, glob or directory (or a legacy .npy file)."),
     metadata: Path | None = typer.Option(
         None, "--metadata", help="Metadata sidecar (default: {N}_metadata.jsonl beside the data)."
+    ),
+    dp: int | None = typer.Option(None, "--dp", help="Simulate Bridge's sampler over DP ranks (with --gbs)."),
+    gbs: int | None = typer.Option(None, "--gbs", help="Global batch size (packs per step) for --dp."),
+    model: str | None = typer.Option(
+        None, "--model", help="hidden,layers,heads,ffn,vocab[,groups] of the step-cost model (7B-like)."
     ),
     output_format: OutputFormat = FormatOption,
     quiet: bool = QuietOption,
@@ -89,8 +123,12 @@ def inspect_command(
     from the rows. Exit 0 when all is well, 1 on the first bad row or a metadata mismatch, 2 when the data
     cannot be read.
 
+    With --dp and --gbs it also deals the packs the way Bridge's batch sampler does (epoch 0) and
+    reports the per-step imbalance: the slowest rank's estimated cost over the mean rank's.
+
     Example: seqpack inspect out/training_4096.idx.parquet --format json
     """
+    simulation = _simulation(dp, gbs, model)
     if path.lower().endswith(".npy"):
         files = [path]
         blocks: Any = [read_legacy_npy(path)]
@@ -113,13 +151,28 @@ def inspect_command(
     with progress(quiet) as bar:
         task = bar.add_task("inspect", total=None)
 
+        costs: list[np.ndarray] = []
+
         def advancing(source: Iterable[PackedBlock]) -> Iterator[PackedBlock]:
             for block in source:
-                yield block
+                yield block  # collect_stats validates the block before asking for the next one
                 bar.advance(task, block.num_rows)
+                if simulation is not None:
+                    runtime = block.sequence_lengths() - 1
+                    costs.append(row_costs(runtime, block.sequences_per_row(), simulation[2]))
 
         stats = collect_stats(advancing(blocks), pack_size=pack_size)
     report = _report(stats, pack_size)
+    if simulation is not None:
+        sim_dp, sim_gbs, cost_model = simulation
+        result = step_imbalance(np.concatenate(costs), sim_dp, sim_gbs)
+        report["dp_imbalance"] = {
+            "dp": sim_dp,
+            "gbs": sim_gbs,
+            "sampler_seed": DEFAULT_SAMPLER_SEED,
+            **result.to_dict(),
+            "cost_model": cost_model.to_record(),
+        }
     meta: dict[str, Any]
     if meta_path is None:
         meta = {"status": "skipped", "reason": "no metadata sidecar found (pass --metadata)"}
