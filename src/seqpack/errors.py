@@ -14,12 +14,23 @@ e.g. ``data.jsonl:17: field 'input_ids': expected a list of non-negative integer
 from __future__ import annotations
 
 import os
+import re
+import reprlib
+
+_NEWLINES = re.compile(r"\s*[\r\n]+\s*")
 
 
 class SeqpackError(Exception):
-    """Base of every error seqpack raises for bad input; ``exit_code`` is what the CLI returns."""
+    """Base of every error seqpack raises for bad input; ``exit_code`` is what the CLI returns.
+
+    The message is made one line here, once for all raisers: text quoted from a library (an Arrow or
+    YAML error spans several lines) would otherwise break the one-line contract.
+    """
 
     exit_code: int = 1
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(_NEWLINES.sub(" ", str(message)).strip(), *args)
 
 
 class UsageError(SeqpackError):
@@ -55,3 +66,19 @@ def where(
     if field is not None:
         text += f": field '{field}'"
     return text
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel = 2
+_SHOWN.maxstring = 40
+_SHOWN.maxother = 40
+_SHOWN.maxlist = _SHOWN.maxdict = _SHOWN.maxtuple = 4
+
+
+def shown(value: object) -> str:
+    """``repr`` of a value read from user input, for a message: one line, bounded in depth and length.
+
+    A plain ``repr`` of a 1,000-level nested list recurses past Python's limit and of a 1 GB string makes
+    a 1 GB message; this one prints ``[[[...]]]`` and ``'aaaaaaaaaaaaaaaaaa...aaaaaaaaaaaaaaaaaa'``.
+    """
+    return _SHOWN.repr(value)

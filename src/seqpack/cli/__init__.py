@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 
 from seqpack import __version__
 from seqpack.cli import _commands
@@ -64,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     except SeqpackError as exc:
         if state.debug:
             raise
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+        # The message holds user text (paths, values): escaped, so "[/x]" in a file name is not markup.
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True
+        )
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("Interrupted.")

@@ -28,7 +28,7 @@ from omegaconf.errors import OmegaConfBaseException
 from seqpack._yaml import load_yaml
 from seqpack.config import _bridge_fields as bf
 from seqpack.config._view import SECTION_CLASSES, ConfigView, DatasetKind, DatasetView, PackedSpecsView
-from seqpack.errors import InputError, UsageError
+from seqpack.errors import InputError, UsageError, shown
 from seqpack.translate import Translation
 
 #: v0.5 name -> v0.6 name inside ``dataset`` (spec §1).
@@ -145,8 +145,8 @@ def parse_override(item: str) -> tuple[str, Any]:
         for part in key.split("."):
             assert isinstance(value, dict)
             value = value[part]
-    except (OmegaConfBaseException, KeyError, AssertionError) as exc:
-        raise UsageError(f"override {item!r}: cannot parse ({exc.__class__.__name__})") from None
+    except Exception as exc:  # OmegaConf's grammar, its YAML value parser and the lookup all raise their own
+        raise UsageError(f"override {shown(item)}: cannot parse ({exc.__class__.__name__})") from None
     return key, value
 
 

@@ -52,10 +52,13 @@ from seqpack.errors import InputError
 
 BLOCK_BYTES = 16 << 20  # bounds memory: the kernel keeps ~10 arrays of 8 bytes per ':' of a block
 MAX_NOTES = 20
+#: Longest line kept while looking for its end (memory stays ~2 blocks + this); longer is an InputError.
+MAX_LINE_BYTES = 64 << 20
 
 _VALIDATION = re.compile(rb"validation loss at ([^|\n]*)\|([^\n]*)")
 _VALIDATION_AT = re.compile(rb"iteration\s+(\d+)(.*)")
-_STEP_TIME = re.compile(rb"Step Time :\s*([-+0-9.eE]+)s(?:\s+GPU utilization:\s*([-+0-9.eE]+))?")
+_FLOAT = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"  # what float() reads, so a match always converts
+_STEP_TIME = re.compile(rb"Step Time :\s*(" + _FLOAT + rb")s(?:\s+GPU utilization:\s*(" + _FLOAT + rb"))?")
 _DROPPED = -2  # key id given to fields whose value is not a number
 MIN_RECORD_BYTES = 14  # "iteration 1/1|": bounds the number of records in a block
 _HEAD_BYTES = 1 << 20  # NeMo detection looks at the first MiB
@@ -186,8 +189,10 @@ def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> int:
     bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
     has_loss = np.zeros(n, dtype=bool)
     for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), int(keys.size)], strict=True):
+        if hi <= lo:  # no field at all in the block's records (keys is empty)
+            continue
         key_id = int(keys[lo])
-        if hi <= lo or key_id == _DROPPED:
+        if key_id == _DROPPED:
             continue
         name, scale = names[key_id]
         if not name:
@@ -301,6 +306,9 @@ def read_log(
                 else:
                     cut = data.rfind(b"\n") + 1
                     block, tail = data[:cut], data[cut:]
+                    if len(tail) > MAX_LINE_BYTES:  # no newline for that long: not a log, stop reading
+                        line = (state.lines_before if state is not None else 0) + block.count(b"\n") + 1
+                        raise InputError(f"{source}:{line}: line longer than {MAX_LINE_BYTES} bytes")
                 if state is None:
                     nemo = input_format == "nemo" or (input_format is None and looks_like_nemo(block))
                     state = _State(nemo=nemo)

@@ -25,11 +25,13 @@ import orjson
 from seqpack._io import read_bytes
 from seqpack.curves._names import canonical
 from seqpack.curves._series import Curves, Series, find_segments, resolve
-from seqpack.errors import DataError, InputError, where
+from seqpack.errors import DataError, InputError, shown, where
 
 # Step columns of exported tables, in order of preference (``_step`` is W&B's own counter).
 STEP_COLUMNS: tuple[str, ...] = ("iteration", "step", "global_step", "trainer/global_step", "Step", "_step")
 _NON_NUMBER_WORDS = {"", "none", "null"}
+#: Largest step magnitude accepted (steps are stored as int64).
+MAX_STEP = 2**62
 
 
 def _number(raw: Any) -> float | None:
@@ -43,7 +45,7 @@ def _number(raw: Any) -> float | None:
         if text.lower() in _NON_NUMBER_WORDS:
             return None
         return float(text)  # float() accepts nan, inf, -Infinity, 1e-3
-    raise ValueError(repr(raw))
+    raise ValueError(shown(raw))
 
 
 def read_golden(path: str | os.PathLike[str]) -> Curves:
@@ -69,8 +71,8 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
             )
         values = entry["values"]
         if isinstance(values, list):  # older golden files: a list from start_step every step_interval
-            start = int(entry.get("start_step", 1))
-            step = int(entry.get("step_interval", 1))
+            start = _int_key(source, name, entry, "start_step")
+            step = _int_key(source, name, entry, "step_interval")
             items = [(start + k * step, v) for k, v in enumerate(values)]
         elif isinstance(values, dict):
             try:
@@ -79,6 +81,9 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
                 raise DataError(f"{where(source, field=name)}: step keys must be integers") from None
         else:
             raise InputError(f"{where(source, field=name)}: 'values' must be an object or a list")
+        far = next((step for step, _ in items if abs(step) > MAX_STEP), None)
+        if far is not None:
+            raise DataError(f"{where(source, field=name)}: step {shown(far)} is out of range")
         its: list[int] = []
         vals: list[float] = []
         unrecorded = 0
@@ -89,7 +94,9 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
             try:
                 value = _number(raw)
             except ValueError:
-                raise DataError(f"{where(source, field=name)}: step {step}: not a number: {raw!r}") from None
+                raise DataError(
+                    f"{where(source, field=name)}: step {step}: not a number: {shown(raw)}"
+                ) from None
             if value is None:
                 unrecorded += 1
                 continue
@@ -102,6 +109,18 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
     if unrecorded_by_metric:
         notes.append(f'{source}: steps marked "nan" (not recorded): {", ".join(unrecorded_by_metric)}')
     return Curves(source=source, format="golden", metrics=metrics, notes=notes)
+
+
+def _int_key(source: str, name: str, entry: dict[str, Any], key: str) -> int:
+    """An integer key of a golden entry (``start_step``, ``step_interval``; 1 when absent)."""
+    raw = entry.get(key, 1)
+    try:
+        if isinstance(raw, bool):
+            raise TypeError
+        return int(raw)
+    except (TypeError, ValueError, OverflowError):
+        at = where(source, field=name)
+        raise DataError(f"{at}: '{key}' must be an integer, found {shown(raw)}") from None
 
 
 def _table_curves(
@@ -129,10 +148,10 @@ def _table_curves(
             step = _number(row.get(step_key))
         except ValueError:
             step = math.nan
-        if step is None or not math.isfinite(step) or step != int(step):
+        if step is None or not math.isfinite(step) or step != int(step) or abs(step) > MAX_STEP:
             raise DataError(
                 f"{where(source, first_line + k, field=step_key)}: expected an integer step, "
-                f"found {row.get(step_key)!r}"
+                f"found {shown(row.get(step_key))}"
             )
         steps.append(int(step))
     metrics: dict[str, Series] = {}
@@ -157,7 +176,7 @@ def _table_curves(
             if not its:
                 continue  # a text column (run name, tags): not a metric
             raise DataError(
-                f"{where(source, first_line + bad[0], field=key)}: expected a number, found {bad[1]!r}"
+                f"{where(source, first_line + bad[0], field=key)}: expected a number, found {shown(bad[1])}"
             )
         if its:
             name = key.split(" - ", 1)[1] if " - " in key else key  # W&B UI export: "<run> - <metric>"
@@ -175,10 +194,14 @@ def read_csv(path: str | os.PathLike[str]) -> Curves:
     if not text.strip():
         raise InputError(f"{source}: empty file")
     reader = csv.DictReader(io.StringIO(text))
+    rows: list[dict[str, Any]] = []
     try:
-        rows = [dict(row) for row in reader]
+        for row in reader:
+            if None in row:  # DictReader files the cells past the header under the key None
+                raise DataError(f"{where(source, reader.line_num)}: more cells than the header has columns")
+            rows.append(dict(row))
     except csv.Error as exc:
-        raise InputError(f"{source}: not CSV ({exc})") from None
+        raise InputError(f"{where(source, reader.line_num)}: not CSV ({exc})") from None
     if reader.fieldnames is None:
         raise InputError(f"{source}: no header row")
     return _table_curves(source, "csv", rows, first_line=2)

@@ -20,6 +20,9 @@ from seqpack.errors import InputError
 
 #: Records per chunk: big enough to amortise per-chunk costs, small enough to bound memory.
 DEFAULT_CHUNK_ROWS = 1024
+#: Longest JSON line accepted (a 1M-token pre-tokenized sample is ~8 MiB); a longer one is an InputError,
+#: so a file without newlines cannot be read into memory whole.
+MAX_LINE_BYTES = 256 << 20
 _JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -72,9 +75,12 @@ def iter_chunks(paths: list[Path], chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iter
 def _jsonl_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
     lines: list[bytes] = []
     locs: list[int] = []
+    limit = MAX_LINE_BYTES
     try:
         with open(path, "rb") as handle:
-            for number, line in enumerate(handle, start=1):
+            for number, line in enumerate(iter(lambda: handle.readline(limit + 1), b""), start=1):
+                if len(line) > limit:
+                    raise InputError(f"{os.fspath(path)}:{number}: line longer than {limit} bytes")
                 if not line.strip():
                     continue
                 lines.append(line)
@@ -91,10 +97,17 @@ def _jsonl_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk
 def _parquet_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
     try:
         reader = pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: undecodable column names
         raise InputError(f"{os.fspath(path)}: not a readable Parquet file ({exc})") from None
     row = 0
-    for batch in reader.iter_batches(batch_size=chunk_rows):
+    batches = reader.iter_batches(batch_size=chunk_rows)
+    while True:
+        try:
+            batch = next(batches, None)
+        except (pa.ArrowException, OSError) as exc:  # a corrupt page is found only when it is decoded
+            raise InputError(f"{os.fspath(path)} row {row}: cannot read Parquet data ({exc})") from None
+        if batch is None:
+            return
         yield RawChunk(source, np.arange(row, row + batch.num_rows, dtype=np.int64), batch=batch)
         row += batch.num_rows
 

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from seqpack._io import atomic_write_bytes, read_bytes
-from seqpack.errors import DataError, InputError
+from seqpack.errors import DataError, InputError, shown
 from seqpack.packing import BRIDGE_METADATA_KEYS
 
 #: The key under which seqpack keeps its own record in each entry (CONVENTIONS: data and files).
@@ -115,12 +117,9 @@ def read_metadata(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """
     raw = read_bytes(path)
     try:
-        doc = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        col = getattr(exc, "colno", None)
-        pos = f":{line}:{col}" if line is not None else ""
-        raise InputError(f"{os.fspath(path)}{pos}: not valid JSON ({exc.__class__.__name__})") from None
+        doc = orjson.loads(raw)  # nesting is bounded (1024 levels), unlike json.loads' recursion
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{os.fspath(path)}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
     if not isinstance(doc, list):
         raise DataError(
             f"{os.fspath(path)}: expected a JSON array of metadata entries, found {type(doc).__name__}"
@@ -139,7 +138,7 @@ def _check_entry(path: str | os.PathLike[str], index: int, entry: object) -> Non
         value = entry[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise DataError(
-                f"{os.fspath(path)}: entry {index}: key '{key}': expected a number, found {value!r}"
+                f"{os.fspath(path)}: entry {index}: key '{key}': expected a number, found {shown(value)}"
             )
 
 

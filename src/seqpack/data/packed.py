@@ -20,20 +20,23 @@ from __future__ import annotations
 
 import glob
 import io
+import math
 import os
 import pickle
+import re
+import tokenize
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from seqpack.errors import DataError, InputError, where
+from seqpack.errors import DataError, InputError, shown, where
 
 #: The three columns every packed Parquet file must hold, in Bridge's order (spec §3).
 REQUIRED_COLUMNS: tuple[str, ...] = ("input_ids", "loss_mask", "seq_start_id")
@@ -294,7 +297,7 @@ class PackedReader:
             path = self.paths[index]
             try:
                 handle = pq.ParquetFile(path, memory_map=True)
-            except (pa.ArrowInvalid, OSError) as exc:
+            except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: undecodable column names
                 raise InputError(f"{path}: cannot read as Parquet ({exc})") from None
             _check_schema(path, handle.schema_arrow)
             self._files[index] = handle
@@ -387,19 +390,111 @@ class PackedReader:
 # ---------------------------------------------------------------------------------------------------------
 # Legacy .npy (Bridge <= v0.5): a pickled object array of dicts. Read only through a restricted unpickler.
 
-_SAFE_BUILTINS = frozenset(
-    {"list", "dict", "tuple", "set", "frozenset", "bytes", "bytearray", "str", "int", "float", "bool",
-     "complex", "slice", "range", "NoneType"}
-)  # fmt: skip
-#: Globals an object-array ``.npy`` may reference: plain builtins and what numpy needs to rebuild arrays.
-_SAFE_GLOBALS = MappingProxyType(
+
+#: dtypes a legacy file may hold: bool, integers, floats (one of 1-8 bytes) and object (the rows).
+_PLAIN_DTYPE = re.compile(r"[biuf][1248]|O8")
+
+
+class _DTypeState:
+    """A dtype as a pickle describes it (``dtype('i8', False, True)`` then BUILD with its state).
+
+    Nothing is built until :meth:`resolve`, which admits plain dtypes only: a crafted state (fields,
+    sub-arrays, odd item sizes) never reaches numpy's ``dtype.__setstate__``.
+    """
+
+    def __init__(self, spec: Any, align: Any = False, copy: Any = True) -> None:
+        self.spec = spec
+        self.state: Any = None
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+    def resolve(self) -> np.dtype:
+        spec, state = self.spec, self.state
+        if not isinstance(spec, str) or not _PLAIN_DTYPE.fullmatch(spec):
+            raise pickle.UnpicklingError(f"refused dtype {shown(spec)} (plain numbers or objects only)")
+        order = state[1] if isinstance(state, tuple) and len(state) > 4 else "|"
+        if order not in ("<", ">", "|", "=") or any(part is not None for part in state[2:5]):
+            raise pickle.UnpicklingError(f"refused dtype state {shown(state)}")
+        dtype = np.dtype(spec)
+        return dtype.newbyteorder("<" if order == "<" else ">") if order in ("<", ">") else dtype
+
+
+def _plain_dtype(value: Any) -> np.dtype:
+    if not isinstance(value, _DTypeState):
+        raise pickle.UnpicklingError(f"expected a dtype, found {type(value).__name__}")
+    return value.resolve()
+
+
+class _CheckedArray(np.ndarray):
+    """The array numpy's pickle BUILD fills, with its state checked first.
+
+    ``ndarray.__setstate__`` trusts the state: an object array of shape ``(2,)`` given a list of one item
+    reads a pointer past the list's end (a crash, or worse). Here the item count must match the shape and
+    plain data must be exactly ``size * itemsize`` bytes.
+    """
+
+    def __setstate__(self, state: Any) -> None:
+        if not isinstance(state, tuple) or len(state) not in (4, 5):
+            raise pickle.UnpicklingError("malformed ndarray state")
+        version, (shape, dtype_state, fortran, data) = (
+            (state[0], state[1:]) if len(state) == 5 else (1, state)
+        )
+        if (
+            not isinstance(shape, tuple)
+            or len(shape) > 32
+            or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**40 for n in shape)
+        ):
+            raise pickle.UnpicklingError(f"malformed ndarray shape {shown(shape)}")
+        size = math.prod(shape)
+        dtype = _plain_dtype(dtype_state)
+        if dtype.hasobject:
+            if not isinstance(data, list) or len(data) != size:
+                raise pickle.UnpicklingError(f"object array of shape {shape} with mismatched items")
+        elif not isinstance(data, bytes) or len(data) != size * dtype.itemsize:
+            raise pickle.UnpicklingError(f"array of shape {shape} with mismatched data")
+        # numpy wants a plain bool flag here (its stubs say numpy.bool, which it refuses).
+        super().__setstate__(cast(Any, (version, shape, dtype, bool(fortran), data)))
+
+
+def _empty_reconstruct(subtype: Any, shape: Any, dtype: Any) -> np.ndarray:
+    """numpy's ``_reconstruct``, for the one call its pickles make: an empty array that BUILD then fills.
+
+    The real one allocates any shape it is given (``_reconstruct(ndarray, (10**12,), b'b')`` claims a
+    terabyte); here anything but ``(ndarray, (0,), ...)`` is refused.
+    """
+    if subtype is not np.ndarray or tuple(shape) != (0,):
+        raise pickle.UnpicklingError("refused numpy _reconstruct of anything but an empty ndarray")
+    return np.ndarray.__new__(_CheckedArray, (0,), np.uint8)
+
+
+def _plain_scalar(dtype_state: Any, data: Any = None) -> Any:
+    """numpy's ``scalar`` for plain dtypes only (its object/structured paths trust the bytes as pointers)."""
+    dtype = _plain_dtype(dtype_state)
+    if dtype.hasobject or not isinstance(data, bytes) or len(data) != dtype.itemsize:
+        raise pickle.UnpicklingError(f"refused numpy scalar of dtype {dtype}")
+    return np.frombuffer(data, dtype=dtype)[0]
+
+
+def _latin1_encode(text: Any, encoding: str = "utf-8") -> bytes:
+    """``_codecs.encode`` as protocol-2 pickles use it (bytes written as latin-1 text), and nothing else."""
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError("refused _codecs.encode other than str -> latin1 bytes")
+    return text.encode("latin1")
+
+
+#: What an object-array ``.npy`` may reference, found by unpickling real ones: numpy's array, dtype and
+#: scalar rebuilders (each replaced by a checked one above) and, in protocol 2, ``_codecs.encode``. No
+#: builtins: ``bytes(10**12)``, ``list(range(...))`` would let a few bytes of pickle allocate without bound.
+_SAFE_GLOBALS: MappingProxyType[tuple[str, str], Any] = MappingProxyType(
     {
-        "builtins": _SAFE_BUILTINS,
-        "collections": frozenset({"OrderedDict"}),
-        "numpy": frozenset({"ndarray", "dtype"}),
-        "numpy.core.multiarray": frozenset({"_reconstruct", "scalar"}),
-        "numpy._core.multiarray": frozenset({"_reconstruct", "scalar"}),
-        "_codecs": frozenset({"encode"}),
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): _DTypeState,
+        ("numpy.core.multiarray", "_reconstruct"): _empty_reconstruct,
+        ("numpy._core.multiarray", "_reconstruct"): _empty_reconstruct,
+        ("numpy.core.multiarray", "scalar"): _plain_scalar,
+        ("numpy._core.multiarray", "scalar"): _plain_scalar,
+        ("_codecs", "encode"): _latin1_encode,
     }
 )
 
@@ -408,13 +503,10 @@ class _RestrictedUnpickler(pickle.Unpickler):
     """Refuses every global outside :data:`_SAFE_GLOBALS`, so a crafted file cannot run code."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if name not in _SAFE_GLOBALS.get(module, ()):
-            raise pickle.UnpicklingError(
-                f"refused to load '{module}.{name}' (only builtins and numpy arrays)"
-            )
-        if module == "numpy.core.multiarray":  # numpy >= 2 keeps it under numpy._core
-            module = "numpy._core.multiarray" if hasattr(np, "_core") else module
-        return super().find_class(module, name)
+        found = _SAFE_GLOBALS.get((module, name))
+        if found is None:
+            raise pickle.UnpicklingError(f"refused to load '{module}.{name}' (only numpy arrays and scalars)")
+        return found
 
 
 def _safe_unpickle(path: str, payload: bytes) -> Any:
@@ -424,6 +516,20 @@ def _safe_unpickle(path: str, payload: bytes) -> Any:
         raise DataError(f"{path}: unsafe or invalid pickle in legacy .npy: {exc}") from None
     except Exception as exc:  # any other failure of a malformed stream
         raise InputError(f"{path}: cannot unpickle legacy .npy ({exc.__class__.__name__}: {exc})") from None
+
+
+#: numpy's own bound on a ``.npy`` header it will parse (``max_header_size``); the length field is read
+#: first, so a crafted 4 GiB length is refused before anything is allocated.
+MAX_NPY_HEADER = 10_000
+
+
+def _check_header_length(handle: Any, version: tuple[int, int]) -> None:
+    width = 2 if version == (1, 0) else 4
+    position = handle.tell()
+    raw = handle.read(width)
+    handle.seek(position)
+    if len(raw) == width and int.from_bytes(raw, "little") > MAX_NPY_HEADER:
+        raise ValueError(f"header length {int.from_bytes(raw, 'little')} exceeds {MAX_NPY_HEADER} bytes")
 
 
 def read_legacy_npy(path: str | os.PathLike[str]) -> PackedBlock:
@@ -436,6 +542,7 @@ def read_legacy_npy(path: str | os.PathLike[str]) -> PackedBlock:
     try:
         with open(text, "rb") as handle:
             version = np.lib.format.read_magic(handle)
+            _check_header_length(handle, version)
             if version == (1, 0):
                 _shape, _fortran, dtype = np.lib.format.read_array_header_1_0(handle)
             else:
@@ -443,8 +550,13 @@ def read_legacy_npy(path: str | os.PathLike[str]) -> PackedBlock:
             payload = handle.read()
     except FileNotFoundError:
         raise InputError(f"{text}: no such file") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{text}: not a .npy file ({exc})") from None
+    except (
+        OSError,
+        ValueError,
+        SyntaxError,
+        tokenize.TokenError,
+    ) as exc:  # numpy parses the header as Python
+        raise InputError(f"{text}: not a .npy file ({exc.__class__.__name__}: {exc})") from None
     if dtype != np.dtype(object):
         raise DataError(f"{text}: expected a pickled object array of dicts, found dtype {dtype}")
     rows = _safe_unpickle(text, payload)

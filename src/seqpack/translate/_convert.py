@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, shown
 from seqpack.translate._table import (
     BY_FLAG,
     FLAG_TABLE,
@@ -124,11 +124,13 @@ def mlm_to_bridge(flags: Sequence[str] | Mapping[str, Any]) -> Translation:
             if raw is False:
                 continue
             if raw is not True:
-                raise UsageError(f"Megatron-LM flag {flag} is a switch and takes no value, found {raw!r}")
+                raise UsageError(
+                    f"Megatron-LM flag {flag} is a switch and takes no value, found {shown(raw)}"
+                )
             pairs: Iterable[tuple[str, Scalar]] = mapping.sets
         else:
             if isinstance(raw, bool):
-                raise UsageError(f"Megatron-LM flag {flag} expects a value, found {raw!r}")
+                raise UsageError(f"Megatron-LM flag {flag} expects a value, found {shown(raw)}")
             value = _typed(flag, parse_scalar(raw) if isinstance(raw, str) else raw)
             pairs = [(key, value) for key in mapping.keys]
         for key, value in pairs:
@@ -144,10 +146,10 @@ def mlm_to_bridge(flags: Sequence[str] | Mapping[str, Any]) -> Translation:
 def _typed(flag: str, value: Any) -> Any:
     """Refuse a value of the wrong type for a numeric flag (``--seq-length four``)."""
     if flag in INT_FLAGS and not (isinstance(value, int) and not isinstance(value, bool)):
-        raise UsageError(f"Megatron-LM flag {flag} expects an integer, found {value!r}")
+        raise UsageError(f"Megatron-LM flag {flag} expects an integer, found {shown(value)}")
     if flag in FLOAT_FLAGS:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise UsageError(f"Megatron-LM flag {flag} expects a number, found {value!r}")
+            raise UsageError(f"Megatron-LM flag {flag} expects a number, found {shown(value)}")
         return float(value)
     return value
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from seqpack._yaml import load_yaml
 from seqpack.errors import InputError, UsageError
+from seqpack.translate._convert import mlm_to_bridge
 
 
 def load_model_args(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -30,6 +31,11 @@ def load_model_args(path: str | os.PathLike[str]) -> dict[str, Any]:
         if not isinstance(flag, str) or not flag.startswith("--"):
             line = lines.get(f"MODEL_ARGS.{flag}", lines.get("MODEL_ARGS", 1))
             raise InputError(f"{os.fspath(path)}:{line}: MODEL_ARGS key {flag!r} is not a '--flag'")
+        try:  # a value of the wrong type is named with the file and line it was written on
+            mlm_to_bridge({flag: args[flag]})
+        except UsageError as exc:
+            line = lines.get(f"MODEL_ARGS.{flag}", lines.get("MODEL_ARGS", 1))
+            raise UsageError(f"{os.fspath(path)}:{line}: {exc}") from None
     return dict(args)
 
 
