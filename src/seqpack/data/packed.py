@@ -476,6 +476,22 @@ def _plain_scalar(dtype_state: Any, data: Any = None) -> Any:
     return np.frombuffer(data, dtype=dtype)[0]
 
 
+def _plain_frombuffer(buffer: Any, dtype_state: Any, shape: Any, order: Any) -> np.ndarray:
+    """numpy's ``_frombuffer`` (protocol-5 arrays) for plain dtypes and a buffer of exactly the right size."""
+    dtype = _plain_dtype(dtype_state)
+    data = buffer.raw() if isinstance(buffer, pickle.PickleBuffer) else buffer
+    if (
+        dtype.hasobject
+        or not isinstance(data, (bytes, bytearray, memoryview))
+        or not isinstance(shape, tuple)
+        or not all(isinstance(n, int) and n >= 0 for n in shape)
+        or len(data) != math.prod(shape) * dtype.itemsize
+        or order not in ("C", "F")
+    ):
+        raise pickle.UnpicklingError("refused numpy _frombuffer with mismatched shape, dtype or data")
+    return np.frombuffer(data, dtype=dtype).reshape(shape, order=order).copy()
+
+
 def _latin1_encode(text: Any, encoding: str = "utf-8") -> bytes:
     """``_codecs.encode`` as protocol-2 pickles use it (bytes written as latin-1 text), and nothing else."""
     if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
@@ -484,7 +500,8 @@ def _latin1_encode(text: Any, encoding: str = "utf-8") -> bytes:
 
 
 #: What an object-array ``.npy`` may reference, found by unpickling real ones: numpy's array, dtype and
-#: scalar rebuilders (each replaced by a checked one above) and, in protocol 2, ``_codecs.encode``. No
+#: scalar rebuilders (each replaced by a checked one above; ``_frombuffer`` in protocol 5) and, in
+#: protocol 2, ``_codecs.encode``. No
 #: builtins: ``bytes(10**12)``, ``list(range(...))`` would let a few bytes of pickle allocate without bound.
 _SAFE_GLOBALS: MappingProxyType[tuple[str, str], Any] = MappingProxyType(
     {
@@ -494,6 +511,8 @@ _SAFE_GLOBALS: MappingProxyType[tuple[str, str], Any] = MappingProxyType(
         ("numpy._core.multiarray", "_reconstruct"): _empty_reconstruct,
         ("numpy.core.multiarray", "scalar"): _plain_scalar,
         ("numpy._core.multiarray", "scalar"): _plain_scalar,
+        ("numpy._core.numeric", "_frombuffer"): _plain_frombuffer,
+        ("numpy.core.numeric", "_frombuffer"): _plain_frombuffer,
         ("_codecs", "encode"): _latin1_encode,
     }
 )
