@@ -8,6 +8,7 @@ and renamed over the final name only when complete. On any exception the tempora
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
@@ -16,6 +17,24 @@ from pathlib import Path
 from seqpack.errors import InputError, UsageError
 
 TEMP_PREFIX = ".seqpack-tmp-"
+#: errno values that mean "the disk (or this process's file-size or quota limit) is full".
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+#: How libraries that drop the errno (Arrow) spell the same conditions.
+_DISK_FULL_TEXT = ("No space left on device", "File too large", "Disk quota exceeded")
+
+
+def is_disk_full(exc: OSError) -> bool:
+    """Is ``exc`` a full disk, an exceeded quota or an exceeded file-size limit (EFBIG, as RLIMIT_FSIZE)?"""
+    return exc.errno in _DISK_FULL or any(text in str(exc) for text in _DISK_FULL_TEXT)
+
+
+def disk_full_error(directory: str | os.PathLike[str], exc: OSError) -> InputError:
+    """One line naming the directory that could not be written (``exc`` says which limit)."""
+    reason = exc.strerror or str(exc).split(":")[-1].strip() or "no space"
+    return InputError(
+        f"{os.fspath(directory)}: cannot write, the disk is full ({reason}); "
+        "nothing was left under a final name"
+    )
 
 
 def fsync_dir(directory: Path) -> None:
