@@ -2,8 +2,9 @@
 
 Exit codes are decided here and nowhere else: 0 ok; 1 a finding, a mismatch or invalid data
 (:class:`~seqpack.errors.DataError`); 2 unreadable input or wrong usage
-(:class:`~seqpack.errors.InputError`, :class:`~seqpack.errors.UsageError`, click usage errors).
-A traceback is shown only with ``--debug``.
+(:class:`~seqpack.errors.InputError`, :class:`~seqpack.errors.UsageError`, click usage errors, and an
+``OSError`` no command turned into one: a full disk, a permission). A traceback is shown only with
+``--debug``; every error is one line on stderr.
 """
 
 from __future__ import annotations
@@ -70,6 +71,14 @@ def main(argv: list[str] | None = None) -> int:
             f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True
         )
         return exc.exit_code
+    except OSError as exc:  # the environment, not the input (a full disk, a permission): still one line
+        if state.debug:
+            raise
+        message = f"{exc.filename or 'seqpack'}: {exc.strerror or exc}"
+        err_console.print(
+            f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True
+        )
+        return 2
     except KeyboardInterrupt:
         err_console.print("Interrupted.")
         return 130

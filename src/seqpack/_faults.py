@@ -1,0 +1,36 @@
+"""Fault injection for the crash tests: stop or kill this process at a named point of a long run.
+
+``SEQPACK_FAULT=<point>:<n>:<action>`` makes the ``n``-th call of :func:`fault_point` with that name
+send this process ``action`` (``kill``: SIGKILL, as an OOM killer or a preempted node does; ``stop``:
+SIGSTOP, so a test can hold a run mid-way). Unset (always, outside tests) it costs one dict lookup::
+
+    SEQPACK_FAULT=write:3:kill seqpack pack in.jsonl -o out -n 4096     # dies after the 3rd row group
+
+The points of ``seqpack pack`` are ``read`` (after each input chunk reaches the scratch store), ``plan``,
+``write`` (after each row group), ``commit`` (metadata written, nothing renamed yet) and ``rename``
+(rejects renamed, packed file not yet). ``docs/failure-behaviour.md`` lists what a run killed at each
+leaves behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV = "SEQPACK_FAULT"
+_SIGNALS = {"kill": signal.SIGKILL, "stop": signal.SIGSTOP}
+_seen: dict[str, int] = {}
+
+
+def fault_point(name: str) -> None:
+    """Count a pass through ``name``; signal this process when ``SEQPACK_FAULT`` asks for this one."""
+    spec = os.environ.get(ENV)
+    if not spec:
+        return
+    point, _, rest = spec.partition(":")
+    if point != name:
+        return
+    count, _, action = rest.partition(":")
+    _seen[name] = _seen.get(name, 0) + 1
+    if _seen[name] == int(count or 1):
+        os.kill(os.getpid(), _SIGNALS[action or "kill"])
