@@ -12,8 +12,10 @@ import io
 import os
 import pickle
 import pickletools
+import struct
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +82,22 @@ def test_legacy_npy_amplifiers_are_refused(tmp_path: Path) -> None:
     pickletools.dis(reconstruct, out=io.StringIO())  # a well-formed stream: refused by content, not syntax
     with pytest.raises(DataError, match="anything but an empty ndarray"):
         read_legacy_npy(_npy_with_pickle(tmp_path / "b.npy", reconstruct))
+
+
+@pytest.mark.parametrize("opcode", [b"B" + struct.pack("<I", 2**31), b"\x8e" + struct.pack("<Q", 2**33)])
+def test_legacy_npy_declared_lengths_allocate_nothing(tmp_path: Path, opcode: bytes) -> None:
+    """Found by fuzzing: BINBYTES/BINBYTES8 declare a length the C unpickler allocates before reading;
+    13 bytes of pickle claimed 4 GiB. Read now with the pure-Python unpickler: a truncation error and a
+    peak of a few KiB."""
+    bomb = _npy_with_pickle(tmp_path / "bomb.npy", b"\x80\x04" + opcode + b"x.")
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match=r"bomb\.npy: cannot unpickle legacy \.npy"):
+            read_legacy_npy(bomb)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20
 
 
 def test_legacy_npy_object_state_that_reads_past_its_list_is_refused(tmp_path: Path) -> None:
