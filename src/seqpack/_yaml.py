@@ -62,7 +62,7 @@ def parse_yaml(text: str, name: str = "<string>") -> tuple[Any, dict[str, int]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
-        raise InputError(f"{_at(name, mark)}: {problem}") from None
+        raise InputError(f"{_at(name, mark)}: not valid YAML ({problem})") from None
     except yaml.reader.ReaderError as exc:  # a byte YAML does not allow (NUL, other control characters)
         line = text.count("\n", 0, exc.position) + 1
         raise InputError(f"{name}:{line}: character #x{exc.character:04x} is not allowed in YAML") from None

@@ -264,7 +264,7 @@ def test_unreadable_spec_is_exit_2(tmp_path: Path) -> None:
     assert main(["correlate", "plan", "--spec", str(tmp_path / "missing.yaml")]) == 2
     bad = tmp_path / "bad.yaml"
     bad.write_text("model: [1, 2\n")
-    with pytest.raises(InputError, match=re.escape("bad.yaml:2: not valid YAML")):
+    with pytest.raises(InputError, match=r"bad\.yaml:2:\d+: not valid YAML"):
         load_spec(bad)
     assert main(["correlate", "plan"]) == 2
 

@@ -19,10 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from seqpack._io import read_bytes
-from seqpack.errors import DataError, InputError, where
+from seqpack._yaml import load_yaml
+from seqpack.errors import DataError, where
 
 Check = Callable[[Any], bool]
 
@@ -198,11 +196,5 @@ def parse_spec(doc: Any, source: str | os.PathLike[str] = "<spec>") -> Correlati
 
 def load_spec(path: str | os.PathLike[str]) -> CorrelationSpec:
     """Read and check a spec YAML file (``InputError`` if unreadable, ``DataError`` if invalid)."""
-    text = read_bytes(path)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise InputError(f"{where(path, line)}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    doc, _ = load_yaml(path)  # the safe loader, nesting and aliases bounded, errors as file:line:col
     return parse_spec(doc, path)
