@@ -14,6 +14,7 @@ COMMAND_MODULES: list[str] = [
     "translate",
     "curves",
     "train",
+    "demo",
 ]
 
 
