@@ -12,7 +12,6 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.config import default_lang
@@ -30,14 +29,16 @@ class _LineReporter:
 
     def begin(self, index: int, total: int, name: str, title: str, work: int | None) -> None:
         steps = f" ({work} steps)" if work else ""
-        self.console.print(f"[{index}/{total}] {name}: {title}{steps} ...", markup=False)
+        self.console.print(f"[{index}/{total}] {name}: {title}{steps} ...", markup=False, soft_wrap=True)
 
     def advance(self, amount: int = 1, note: str | None = None) -> None:
         return None
 
     def end(self, step: StepResult) -> None:
         mark = "ok" if step.ok else "FAILED"
-        self.console.print(f"      {mark} in {step.seconds:.1f} s: {step.summary}", markup=False)
+        self.console.print(
+            f"      {mark} in {step.seconds:.1f} s: {step.summary}", markup=False, soft_wrap=True
+        )
 
 
 class _BarReporter:
@@ -47,10 +48,12 @@ class _BarReporter:
         self.bar = bar
         self.task: TaskID | None = None
         self.label = ""
+        self.work = 1
 
     def begin(self, index: int, total: int, name: str, title: str, work: int | None) -> None:
-        self.label = f"[{index}/{total}] [bold]{escape(name)}[/]"
-        self.task = self.bar.add_task(f"{self.label}: {escape(title)}", total=work, note="")
+        self.label = f"[{index}/{total}] [bold]{escape(name)}[/]: {escape(title)}"
+        self.work = work or 1
+        self.task = self.bar.add_task(f"  {self.label}", total=work, note="")
 
     def advance(self, amount: int = 1, note: str | None = None) -> None:
         if self.task is not None:
@@ -60,13 +63,13 @@ class _BarReporter:
         if self.task is None:
             return
         mark = OK if step.ok else FAILED
-        total = self.bar.tasks[self.task].total
+        # The line stays short (a terminal line); the summary at the end has each step's account.
         self.bar.update(
             self.task,
-            description=f"{mark} {self.label}: {escape(step.summary)}",
-            total=total if total is not None else 1,
-            completed=total if total is not None else 1,
-            note="",
+            description=f"{mark} {self.label}",
+            total=self.work,
+            completed=self.work,
+            note="" if step.ok else "[red]did not do what it should[/]",
         )
 
 
@@ -98,13 +101,13 @@ def _print_summary(result: DemoResult) -> None:
     else:
         head = "[red]some steps did not do what they should[/]"
     p(f"[bold]seqpack demo[/]: {head} ({result.seconds:.1f} s, run size {result.sizes.name})")
-    table = Table(box=None, show_header=False, padding=(0, 1))
-    table.add_column(no_wrap=True)
-    table.add_column(no_wrap=True, style="bold")
-    table.add_column(overflow="fold")
+    width = max(len(step.name) for step in result.steps) if result.steps else 0
     for step in result.steps:
-        table.add_row(OK if step.ok else FAILED, escape(step.name), escape(step.summary))
-    p(table)
+        # One line per step, never folded: a narrow terminal wraps it, a pipe or a log keeps it whole.
+        p(
+            f" {OK if step.ok else FAILED} [bold]{escape(step.name):<{width}}[/]  {escape(step.summary)}",
+            soft_wrap=True,
+        )
     speedup = result.speedup
     if speedup is not None and speedup.real_tokens_per_s is not None:
         p(

@@ -108,7 +108,7 @@ class DemoResult:
     @property
     def speedup(self) -> Speedup | None:
         runs = self.artefacts.train
-        if DataMode.packed in runs and DataMode.padded in runs:
+        if not self.interrupted and DataMode.packed in runs and DataMode.padded in runs:
             return Speedup.of(runs[DataMode.packed], runs[DataMode.padded])
         return None
 
