@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from seqpack.train import DataMode, TrainConfig, train
 from train.conftest import PACK_SIZE, with_
 
 
 def test_packed_and_padded_runs_match_step_by_step(base_config: TrainConfig) -> None:
-    # 7 steps over 24 packs of 4 cross an epoch boundary (6 steps per epoch): the re-shuffle is shared too.
-    config = with_(base_config, steps=7)
+    # More steps than an epoch holds: the next epoch's re-shuffle is shared too.
+    packs = pq.ParquetFile(base_config.data).metadata.num_rows
+    config = with_(base_config, steps=packs // base_config.gbs + 1)
     packed = train(config)
     padded = train(with_(config, mode=DataMode.padded))
     # The same sequences in every step: the same supervised and real token counts, step by step.
@@ -24,6 +26,17 @@ def test_packed_and_padded_runs_match_step_by_step(base_config: TrainConfig) -> 
     assert packed.positions < padded.positions
     assert packed.padding_fraction < padded.padding_fraction
     assert padded.padding_fraction == 1 - padded.real_tokens / padded.positions
+
+
+def test_epochs_count_full_global_batches(base_config: TrainConfig) -> None:
+    packs = pq.ParquetFile(base_config.data).metadata.num_rows
+    config = with_(
+        base_config, steps=None, epochs=1, mode="padded", log=str(base_config.data.parent / "e.log")
+    )
+    assert config.mode is DataMode.padded and config.log is not None
+    result = train(with_(config, overwrite=True))
+    assert result.steps_done == result.steps_planned == packs // base_config.gbs
+    assert result.log_path == base_config.data.parent / "e.log"
 
 
 def test_micro_batching_does_not_change_the_per_token_loss(base_config: TrainConfig) -> None:

@@ -132,7 +132,10 @@ def register(app: typer.Typer) -> None:
         # holds only the JSON document, so they move to stderr.
         stream = None if quiet else (sys.stderr if json_out else sys.stdout)
         result = train(config, stream=stream)
+        # Under torchrun only the last rank (the one that logs, as in Megatron-LM) prints the summary.
         if result.world_size > 1 and _rank() != result.world_size - 1:
+            if result.interrupted:
+                raise typer.Exit(130)
             return
         summary = _summary(result)
         if json_out:

@@ -66,6 +66,14 @@ class TrainConfig:
     memory_limit: int | None = None
     quiet: bool = False
 
+    def __post_init__(self) -> None:
+        # Callers (the demo, notebooks) may pass plain strings; the run works with paths.
+        for name in ("data", "log", "tensorboard"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, name, Path(value))
+        object.__setattr__(self, "mode", DataMode(self.mode))
+
 
 @dataclass(frozen=True)
 class StepRecord:

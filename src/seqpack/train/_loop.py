@@ -36,7 +36,7 @@ from seqpack.train._config import DataMode, StepRecord, TrainConfig, TrainResult
 from seqpack.train._data import check_pad_to, open_packed
 from seqpack.train._log import RunLog
 from seqpack.train._model import available_memory, build_model, check_memory, estimate_memory
-from seqpack.train._steps import rank_batches, rank_microbatches
+from seqpack.train._steps import MicroBatch, rank_batches, rank_microbatches
 
 StepHook = Callable[[StepRecord], None]
 
@@ -117,6 +117,33 @@ def _reduce_gradients(params: list[torch.nn.Parameter], world: int) -> None:
         n = g.numel()
         g.copy_(flat[offset : offset + n].view_as(g))
         offset += n
+
+
+def _forward_backward(
+    model: torch.nn.Module,
+    micro: list[MicroBatch],
+    denominator: float,
+    autocast: contextlib.AbstractContextManager[object],
+    device: torch.device,
+) -> float:
+    """Accumulate the gradient of ``sum(token loss * mask) / denominator``; return the unscaled sum.
+
+    No ``attention_mask`` and ``use_cache=False``: transformers then reads the restarting ``position_ids``
+    of a packed row as sequence boundaries and attends only within each sequence.
+    """
+    total = 0.0
+    for m in micro:
+        with autocast:
+            logits = model(
+                input_ids=m.tokens.to(device), position_ids=m.position_ids.to(device), use_cache=False
+            ).logits
+        token_loss = F.cross_entropy(
+            logits.float().reshape(-1, logits.shape[-1]), m.labels.to(device).reshape(-1), reduction="none"
+        )
+        masked = (token_loss * m.loss_mask.to(device).reshape(-1)).sum()
+        (masked / denominator).backward()
+        total += float(masked.detach())
+    return total
 
 
 def _plan_steps(config: TrainConfig, num_rows: int, world: int) -> int:
@@ -209,7 +236,7 @@ def train(
             tensorboard=config.tensorboard if logging_rank else None,
             interval=config.log_interval,
         )
-        autocast = (
+        autocast: contextlib.AbstractContextManager[object] = (
             torch.autocast(device.type, dtype=torch.bfloat16)
             if config.dtype == "bfloat16"
             else contextlib.nullcontext()
@@ -249,22 +276,7 @@ def train(
                     loss_tokens, positions, real, rows = _all_sum(local, world, device)
                     denominator = max(loss_tokens, 1.0)
                     optimizer.zero_grad(set_to_none=False)
-                    loss_sum = 0.0
-                    for m in micro:
-                        with autocast:
-                            logits = model(
-                                input_ids=m.tokens.to(device),
-                                position_ids=m.position_ids.to(device),
-                                use_cache=False,
-                            ).logits
-                        token_loss = F.cross_entropy(
-                            logits.float().reshape(-1, logits.shape[-1]),
-                            m.labels.to(device).reshape(-1),
-                            reduction="none",
-                        )
-                        masked = (token_loss * m.loss_mask.to(device).reshape(-1)).sum()
-                        (masked / denominator).backward()
-                        loss_sum += float(masked.detach())
+                    loss_sum = _forward_backward(model, micro, denominator, autocast, device)
                     _reduce_gradients(params, world)
                     max_norm = config.clip_grad if config.clip_grad > 0 else math.inf
                     grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
