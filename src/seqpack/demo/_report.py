@@ -127,7 +127,7 @@ def render_packing_png(result: DemoResult) -> bytes:
     right.invert_yaxis()
     right.set_xlabel("token slots computed (whole run)")
     right.set_title("compute: real tokens vs padding", fontsize=10)
-    right.legend(loc="lower right", fontsize=8)
+    right.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
