@@ -131,6 +131,11 @@ def test_default_out_dir_and_text_summary(
     assert f"report    {made.name}/report.html" in text.replace(str(tmp_path) + "/", "")
     for name in STEP_NAMES:
         assert name in text
+    # A second run into the same directory needs --overwrite, and then replaces the demo's files.
+    assert main(["demo", "--quick", "--quiet", "--out", str(made)]) == 2
+    assert main(["demo", "--quick", "--quiet", "--out", str(made), "--overwrite"]) == 0
+    assert len(orjson.loads((made / "packed" / "512_metadata.jsonl").read_bytes())) == 1
+    assert [p.name for p in tmp_path.iterdir()] == [made.name]
 
 
 def test_refuses_a_non_empty_out_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -105,6 +105,15 @@ def _pct(x: float) -> str:
     return f"{x * 100:.1f}%" if math.isfinite(x) else "n/a"
 
 
+class Outcome(NamedTuple):
+    """What a step body reports: did it do what it should, a one-line account, the CLI equivalent, data."""
+
+    ok: bool
+    summary: str
+    command: str | None
+    data: dict[str, Any]
+
+
 class _Run:
     """Runs the steps in order, timing each and telling the reporter."""
 
@@ -121,29 +130,28 @@ class _Run:
     def rel(self, path: Path) -> str:
         return relative(path, self.layout.root)
 
-    def step(
-        self, name: str, work: int | None, body: Callable[[], tuple[bool, str, str | None, dict[str, Any]]]
-    ) -> bool:
+    def step(self, name: str, work: int | None, body: Callable[[], Outcome]) -> None:
         title = dict(STEPS)[name]
         self.index += 1
         self.reporter.begin(self.index, len(STEPS), name, title, work)
         start = time.perf_counter()
-        ok, summary, cli, data = body()
-        step = StepResult(name, ok, time.perf_counter() - start, summary, cli, data)
+        outcome = body()
+        step = StepResult(name, outcome.ok, time.perf_counter() - start, *outcome[1:])
         self.result.steps.append(step)
         self.reporter.end(step)
-        return ok
 
     # -- the steps ------------------------------------------------------------------------------------
 
-    def tokenizer(self) -> tuple[bool, str, str | None, dict[str, Any]]:
+    def tokenizer(self) -> Outcome:
         out = _steps.make_tokenizer(dataset_path(), self.layout)
         self.result.artefacts.tokenizer = out
         summary = f"{out.size} tokens (words, punctuation, digits); model vocabulary {out.vocab}"
         cli = _steps.command("python", "-c", TOKENIZER_SNIPPET, dataset_path(), out.path)
-        return True, summary, cli, {"path": self.rel(out.path), "tokens": out.size, "model_vocab": out.vocab}
+        return Outcome(
+            True, summary, cli, {"path": self.rel(out.path), "tokens": out.size, "model_vocab": out.vocab}
+        )
 
-    def pack(self) -> tuple[bool, str, str | None, dict[str, Any]]:
+    def pack(self) -> Outcome:
         result, cli = _steps.pack(
             dataset_path(), self.layout, self.result.sizes, overwrite=self.options.overwrite
         )
@@ -169,9 +177,9 @@ class _Run:
             "rejects": self.rel(result.rejects_path),
         }
         ok = c.packed == c.samples_in
-        return ok, summary, cli, data
+        return Outcome(ok, summary, cli, data)
 
-    def inspect(self) -> tuple[bool, str, str | None, dict[str, Any]]:
+    def inspect(self) -> Outcome:
         out = _steps.inspect(self.layout, self.result.sizes)
         self.result.artefacts.inspect = out
         s = out.stats
@@ -192,9 +200,9 @@ class _Run:
             "metadata": status.lower(),
             "mismatches": [m.__dict__ for m in out.mismatches],
         }
-        return not out.mismatches, summary, out.command, data
+        return Outcome(not out.mismatches, summary, out.command, data)
 
-    def doctor(self) -> tuple[bool, str, str | None, dict[str, Any]]:
+    def doctor(self) -> Outcome:
         out = _steps.doctor(
             config_path(), self.layout, lang=self.options.lang, overwrite=self.options.overwrite
         )
@@ -213,9 +221,9 @@ class _Run:
             "fixed_findings": [f.to_json() for f in out.fixed.findings],
             "fixed_command": out.fixed_command,
         }
-        return out.found_expected and out.fixed_passes, summary, out.command, data
+        return Outcome(out.found_expected and out.fixed_passes, summary, out.command, data)
 
-    def train(self, mode: DataMode) -> tuple[bool, str, str | None, dict[str, Any]]:
+    def train(self, mode: DataMode) -> Outcome:
         tokenizer = self.result.artefacts.tokenizer
         assert tokenizer is not None
 
@@ -252,9 +260,9 @@ class _Run:
             "seconds": result.seconds,
             "log": self.rel(self.layout.log(mode.value)),
         }
-        return not result.interrupted and _steps.loss_fell(result), summary, cli, data
+        return Outcome(not result.interrupted and _steps.loss_fell(result), summary, cli, data)
 
-    def curves(self) -> tuple[bool, str, str | None, dict[str, Any]]:
+    def curves(self) -> Outcome:
         out = _steps.compare(self.layout, overwrite=self.options.overwrite)
         self.result.artefacts.curves = out
         numbers = _steps.comparison_numbers(out.comparison)
@@ -265,14 +273,16 @@ class _Run:
             if isinstance(numbers["max_abs_diff"], float)
             else f"packed vs padded: {verdict} under {numbers['profile']}"
         )
-        return out.passed, summary, out.command, {**numbers, "plot": self.rel(self.layout.curves_png)}
+        return Outcome(
+            out.passed, summary, out.command, {**numbers, "plot": self.rel(self.layout.curves_png)}
+        )
 
-    def report(self) -> tuple[bool, str, str | None, dict[str, Any]]:
+    def report(self) -> Outcome:
         png = render_packing_png(self.result)
         atomic_write_bytes(self.layout.packing_png, png, overwrite=self.options.overwrite)
         page = render_report(self.result, packing_png=png)
         atomic_write_bytes(self.layout.report, page.encode(), overwrite=self.options.overwrite)
-        return (
+        return Outcome(
             True,
             f"{self.rel(self.layout.report)} ({len(page) / 1024:,.0f} KiB)",
             None,
