@@ -176,3 +176,28 @@ def test_a_failed_step_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_bad_threads_is_usage_error(tmp_path: Path) -> None:
     assert main(["demo", "--quick", "--threads", "0", "--out", str(tmp_path / "o")]) == 2
+
+
+def test_report_of_a_run_that_stopped_early(tmp_path: Path) -> None:
+    """A run that ended early (interrupted, or a step that failed) still renders, and says so."""
+    from seqpack.demo import QUICK
+    from seqpack.demo._report import render_packing_png, render_report
+
+    result = DemoResult(layout=Layout(tmp_path, QUICK.pack_size), sizes=QUICK, threads=1, interrupted=True)
+    result.steps.append(StepResult("tokenizer", True, 0.1, "85 tokens"))
+    result.steps.append(StepResult("pack", False, 0.2, "something went wrong"))
+    png = render_packing_png(result)
+    assert png.startswith(PNG_MAGIC)
+    page = render_report(result, packing_png=png)
+    assert "Stopped on request" in page and "FAILED" in page
+    assert "https://" not in page and "<script" not in page
+
+
+def test_default_out_dir_is_new(tmp_path: Path) -> None:
+    from seqpack.demo import default_out_dir
+
+    first = default_out_dir(tmp_path)
+    first.mkdir()
+    second = default_out_dir(tmp_path)
+    assert second != first and not second.exists()
+    assert second.name.startswith("seqpack-demo-")
