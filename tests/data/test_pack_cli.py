@@ -174,16 +174,12 @@ def test_hf_layout_positions_and_labels(tmp_path: Path, capsys: pytest.CaptureFi
     assert row["labels"] == [*long_labels, -100, 6, EOS]
 
 
-def test_scratch_out_of_disk_names_directory(tmp_path: Path) -> None:
-    class FullDisk:
-        def write(self, _data: object) -> int:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-        def close(self) -> None:
-            return None
+def test_scratch_out_of_disk_names_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*_args: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     store = ScratchStore(tmp_path / "scratch")
-    store._tokens._handle = FullDisk()  # type: ignore[assignment]
+    monkeypatch.setattr(os, "pwrite", full)
     with pytest.raises(InputError, match=r"scratch: no space left .* --scratch-dir"):
         store.append(np.zeros(4, np.int64), np.ones(4, np.uint8), np.array([4]))
     store.remove()

@@ -329,19 +329,12 @@ def pack_files(opts: PackOptions) -> PackResult:
             t2 = time.perf_counter()
             write_task = bar.add_task("write", total=plan.num_packs)
 
-            def row_group_done(packs: int, _tokens: int) -> None:
-                store.release_pages()
-                bar.advance(write_task, packs)
-
-            rejects.close()
             write_packed(
                 packed_tmp,
-                store.tokens(),
-                store.mask(),
-                store.offsets(),
+                store.read,
                 plan.items,
                 plan.pack_offsets,
-                on_row_group=row_group_done,
+                on_row_group=lambda packs, _tokens: bar.advance(write_task, packs),
                 layout=opts.layout,
             )
             seconds["write"] = time.perf_counter() - t2
