@@ -2,7 +2,7 @@
 
 ::
 
-    inputs --pass 1--> stored examples --shape--> scratch store (memmap)   + lengths (RAM, O(samples))
+    inputs --pass 1--> stored examples --shape--> scratch store (disk)     + lengths (RAM, O(samples))
                                   \\--> rejects file (too long: rejected / truncated / split / dropped)
     lengths --pack_lengths--> PackPlan (integer arrays only)
     scratch store + plan --pass 2--> {split}_{N}.idx.parquet (row groups of 500) + {N}_metadata.jsonl
