@@ -11,12 +11,23 @@ every mapping key, by dotted path, so later findings can point at the line a fie
 from __future__ import annotations
 
 import os
-from typing import Any
+import re
+from typing import Any, ClassVar
 
 import yaml
 
 from seqpack._io import read_bytes
 from seqpack.errors import InputError
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader without the implicit timestamp type: ``2024-01-01`` stays a string, as OmegaConf
+    (which Bridge loads configs with) reads it."""
+
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, re.Pattern[str]]]]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
 
 
 def load_yaml(path: str | os.PathLike[str]) -> tuple[Any, dict[str, int]]:
@@ -31,7 +42,7 @@ def load_yaml(path: str | os.PathLike[str]) -> tuple[Any, dict[str, int]]:
 
 def parse_yaml(text: str, name: str = "<string>") -> tuple[Any, dict[str, int]]:
     """Parse YAML ``text`` (named ``name`` in messages) with the safe loader."""
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
         document = loader.construct_document(node) if node is not None else None

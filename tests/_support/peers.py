@@ -32,12 +32,13 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def bridge_wheel_root() -> Path:
-    """Directory holding the unpacked ``megatron-bridge`` 0.6.2 wheel (``<root>/megatron/bridge/...``).
+def bridge_wheel_root(version: str = BRIDGE_VERSION) -> Path:
+    """Directory holding the unpacked ``megatron-bridge`` wheel, 0.6.2 unless ``version`` says otherwise
+    (``<root>/megatron/bridge/...``).
 
     Safe under parallel test workers: the download and unpacking happen under an exclusive file lock.
     """
-    root = CACHE_DIR / f"megatron_bridge-{BRIDGE_VERSION}"
+    root = CACHE_DIR / f"megatron_bridge-{version}"
     marker = root / ".complete"
     if marker.exists():
         return root
@@ -45,12 +46,12 @@ def bridge_wheel_root() -> Path:
     with open(CACHE_DIR / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not marker.exists():
-            _download_and_unpack(root)
+            _download_and_unpack(root, version)
             marker.touch()
     return root
 
 
-def _download_and_unpack(root: Path) -> None:
+def _download_and_unpack(root: Path, version: str) -> None:
     download = CACHE_DIR / "wheels"
     download.mkdir(parents=True, exist_ok=True)
     cmd = [
@@ -64,12 +65,12 @@ def _download_and_unpack(root: Path) -> None:
         "--only-binary=:all:",
         "-d",
         str(download),
-        f"megatron-bridge=={BRIDGE_VERSION}",
+        f"megatron-bridge=={version}",
     ]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    wheels = sorted(download.glob(f"megatron_bridge-{BRIDGE_VERSION}-*.whl"))
+    wheels = sorted(download.glob(f"megatron_bridge-{version}-*.whl"))
     if result.returncode != 0 or not wheels:
-        _unavailable(f"cannot download megatron-bridge=={BRIDGE_VERSION}: {result.stderr.strip()[-300:]}")
+        _unavailable(f"cannot download megatron-bridge=={version}: {result.stderr.strip()[-300:]}")
     with zipfile.ZipFile(wheels[0]) as archive:
         archive.extractall(root)
 

@@ -131,3 +131,17 @@ def test_help_has_an_example(capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("compare", "show", "export"):
         assert main(["curves", command, "--help"]) == 0
         assert "Example: seqpack curves " + command in capsys.readouterr().out
+
+
+def test_a_loss_left_off_the_line_is_named_in_the_comparison(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ref = log(tmp_path, "ref.log", {10: 10.0, 20: 9.5, 30: 9.0})
+    run = log(tmp_path, "run.log", {10: 10.0, 20: None, 30: 9.0})
+    assert main(["curves", "compare", str(ref), str(run)]) == 0  # bf16: reported, not failing
+    capsys.readouterr()
+    assert main(["curves", "compare", str(ref), str(run), "-t", "golden", "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    (comp,) = doc["comparisons"]
+    assert comp["only_in_reference"] == {"count": 1, "first": [20]}
+    assert any("left off the line at iteration(s) [20]" in n for n in comp["notes"])

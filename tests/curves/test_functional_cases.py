@@ -144,5 +144,5 @@ def test_five_percent_rule_accepts_another_data_group_early_on(cases: Path) -> N
     other = read_curves(golden(cases, TP2PP2, "dev_dgx_a100"))  # the other data group (README)
     (loose,) = compare_curves(ref, [other], Profile("golden"), steps=(1, 50))
     (tight,) = compare_curves(ref, [other], Profile("bf16"), steps=(1, 50))
-    assert loose.reasons == [r for r in loose.reasons if "missing" in r]  # no value beyond 5%
+    assert loose.passed and float(loose.rel_diff.max()) > 0.04  # 4.4% apart, yet within the 5% rule
     assert not tight.passed and tight.first_divergence == 25

@@ -90,7 +90,8 @@ def test_truncated_last_line_is_dropped_with_a_note(tmp_path: Path) -> None:
 def test_non_numeric_value_is_noted_and_the_rest_kept(tmp_path: Path) -> None:
     curves = read_curves(write(tmp_path, [mlm_line(10, 9.0, extra="grad norm: n/a"), mlm_line(20, 8.0)]))
     assert curves.metrics["lm loss"].as_dict() == {10: 9.0, 20: 8.0}
-    assert any("train.log:1" in n and "'grad norm'" in n and "n/a" in n for n in curves.notes)
+    assert any("train.log:1: iteration 10: field 'grad norm': not a number: 'n/a'" in n for n in curves.notes)
+    assert curves.metrics["grad-norm"].as_dict() == {10: 1.234, 20: 1.234}  # the word is not a NaN
 
 
 def test_validation_sets_and_named_sets(tmp_path: Path) -> None:
@@ -172,3 +173,50 @@ def test_values_round_trip_through_the_printed_format(values: list[float]) -> No
         path = write(Path(tmp), [mlm_line(k + 1, v) for k, v in enumerate(values)])
         got = read_curves(path).metrics["lm loss"].values
     np.testing.assert_allclose(got, [float(f"{v:E}") for v in values])
+
+
+@given(
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.sampled_from(["{:E}", "{:.3E}", "{!r}", "{:.1f}", "{:g}", "{:.17g}"]),
+)
+def test_kernel_parses_numbers_exactly_like_python_float(value: float, fmt: str) -> None:
+    """The kernel's fast path and its fallback give the same double as ``float()``."""
+    from seqpack.curves import _kernel
+
+    text = fmt.format(value)
+    line = f" iteration 1/ 2 | x: {text} |\n".encode()
+    out = _kernel.scan_records(np.frombuffer(line, np.uint8), 0, 1, 4, _kernel.HEADER_WORD, _kernel.POW10)
+    status, parsed = int(out[8][0]), float(out[7][0])
+    assert status in (_kernel.STATUS_OK, _kernel.STATUS_SLOW)
+    if status == _kernel.STATUS_OK:
+        assert parsed == float(text) or (parsed == 0.0 and float(text) == 0.0)
+
+
+def test_crlf_lines_odd_fields_and_long_numbers(tmp_path: Path) -> None:
+    lines = [
+        " iteration 1/ 10 | lm loss: 1.23456789012345678E+00 | no colon here | tiny: 1e-30 | neg: -0.5 |\r",
+        " iteration 2/ 10 | lm loss: 9.5 |\r",
+    ]
+    curves = read_curves(write(tmp_path, lines))
+    assert curves.metrics["lm loss"].as_dict() == {1: 1.23456789012345678, 2: 9.5}
+    assert curves.metrics["tiny"].as_dict() == {1: 1e-30}
+    assert curves.metrics["neg"].as_dict() == {1: -0.5}
+
+
+def test_progress_is_advanced_by_the_bytes_read(tmp_path: Path) -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.total: float | None = None
+            self.done = 0.0
+
+        def add_task(self, description: str, total: float | None = None) -> int:
+            self.total = total
+            return 0
+
+        def advance(self, task: int, advance: float = 1) -> None:
+            self.done += advance
+
+    path = write(tmp_path, [mlm_line(i, 9.0) for i in range(1, 50)])
+    bar = Recorder()
+    read_curves(path, progress=bar)
+    assert bar.total == bar.done == path.stat().st_size

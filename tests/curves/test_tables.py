@@ -145,3 +145,15 @@ def test_tensorboard_directory_without_events(tmp_path: Path) -> None:
     pytest.importorskip("tbparse")
     with pytest.raises(InputError, match="no scalar values"):
         read_curves(tmp_path)
+
+
+def test_tensorboard_without_the_extra_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tbparse", None)  # import fails as if not installed
+    with pytest.raises(
+        InputError, match=r"needs the 'tensorboard' extra \(pip install 'seqpack\[tensorboard\]'\)"
+    ):
+        read_curves(tmp_path)

@@ -13,6 +13,8 @@ COMMAND_MODULES: list[str] = [
     "doctor",
     "translate",
     "curves",
+    "correlate",
+    "clean",
 ]
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from seqpack._io import atomic_write_bytes
+from seqpack._progress import progress
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.curves import (
     DEFAULT_PROFILE,
@@ -128,8 +129,9 @@ def _print_table(title: str, rows: list[dict[str, str]]) -> None:
     wide.print(table)
 
 
-def _read_all(paths: list[Path], input_format: str | None) -> list[Curves]:
-    return [read_curves(p, input_format) for p in paths]
+def _read_all(paths: list[Path], input_format: str | None, quiet: bool) -> list[Curves]:
+    with progress(quiet) as bar:
+        return [read_curves(p, input_format, progress=bar) for p in paths]
 
 
 def _write_png_html(
@@ -143,16 +145,19 @@ def _write_png_html(
     rows: list[dict[str, str]],
     notes: list[str],
     overwrite: bool,
+    quiet: bool,
 ) -> None:
-    from seqpack.curves._report import render_html, render_png
+    from seqpack.curves import render_html, render_png
 
     png = render_png(runs, metric, comparisons, steps)
     if plot is not None:
         atomic_write_bytes(plot, png, overwrite=overwrite)
-        err_console.print(f"wrote {plot}")
+        if not quiet:
+            err_console.print(f"wrote {plot}")
     if html_out is not None:
         atomic_write_bytes(html_out, render_html(title, rows, png, notes).encode(), overwrite=overwrite)
-        err_console.print(f"wrote {html_out}")
+        if not quiet:
+            err_console.print(f"wrote {html_out}")
 
 
 @app.command("compare")
@@ -183,7 +188,7 @@ def compare(
         raise UsageError("compare needs at least two runs (reference first)")
     profile = Profile(tolerance, ulps=ulps, deterministic=deterministic, require_all_steps=require_all_steps)
     window = parse_steps(steps)
-    curves = _read_all(runs, input_format)
+    curves = _read_all(runs, input_format, quiet)
     comparisons = compare_curves(curves[0], curves[1:], profile, metrics=metric, steps=window)
     notes = _run_notes(curves)
     for comp in comparisons:
@@ -195,7 +200,12 @@ def compare(
             {
                 "command": "curves compare",
                 "passed": passed,
-                "profile": {"name": profile.name, "ulps": profile.ulps, "deterministic": deterministic},
+                "profile": {
+                    "name": profile.name,
+                    "ulps": profile.ulps,
+                    "deterministic": deterministic,
+                    "require_all_steps": require_all_steps,
+                },
                 "steps": {"start": window[0], "stop": window[1]},
                 "runs": [_run_info(c) for c in curves],
                 "comparisons": [c.summary() for c in comparisons],
@@ -214,7 +224,17 @@ def compare(
     if plot is not None or html_out is not None:
         title = f"seqpack curves compare ({profile.name})"
         _write_png_html(
-            curves, comparisons[0].metric, comparisons, window, plot, html_out, title, rows, notes, overwrite
+            curves,
+            comparisons[0].metric,
+            comparisons,
+            window,
+            plot,
+            html_out,
+            title,
+            rows,
+            notes,
+            overwrite,
+            quiet,
         )
     if not passed:
         raise typer.Exit(1)
@@ -268,7 +288,7 @@ def show(
     Example: seqpack curves show train.log --metric "lm loss" --plot loss.png
     """
     window = parse_steps(steps)
-    curves = _read_all(logs, input_format)
+    curves = _read_all(logs, input_format, quiet)
     name = canonical(metric)
     if output_format is OutputFormat.json:
         emit_json(
@@ -304,7 +324,7 @@ def show(
     if plot is not None:
         if not any(name in c.metrics for c in curves):
             raise DataError(f"no run has metric '{metric}' to plot")
-        _write_png_html(curves, name, None, window, plot, None, "", [], [], overwrite)
+        _write_png_html(curves, name, None, window, plot, None, "", [], [], overwrite, quiet)
 
 
 @app.command("export")
@@ -319,7 +339,8 @@ def export(
 
     Example: seqpack curves export train.log --golden golden_values_dev_dgx_h100.json
     """
-    run = read_curves(log, input_format)
+    with progress(quiet) as bar:
+        run = read_curves(log, input_format, progress=bar)
     for note in write_golden(run, golden, overwrite=overwrite):
         err_console.print(f"note: {note}", markup=False)
     if not quiet:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, err_console, out_console
@@ -18,24 +19,19 @@ _DATASET_KINDS: tuple[DatasetKind, ...] = ("sft", "sft_in_batch", "pretrain")
 
 
 def _mlm_translation(mlm_args: str | None, model_config: Path | None) -> Translation | None:
+    """The model_config's flags, then ``--mlm-args`` on top (a flag in both takes the --mlm-args value)."""
     if mlm_args is None and model_config is None:
         return None
-    flags: dict[str, object] = {}
     result = Translation()
     if model_config is not None:
         result = mlm_to_bridge(load_model_args(model_config))
     if mlm_args is not None:
         extra = mlm_to_bridge(split_mlm_args(mlm_args))
-        for key, value in extra.overrides.items():
-            if key in result.overrides and result.overrides[key] != value:
-                result.conflicts.append(
-                    f"{key}: {model_config} sets {result.overrides[key]!r}, --mlm-args sets {value!r}"
-                )
-            result.overrides[key] = value
-            result.origin[key] = extra.origin[key]
+        result.overrides.update(extra.overrides)
+        result.origin.update(extra.origin)
         result.conflicts += extra.conflicts
         result.untranslated += extra.untranslated
-    del flags
+        result.reasons.update(extra.reasons)
     return result
 
 
@@ -45,16 +41,18 @@ def _print_text(report: Report, fixes: list[str] | None) -> None:
         out_console.print("no findings: every rule passes")
     else:
         table = Table(show_lines=True)
-        for column in ("id", "severity", "finding", "fix", "upstream"):
-            table.add_column(column, overflow="fold")
+        table.add_column("id", no_wrap=True)
+        table.add_column("severity", no_wrap=True)
+        table.add_column("finding", ratio=3, overflow="fold")
+        table.add_column("fix", ratio=2, overflow="fold")
         for f in report.findings:
             severity = f"[{_SEVERITY_STYLE[f.severity]}]{f.severity}[/]" + (" (allowed)" if f.allowed else "")
             table.add_row(
                 f.id,
                 severity,
-                f"{f.message}\n[dim]{f.why}[/]\n[dim]fields: {', '.join(f.fields)}[/]",
-                "\n".join(f.fix) or "-",
-                f.upstream,
+                f"{escape(f.message)}\n[dim]{escape(f.why)}\nfields: {escape(', '.join(f.fields))}\n"
+                f"upstream: {f.upstream}[/]",
+                escape("\n".join(f.fix)) or "-",
             )
         out_console.print(table)
         counts = {
@@ -99,8 +97,22 @@ def doctor(
     pad_seq_to_mult: int | None = typer.Option(
         None, "--pad-seq-to-mult", help="Offline packing pad multiple."
     ),
+    pad_cu_seqlens: bool = typer.Option(
+        False, "--pad-cu-seqlens", help="Offline packing pad_cu_seqlens=true."
+    ),
+    pad_to_max_length: bool = typer.Option(False, "--pad-to-max-length", help="Fixed-width packed rows."),
+    in_batch_packing: bool = typer.Option(False, "--in-batch-packing", help="In-batch (VLM) packing on."),
     per_token_loss: bool = typer.Option(
         False, "--per-token-loss", help="model.calculate_per_token_loss=true."
+    ),
+    average_in_collective: bool = typer.Option(
+        False, "--average-in-collective", help="ddp.average_in_collective=true."
+    ),
+    mtp_num_layers: int | None = typer.Option(
+        None, "--mtp-num-layers", help="Multi-token prediction layers."
+    ),
+    cuda_graph_impl: str | None = typer.Option(
+        None, "--cuda-graph-impl", help="none, local, transformer_engine or full_iteration."
     ),
     world_size: int | None = typer.Option(None, "--world-size", help="Total ranks; DP = world / (TP*PP*CP)."),
     dp: int | None = typer.Option(None, "--dp", help="Data-parallel size (instead of --world-size)."),
@@ -112,7 +124,7 @@ def doctor(
         None, "--recipe", help="Bridge recipe name (used to infer the family)."
     ),
     kernel_chunk: int | None = typer.Option(
-        None, "--kernel-chunk", help="Pack width must divide into this chunk."
+        None, "--kernel-chunk", help="An attention-kernel chunk the pack width must be a multiple of."
     ),
     allow: list[str] | None = typer.Option(None, "--allow", help="Accept a finding by id (repeatable)."),
     fix: bool = typer.Option(False, "--fix", help="Print the corrected overrides."),
@@ -131,11 +143,24 @@ def doctor(
     if world_size is not None and dp is not None:
         raise UsageError("give --world-size or --dp, not both")
     options = {
-        "tp": tp, "pp": pp, "cp": cp, "ep": ep, "sequence_parallel": sequence_parallel,
-        "mbs": mbs, "gbs": gbs,
-        "seq_length": seq_length, "pack_size": pack_size, "pad_seq_to_mult": pad_seq_to_mult,
+        "tp": tp,
+        "pp": pp,
+        "cp": cp,
+        "ep": ep,
+        "sequence_parallel": sequence_parallel,
+        "mbs": mbs,
+        "gbs": gbs,
+        "seq_length": seq_length,
+        "pack_size": pack_size,
+        "pad_seq_to_mult": pad_seq_to_mult,
+        "pad_cu_seqlens": pad_cu_seqlens,
+        "pad_to_max_length": pad_to_max_length,
+        "in_batch_packing": in_batch_packing,
         "per_token_loss": per_token_loss,
-    }  # fmt: skip
+        "average_in_collective": average_in_collective,
+        "mtp_num_layers": mtp_num_layers,
+        "cuda_graph_impl": cuda_graph_impl,
+    }
     loaded = load_config(
         config,
         overrides or [],

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import typer
 
 from seqpack.cli._common import out_console
 from seqpack.config import load_config
-from seqpack.config._findings import override
 from seqpack.errors import UsageError
-from seqpack.translate import bridge_to_mlm_report, load_model_args, mlm_to_bridge
+from seqpack.translate import bridge_to_mlm_report, format_override, load_model_args, mlm_to_bridge
 
 translate_app = typer.Typer(
     help="Translate Megatron-LM flags to Bridge overrides and back.", no_args_is_help=True
@@ -30,10 +30,10 @@ def mlm_to_bridge_cmd(
     Example: seqpack translate mlm-to-bridge -- --seq-length 4096 --swiglu --bf16
     """
     if (model_config is None) == (not flags):
-        raise UsageError("give --model-config FILE or flags after --, not both")
+        raise UsageError("give exactly one of --model-config FILE or flags after --")
     translation = mlm_to_bridge(load_model_args(model_config) if model_config else list(flags or []))
     for key, value in translation.overrides.items():
-        out_console.print(override(key, value), markup=False)
+        out_console.print(format_override(key, value), markup=False)
     for line in translation.conflicts:
         out_console.print(f"# conflict: {line}", markup=False)
     for item in translation.untranslated:
@@ -58,7 +58,7 @@ def bridge_to_mlm_cmd(
     loaded = load_config(config, overrides or [])
     flat = _flatten(loaded.raw)
     reverse = bridge_to_mlm_report(flat)
-    out_console.print(" ".join(reverse.flags), markup=False)
+    out_console.print(shlex.join(reverse.flags), markup=False)
     for item in reverse.untranslated:
         out_console.print(f"# untranslated: {item}", markup=False)
     if strict and reverse.untranslated:

@@ -343,6 +343,18 @@ CATALOG: dict[str, dict[str, tuple[str, str]]] = {
             "适配器在冻结的预训练权重之上训练，必须指定权重的加载位置。",
         ),
     },
+    "SP032": {
+        "en": (
+            "packed_train_data_path {path} does not exist here; the packed-data checks were skipped",
+            "Bridge raises when an explicit packed path is missing at launch. If the data lives on the "
+            "cluster only, run doctor there or pass --packed with a local copy.",
+        ),
+        "zh": (
+            "packed_train_data_path {path} 在本机不存在；已跳过打包数据检查",
+            "启动时显式指定的打包路径不存在，Bridge 会报错。若数据只在集群上，请在集群上运行 doctor，"
+            "或用 --packed 指定本地副本。",
+        ),
+    },
     "SP040": {
         "en": (
             "metadata pack_size {meta} ({path}) differs from packed_sequence_size {size}",
@@ -388,31 +400,31 @@ CATALOG: dict[str, dict[str, tuple[str, str]]] = {
     },
     "SP100": {
         "en": (
-            "unknown config section '{key}' (did you mean '{suggestion}'?)",
+            "unknown config section '{key}'{where} (did you mean '{suggestion}'?)",
             "Bridge's ConfigContainer has no such section; its values would never be read.",
         ),
         "zh": (
-            "未知的配置段 '{key}'（是否想写 '{suggestion}'？）",
+            "未知的配置段 '{key}'{where}（是否想写 '{suggestion}'？）",
             "Bridge 的 ConfigContainer 中没有该配置段；其中的值永远不会被读取。",
         ),
     },
     "SP101": {
         "en": (
-            "unknown field '{key}' (did you mean '{suggestion}'?)",
+            "unknown field '{key}'{where} (did you mean '{suggestion}'?)",
             "A misspelled field is either rejected when the config is built or silently ignored.",
         ),
         "zh": (
-            "未知字段 '{key}'（是否想写 '{suggestion}'？）",
+            "未知字段 '{key}'{where}（是否想写 '{suggestion}'？）",
             "拼错的字段要么在构建配置时被拒绝，要么被静默忽略。",
         ),
     },
     "SP102": {
         "en": (
-            "field '{key}' has the wrong type: {detail}",
+            "field '{key}'{where} has the wrong type: {detail}",
             "Bridge builds typed dataclasses from the config; a wrong type fails or misbehaves.",
         ),
         "zh": (
-            "字段 '{key}' 类型错误：{detail}",
+            "字段 '{key}'{where} 类型错误：{detail}",
             "Bridge 根据配置构建带类型的 dataclass；类型错误会导致失败或异常行为。",
         ),
     },

@@ -22,6 +22,8 @@ class Context:
     kernel_chunk: int | None = None
     packed_path: str | None = None
     facts: PackedFacts | None = None
+    #: The config's packed-data path when it does not exist on this machine (data checks are skipped).
+    missing_packed: str | None = None
 
     @property
     def pad_needed(self) -> int:

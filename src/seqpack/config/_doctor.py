@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import locale
 import os
 from collections.abc import Iterable, Sequence
@@ -14,8 +15,8 @@ from seqpack.config._catalog import CATALOG, LANGS
 from seqpack.config._context import Context
 from seqpack.config._family import infer_family
 from seqpack.config._findings import ERROR, SEVERITY_ORDER, Finding, Hit
-from seqpack.config._load import LoadedConfig, _build_view, parse_override, to_plain
-from seqpack.config._packed_facts import read_packed_facts
+from seqpack.config._load import LoadedConfig, _build_view, parse_override, set_key, to_plain
+from seqpack.config._packed_facts import packed_spec_exists, read_packed_facts
 from seqpack.config._rules import RULES
 from seqpack.errors import UsageError
 
@@ -78,9 +79,24 @@ def _packed_spec(loaded: LoadedConfig, options: DoctorOptions) -> str | None:
     """The packed training split the config points at (``--packed`` wins)."""
     if options.packed:
         return options.packed
-    specs = loaded.view.dataset.offline_packing_specs
-    if loaded.view.dataset.enable_offline_packing and specs is not None and specs.packed_train_data_path:
+    dataset = loaded.view.dataset
+    specs = dataset.offline_packing_specs
+    if not dataset.enable_offline_packing or specs is None:
+        return None
+    if specs.packed_train_data_path:
         return specs.packed_train_data_path
+    if dataset.dataset_root and specs.packed_sequence_size > 0:
+        # Bridge's default place (spec §3): <root>/packed/<tokenizer>_pad_seq_to_mult<m>_sft_<fp12>/; the
+        # fingerprint is not recomputed here, so only a single candidate directory is taken.
+        pattern = os.path.join(
+            glob.escape(str(dataset.dataset_root)),
+            "packed",
+            f"*_pad_seq_to_mult{specs.pad_seq_to_mult}_sft_*",
+            f"training_{specs.packed_sequence_size}.idx.parquet",
+        )
+        found = glob.glob(pattern)
+        if len(found) == 1:
+            return found[0]
     return None
 
 
@@ -97,7 +113,10 @@ def build_context(loaded: LoadedConfig, options: DoctorOptions) -> Context:
         kernel_chunk=options.kernel_chunk,
     )
     spec = _packed_spec(loaded, options)
-    if spec is not None:
+    if spec is not None and not options.packed and not packed_spec_exists(spec):
+        # The config's own path may live on the cluster's file system only: report it, check the rest.
+        ctx.missing_packed = spec
+    elif spec is not None:
         specs = view.offline_specs
         ctx.packed_path = spec
         ctx.facts = read_packed_facts(
@@ -152,7 +171,7 @@ def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedCon
     merged = OmegaConf.create(loaded.raw)
     for item in overrides:
         key, value = parse_override(item)
-        OmegaConf.update(merged, key, value, merge=True, force_add=True)
+        set_key(merged, key, value)
     raw = to_plain(merged)
     problems = [p for p in loaded.problems if p.kind in ("contradiction",)]
     view = _build_view(raw, problems)
@@ -160,27 +179,40 @@ def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedCon
     return LoadedConfig(view=view, problems=problems, raw=raw, source=loaded.source)
 
 
+def _removed(chosen: dict[str, tuple[str, int]]) -> list[str]:
+    """Keys the chosen fixes set to null (their sub-keys must not be set again)."""
+    return [key for key, (item, _) in chosen.items() if item.endswith("=null")]
+
+
 def suggest_fixes(loaded: LoadedConfig, options: DoctorOptions | None = None) -> list[str]:
     """The overrides that clear the fixable errors and warnings (allowed findings are left alone).
 
-    Fixes are applied and the rules re-run, up to :data:`MAX_FIX_ROUNDS` times; a key keeps the first value
-    proposed for it, so two rules can never ping-pong (e.g. SP005 sets the pack size before SP016 looks).
+    Fixes are applied and the rules re-run, up to :data:`MAX_FIX_ROUNDS` times. A key keeps the first value
+    proposed for it unless an error's fix needs another value where a warning's fix chose one (an error
+    outranks advice); otherwise first wins, so two rules can never ping-pong (SP005 sets the pack size
+    before SP016 looks at it).
     """
     options = options or DoctorOptions()
-    chosen: dict[str, str] = {}
+    chosen: dict[str, tuple[str, int]] = {}  # key -> (override, severity rank of the rule that chose it)
     current = loaded
     for _ in range(MAX_FIX_ROUNDS):
         report = check(current, options)
-        added = False
+        changed = False
         for finding in report.findings:
             if finding.allowed or finding.severity == "info":
                 continue
+            rank = SEVERITY_ORDER[finding.severity]
             for item in finding.fix:
-                key = item.split("=", 1)[0]
-                if key not in chosen:
-                    chosen[key] = item
-                    added = True
-        if not added:
+                key, _, value = item.partition("=")
+                if any(key.startswith(parent + ".") for parent in _removed(chosen)):
+                    continue  # a section another fix removes (e.g. packing specs set to null)
+                if key not in chosen or (rank < chosen[key][1] and chosen[key][0] != item):
+                    chosen[key] = (item, rank)
+                    changed = True
+                    if value == "null":
+                        for child in [k for k in chosen if k.startswith(key + ".")]:
+                            del chosen[child]
+        if not changed:
             break
-        current = apply_overrides(loaded, list(chosen.values()))
-    return list(chosen.values())
+        current = apply_overrides(loaded, [item for item, _ in chosen.values()])
+    return [item for item, _ in chosen.values()]

@@ -19,6 +19,7 @@ import os
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -64,6 +65,7 @@ _KNOWN_FIELDS: Mapping[str, frozenset[str]] = {
     "model": bf.MODEL_FIELDS,
     "ddp": bf.DDP_FIELDS,
     "optimizer": bf.OPTIMIZER_FIELDS,
+    "scheduler": bf.SCHEDULER_FIELDS,
     "dataset": bf.DATASET_FIELDS,
     "dataset.offline_packing_specs": bf.PACKED_SPECS_FIELDS,
 }
@@ -100,6 +102,8 @@ class LoadProblem:
     key: str
     detail: str
     suggestion: str | None = None
+    #: ``file:line`` where the key was written, when it came from a YAML file.
+    where: str | None = None
 
 
 @dataclass
@@ -112,9 +116,25 @@ class LoadedConfig:
     source: str | None = None
 
 
+class _Delete:
+    """The value of a ``~key`` override: remove the key (Hydra's deletion syntax)."""
+
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+DELETE = _Delete()
+
+
 def parse_override(item: str) -> tuple[str, Any]:
-    """Parse one ``a.b=c`` override as run_recipe does (OmegaConf dotlist grammar; ``+``/``++`` prefixes
-    are accepted and dropped)."""
+    """Parse one override as run_recipe does: ``a.b=c`` (values in the OmegaConf dotlist grammar),
+    ``+a.b=c`` and ``++a.b=c`` (add / force-add: the same here), ``~a.b`` or ``~a.b=c`` (delete: the value
+    is :data:`DELETE`)."""
+    if item.startswith("~"):
+        key = item[1:].split("=", 1)[0].strip()
+        if not key:
+            raise UsageError(f"override {item!r}: expected ~KEY")
+        return key, DELETE
     text = item.lstrip("+")
     if "=" not in text or not text.split("=", 1)[0].strip():
         raise UsageError(f"override {item!r}: expected KEY=VALUE, e.g. model.context_parallel_size=2")
@@ -147,6 +167,26 @@ def plain_option_overrides(options: Mapping[str, Any]) -> list[tuple[str, Any, s
     return out
 
 
+#: The name Bridge saves the full config under in every checkpoint (training/utils/checkpoint_utils.py).
+RUN_CONFIG_NAME = "run_config.yaml"
+
+
+def resolve_config_path(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """A config file, or for a checkpoint / run directory its ``run_config.yaml`` (the newest ``iter_*``)."""
+    directory = Path(path)
+    if not directory.is_dir():
+        return path
+    direct = directory / RUN_CONFIG_NAME
+    if direct.is_file():
+        return direct
+    found = sorted(directory.glob(f"iter_*/{RUN_CONFIG_NAME}"))
+    if not found:
+        raise InputError(
+            f"{os.fspath(path)}: a directory without {RUN_CONFIG_NAME} (nor iter_*/{RUN_CONFIG_NAME})"
+        )
+    return found[-1]
+
+
 def load_config(
     path: str | os.PathLike[str] | None = None,
     overrides: Sequence[str] = (),
@@ -158,10 +198,12 @@ def load_config(
     """Read every input layer and return the typed view plus the problems found on the way."""
     problems: list[LoadProblem] = []
     document: Any = {}
+    lines: dict[str, int] = {}
     source = None
     if path is not None:
+        path = resolve_config_path(path)
         source = os.fspath(path)
-        document, _lines = load_yaml(path)
+        document, lines = load_yaml(path)
         if document is None:
             document = {}
         if not isinstance(document, dict):
@@ -180,16 +222,32 @@ def load_config(
         merged = OmegaConf.create(document)
         for layer in (mlm_layer, cli_layer):
             for key, value, _source in layer:
-                OmegaConf.update(merged, key, value, merge=True, force_add=True)
+                set_key(merged, key, value)
         raw = to_plain(merged)
     except OmegaConfBaseException as exc:
         raise InputError(
-            f"{source or 'config'}: cannot merge the overrides ({exc.__class__.__name__}: {exc})"
+            f"{source or 'config'}: cannot merge the overrides ({str(exc).splitlines()[0]})"
         ) from None
     view = _build_view(raw, problems)
+    for problem in problems:
+        if source is not None and problem.key in lines and problem.kind != "contradiction":
+            problem.where = f"{source}:{lines[problem.key]}"
     if dataset_kind is not None:
         view.dataset.kind = dataset_kind
     return LoadedConfig(view=view, problems=problems, raw=raw, source=source)
+
+
+def set_key(cfg: DictConfig, key: str, value: Any) -> None:
+    """Apply one parsed override to ``cfg`` (creating missing sections; :data:`DELETE` removes the key)."""
+    if value is not DELETE:
+        OmegaConf.update(cfg, key, value, merge=True, force_add=True)
+        return
+    *parents, last = key.split(".")
+    node: Any = cfg
+    for part in parents:
+        node = node.get(part) if isinstance(node, DictConfig) else None
+    if isinstance(node, DictConfig) and last in node:
+        del node[last]
 
 
 def to_plain(cfg: DictConfig) -> dict[str, Any]:

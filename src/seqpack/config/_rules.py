@@ -127,7 +127,8 @@ def pack_size_positive(ctx: Context) -> CheckResult:
 
 @rule("SP005", ERROR, (MBS, GBS, PACK_SIZE), RAISES)
 def offline_micro_batch(ctx: Context) -> CheckResult:
-    """MBS > 1 with offline packing. The fix keeps the token slots per step: MBS 1, GBS/MBS rows of N*MBS."""
+    """MBS > 1 with offline packing. The fix keeps the token slots per step: MBS 1, GBS/MBS rows of N*MBS
+    (GBS rounded up to a multiple of DP when DP is known, so the batch still divides)."""
     v = ctx.view
     mbs, gbs = v.train.micro_batch_size, v.train.global_batch_size
     if not v.dataset.enable_offline_packing or mbs is None or mbs <= 1:
@@ -135,7 +136,7 @@ def offline_micro_batch(ctx: Context) -> CheckResult:
     size = v.offline_specs.packed_sequence_size
     fix = [override(MBS, 1)]
     if gbs is not None:
-        fix.append(override(GBS, gbs // mbs))
+        fix.append(override(GBS, _round_up(max(gbs // mbs, 1), ctx.dp or 1)))
     if size > 0:
         fix.append(override(PACK_SIZE, size * mbs))
     return Hit({"mbs": mbs, "gbs": gbs, "size": size}, fix)
@@ -225,7 +226,7 @@ def cp_divides_seq_length(ctx: Context) -> CheckResult:
     m = ctx.view.model
     cp = m.context_parallel_size
     if cp > 1 and m.seq_length % (2 * cp) != 0:
-        fixed = _round_up(m.seq_length, 2 * cp)
+        fixed = _round_up(m.seq_length, ctx.pad_needed)  # a multiple of 2*CP that also suits SP (SP024)
         return Hit(
             {"seq": m.seq_length, "cp": cp, "mult": 2 * cp},
             [override(MODEL_SEQ, fixed), override(DATA_SEQ, fixed)],
@@ -284,7 +285,8 @@ def pack_size_matches_seq_length(ctx: Context) -> CheckResult:
         return None
     fix = [override(PACK_SIZE, seq)]
     slots = size * gbs if gbs else None
-    if slots is not None and slots % seq == 0:
+    step = (v.train.micro_batch_size or 1) * (ctx.dp or 1)
+    if slots is not None and slots % seq == 0 and (slots // seq) % step == 0:
         fix.append(override(GBS, slots // seq))
     return Hit({"size": size, "seq": seq, "slots": slots if slots is not None else "?"}, fix)
 
@@ -477,6 +479,13 @@ def peft_needs_checkpoint(ctx: Context) -> CheckResult:
 # ---------------------------------------------------------------- packed data on disk (spec §3)
 
 
+@rule("SP032", WARNING, (f"{SPECS}.packed_train_data_path",), RAISES)
+def packed_path_missing(ctx: Context) -> CheckResult:
+    if ctx.missing_packed is not None:
+        return Hit({"path": ctx.missing_packed})
+    return None
+
+
 @rule("SP040", ERROR, (PACK_SIZE, "metadata.pack_size"), RUNTIME)
 def metadata_pack_size(ctx: Context) -> CheckResult:
     facts = ctx.facts
@@ -548,7 +557,9 @@ def _problems(ctx: Context, kind: str) -> Iterator[Hit]:
     for p in ctx.problems:
         if p.kind == kind:
             fields = [p.key] + ([p.suggestion] if p.suggestion else [])
-            yield Hit({"key": p.key, "detail": p.detail, "suggestion": p.suggestion or "-"}, [], fields)
+            where = f" ({p.where})" if p.where else ""
+            params = {"key": p.key, "detail": p.detail, "suggestion": p.suggestion or "-", "where": where}
+            yield Hit(params, [], fields)
 
 
 @rule("SP100", WARNING, ("<section>",), RAISES)

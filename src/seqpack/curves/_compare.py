@@ -332,6 +332,8 @@ def compare_series(
             f"{cand_s.iterations.size} steps)"
         )
     unsampled = _off_grid(only_ref, cand_s.iterations, ci)
+    if candidate_missing is not None:  # a line printed without the value is a gap, not a sparser log
+        unsampled &= ~np.isin(only_ref, candidate_missing)
     if unsampled.any():
         notes.append(
             f"{int(unsampled.sum())} step(s) of {reference_name} fall between the steps {candidate_name} "

@@ -4,12 +4,13 @@ What real logs look like (``shared/data/real-logs/``) decides the shape of this 
 
 * A record is ``iteration <N>/<M> | key: value | key: value | ... |``. Whatever comes before ``iteration``
   (no timestamp, ``[2025-04-13 23:41:12]``, ``[2026-08-22 10:00:00.123456]``, launcher prefixes such as
-  ``[default3]:`` or ``[lrdn3321:3]:`` that change from line to line) is ignored, so one regex finds
-  every record whatever the prefix. A record ends at the end of its line *or* where the next record
+  ``[default3]:`` or ``[lrdn3321:3]:`` that change from line to line) is ignored: the record is found
+  wherever its header starts. A record ends at the end of its line *or* where the next record
   starts (two records can run together on one physical line), and at the first ``[`` (a ``[Rank N]``
   line glued to it).
-* Fields are split on ``|`` and at the last ``:``; printed keys are mapped to Megatron-LM's TensorBoard
-  names and units (:mod:`._names`), so ``(ms)`` and ``(s)`` times, ``lm-loss`` and ``lm loss`` agree.
+* Fields are split on ``|``, key and value at the first ``:``; printed keys are mapped to
+  Megatron-LM's TensorBoard names and units (:mod:`._names`), so ``(ms)`` and ``(s)`` times,
+  ``lm-loss`` and ``lm loss`` agree.
 * Megatron prints a loss only when it is > 0: a NaN loss *vanishes* from the line. A record without
   ``lm loss`` is listed as a missing loss, or as skipped when ``number of skipped iterations`` > 0 and
   no NaN was counted (every step of the interval skipped, e.g. fp16 overflow).
@@ -21,36 +22,49 @@ What real logs look like (``shared/data/real-logs/``) decides the shape of this 
   Lightning's iteration ``i`` is the (i+1)-th optimizer step, which Megatron calls iteration ``i + 1``,
   so NeMo iterations are shifted by one to line up with Megatron-LM and Bridge logs of the same run.
 
-Speed: the file is read in large blocks and scanned with ``re.finditer`` for the record header (the regex
-engine's literal-prefix search on ``iteration`` is the prefilter); only record bodies are split in Python.
+Speed: the file is read as bytes in large blocks; a numba kernel (:mod:`._kernel`) finds the records and
+splits and parses their fields in one pass. Python then works per distinct key and per block, never per
+line, so a 1M-line log reads in seconds (``benchmarks/curves_parse.py``).
 """
 
 from __future__ import annotations
 
-import bisect
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from seqpack.curves._kernel import (
+    HEADER_WORD,
+    MAX_KEYS,
+    POW10,
+    STATUS_BAD,
+    STATUS_SLOW,
+    TOO_MANY_KEYS,
+    scan_records,
+)
 from seqpack.curves._names import GPU_UTILIZATION, LOG_KEYS, LOSS, NAN_ITERS, SKIPPED, STEP_TIME
-from seqpack.curves._series import Curves, Segment, resolve
+from seqpack.curves._series import Curves, FloatArray, IntArray, Segment, resolve
 from seqpack.errors import InputError
 
-BLOCK_BYTES = 32 << 20
+BLOCK_BYTES = 16 << 20  # bounds memory: the kernel keeps ~10 arrays of 8 bytes per ':' of a block
 MAX_NOTES = 20
 
-_RECORD = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
-_VALIDATION = re.compile(r"validation loss at ([^|\n]*)\|([^\n]*)")
-_VALIDATION_AT = re.compile(r"iteration\s+(\d+)(.*)")
-_STEP_TIME = re.compile(r"Step Time :\s*([-+0-9.eE]+)s(?:\s+GPU utilization:\s*([-+0-9.eE]+))?")
-_NEMO_HINT = re.compile(r"reduced_train_loss|Training epoch \d+, iteration \d+/")
+_VALIDATION = re.compile(rb"validation loss at ([^|\n]*)\|([^\n]*)")
+_VALIDATION_AT = re.compile(rb"iteration\s+(\d+)(.*)")
+_STEP_TIME = re.compile(rb"Step Time :\s*([-+0-9.eE]+)s(?:\s+GPU utilization:\s*([-+0-9.eE]+))?")
+_DROPPED = -2  # key id given to fields whose value is not a number
+MIN_RECORD_BYTES = 14  # "iteration 1/1|": bounds the number of records in a block
+_HEAD_BYTES = 1 << 20  # NeMo detection looks at the first MiB
+_NEMO_HINT = re.compile(rb"reduced_train_loss|Training epoch \d+, iteration \d+/")
 
 
 @dataclass
 class _Columns:
-    """Per-metric iterations and values in log order (Python lists: appends are cheap)."""
+    """Small per-metric iteration/value lists in log order (validation blocks)."""
 
     data: dict[str, tuple[list[int], list[float]]] = field(default_factory=dict)
 
@@ -65,10 +79,14 @@ class _Columns:
 @dataclass
 class _State:
     nemo: bool
-    columns: _Columns = field(default_factory=_Columns)
+    key_names: dict[int, tuple[str, float]] = field(default_factory=dict)  # key hash -> canonical, scale
+    iteration_chunks: list[IntArray] = field(default_factory=list)
+    records: int = 0
+    # canonical metric -> chunks of (record ids, values); record ids grow in log order
+    chunks: dict[str, list[tuple[IntArray, FloatArray]]] = field(default_factory=dict)
+    no_loss: list[IntArray] = field(default_factory=list)  # records printed without a loss
+    step_times: list[tuple[int, float, float | None]] = field(default_factory=list)
     validation: _Columns = field(default_factory=_Columns)
-    missing: list[int] = field(default_factory=list)
-    skipped: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     segments: list[list[int]] = field(default_factory=list)  # [first, max, records, line]
     previous: int | None = None
@@ -83,117 +101,152 @@ class _State:
             self.notes.append("... further notes omitted")
 
 
-def _line_of(state: _State, block: str, pos: int) -> int:
-    return state.lines_before + block.count("\n", 0, pos) + 1
+def _line_of(state: _State, block: bytes, pos: int) -> int:
+    return state.lines_before + block.count(b"\n", 0, pos) + 1
 
 
-def _parse_body(state: _State, iteration: int, body: str, source: str, block: str, pos: int) -> None:
-    """Split ``key: value | key: value`` and file each value under its canonical name."""
-    cut = body.find("[")
-    if cut >= 0:
-        body = body[:cut]
-    add = state.columns.add
-    has_loss = False
-    skipped = 0.0
-    nans = 0.0
-    for part in body.split("|"):
-        key, sep, raw = part.rpartition(":")
-        if not sep:
-            continue
-        key = key.strip()
-        if not key:
-            continue
-        try:
-            value = float(raw)
-        except ValueError:
+def _text(block: bytes, start: int, end: int) -> str:
+    return block[start:end].decode("utf-8", errors="replace")
+
+
+def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> int:
+    """Parse every training, validation and Step Time record of one block of whole lines.
+
+    Returns the number of newlines in the block (counted by the kernel on its way).
+    """
+    buf = np.frombuffer(block, dtype=np.uint8)
+    (
+        rec_iter,
+        rec_pos,
+        rec_closed,
+        f_rec,
+        f_key,
+        f_vs,
+        f_ve,
+        f_value,
+        f_status,
+        key_hash,
+        key_span,
+        newlines,
+    ) = scan_records(
+        buf,
+        1 if state.nemo else 0,
+        len(block) // MIN_RECORD_BYTES + 1,
+        block.count(b":"),
+        HEADER_WORD,
+        POW10,
+    )
+    if np.any(f_key == TOO_MANY_KEYS):
+        raise InputError(
+            f"{source}: more than {MAX_KEYS} different field names in one block: not a training log"
+        )
+    n = rec_iter.size
+    if at_eof and n and not state.nemo and not block.endswith(b"\n") and not rec_closed[-1]:
+        last = int(rec_pos[-1])
+        if block.find(b"\n", last) < 0:
             state.note(
-                f"{source}:{_line_of(state, block, pos)}: field '{key}': not a number: {raw.strip()!r}"
+                f"{source}:{_line_of(state, block, last)}: last line is cut off; "
+                f"record of iteration {int(rec_iter[-1])} ignored"
             )
-            continue
-        known = LOG_KEYS.get(key)
-        if known is None:
-            add(key, iteration, value)
-            continue
-        name, scale = known
-        add(name, iteration, value * scale if scale != 1.0 else value)
-        if name == LOSS:
-            has_loss = True
-        elif name == SKIPPED:
-            skipped = value
-        elif name == NAN_ITERS:
-            nans = value
-    if not has_loss:
-        if skipped > 0 and nans == 0:
-            state.skipped.append(iteration)
-        else:
-            state.missing.append(iteration)
-
-
-def _track_segment(state: _State, iteration: int, block: str, pos: int) -> None:
-    prev = state.previous
-    if prev is None or iteration < prev:
-        state.segments.append([iteration, iteration, 0, _line_of(state, block, pos)])
-    seg = state.segments[-1]
-    seg[1] = max(seg[1], iteration)
-    seg[2] += 1
-    state.previous = iteration
-
-
-def _scan_block(state: _State, block: str, source: str, at_eof: bool) -> None:
-    """Parse every training, validation and Step Time record of one block of whole lines."""
-    matches = list(_RECORD.finditer(block))
-    starts = [m.start() for m in matches]
-    step_times: dict[int, tuple[float, float | None]] = {}
-    if "Step Time :" in block:
-        state.saw_step_time = True
-        for st in _STEP_TIME.finditer(block):
-            util = float(st.group(2)) if st.group(2) else None
-            target = bisect.bisect_right(starts, st.start())
-            if target < len(matches):
-                step_times[target] = (float(st.group(1)), util)
-            else:
-                state.pending_step_time = (float(st.group(1)), util)
-    offset = 1 if state.nemo else 0
-    n = len(matches)
-    for k, m in enumerate(matches):
-        end = block.find("\n", m.end())
-        if end < 0:
-            end = len(block)
-        if k + 1 < n and starts[k + 1] < end:
-            end = starts[k + 1]
-        body = block[m.end() : end]
-        iteration = int(m.group(1)) + offset
-        if at_eof and end == len(block) and not state.nemo and not body.rstrip().endswith("|"):
-            state.note(
-                f"{source}:{_line_of(state, block, m.start())}: last line is cut off; "
-                f"record of iteration {iteration} ignored"
-            )
-            continue
-        if k == 0 and state.pending_step_time is not None and k not in step_times:
-            step_times[0] = state.pending_step_time
-            state.pending_step_time = None
-        _track_segment(state, iteration, block, m.start())
-        _parse_body(state, iteration, body, source, block, m.start())
-        timing = step_times.get(k)
-        if timing is not None:
-            state.columns.add(STEP_TIME, iteration, timing[0])
-            if timing[1] is not None:
-                state.columns.add(GPU_UTILIZATION, iteration, timing[1])
-    if "validation loss at" in block:
+            n -= 1
+            keep = f_rec < n
+            rec_iter, rec_pos = rec_iter[:n], rec_pos[:n]
+            f_rec, f_key, f_vs, f_ve = f_rec[keep], f_key[keep], f_vs[keep], f_ve[keep]
+            f_value, f_status = f_value[keep], f_status[keep]
+    if b"Step Time :" in block or (state.pending_step_time is not None and n):
+        _collect_step_times(state, block, rec_pos)
+    if b"validation loss at" in block:
         _scan_validation(state, block)
+    if n == 0:
+        return int(newlines)
+    _track_segments(state, block, rec_iter, rec_pos)
+    base = state.records
+    state.records += n
+    state.iteration_chunks.append(rec_iter)
+    names = []
+    for h, (start, end) in zip(key_hash.tolist(), key_span.tolist(), strict=True):
+        known = state.key_names.get(h)
+        if known is None:
+            key = _text(block, start, end)
+            known = state.key_names[h] = LOG_KEYS.get(key, (key, 1.0))
+        names.append(known)
+    for k in np.flatnonzero(f_status == STATUS_SLOW).tolist():
+        f_value[k] = float(_text(block, int(f_vs[k]), int(f_ve[k])))
+    bad = f_status == STATUS_BAD
+    if bad.any():
+        for k in np.flatnonzero(bad)[:MAX_NOTES].tolist():
+            start, end = key_span[int(f_key[k])].tolist()
+            raw = _text(block, int(f_vs[k]), int(f_ve[k]))
+            where = f"{source}:{_line_of(state, block, int(f_vs[k]))}: iteration {int(rec_iter[f_rec[k]])}"
+            state.note(f"{where}: field '{_text(block, start, end)}': not a number: {raw!r}")
+        f_key = np.where(bad, np.int16(_DROPPED), f_key)
+    # Group the fields by key id (a radix sort on int16); stable, so each key keeps log order.
+    order = np.argsort(f_key, kind="stable")
+    keys = f_key[order]
+    bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    has_loss = np.zeros(n, dtype=bool)
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), int(keys.size)], strict=True):
+        key_id = int(keys[lo])
+        if hi <= lo or key_id == _DROPPED:
+            continue
+        name, scale = names[key_id]
+        if not name:
+            continue  # ": value" without a key
+        take = order[lo:hi]
+        ids = f_rec[take]
+        values = f_value[take] * scale if scale != 1.0 else f_value[take]
+        state.chunks.setdefault(name, []).append((ids + base, values))
+        if name == LOSS:
+            has_loss[ids] = True
+    if not has_loss.all():
+        state.no_loss.append(np.flatnonzero(~has_loss) + base)
+    return int(newlines)
 
 
-def _scan_validation(state: _State, block: str) -> None:
+def _track_segments(state: _State, block: bytes, iters: IntArray, positions: IntArray) -> None:
+    """Extend the current segment; a record whose iteration goes back starts a new one (a restart)."""
+    starts = (np.flatnonzero(iters[1:] < iters[:-1]) + 1).tolist()
+    if state.previous is None or int(iters[0]) < state.previous:
+        starts.insert(0, 0)
+    cuts = [*starts, int(iters.size)]
+    if not starts or starts[0] != 0:
+        seg = state.segments[-1]
+        seg[1] = max(seg[1], int(iters[: cuts[0]].max()))
+        seg[2] += cuts[0]
+    for lo, hi in itertools.pairwise(cuts):
+        part = iters[lo:hi]
+        line = _line_of(state, block, int(positions[lo]))
+        state.segments.append([int(part[0]), int(part.max()), hi - lo, line])
+    state.previous = int(iters[-1])
+
+
+def _collect_step_times(state: _State, block: bytes, positions: IntArray) -> None:
+    """Bridge prints ``Step Time : ...`` before the iteration line it belongs to."""
+    state.saw_step_time = state.saw_step_time or b"Step Time :" in block
+    base = state.records
+    if positions.size and state.pending_step_time is not None:
+        state.step_times.append((base, *state.pending_step_time))
+        state.pending_step_time = None
+    for st in _STEP_TIME.finditer(block):
+        util = float(st.group(2)) if st.group(2) else None
+        target = int(np.searchsorted(positions, st.start(), side="right"))
+        if target < positions.size:
+            state.step_times.append((base + target, float(st.group(1)), util))
+        else:
+            state.pending_step_time = (float(st.group(1)), util)
+
+
+def _scan_validation(state: _State, block: bytes) -> None:
     for v in _VALIDATION.finditer(block):
         at = _VALIDATION_AT.search(v.group(1))
         if at is None:
             continue
         iteration = int(at.group(1))
-        label = at.group(2).strip()
+        label = at.group(2).decode("utf-8", errors="replace").strip()
         if label.startswith("on "):
             label = label[3:]
         label = label.replace(" set", "").strip() or "validation"
-        for part in v.group(2).split("|"):
+        for part in v.group(2).decode("utf-8", errors="replace").split("|"):
             key, sep, raw = part.rpartition(":")
             key = key.strip()
             if not sep or not key:
@@ -206,40 +259,52 @@ def _scan_validation(state: _State, block: str) -> None:
             state.validation.add(f"{base} {label}", iteration, value)
 
 
-def looks_like_nemo(head: str) -> bool:
+def looks_like_nemo(head: bytes) -> bool:
     """Does this text hold NeMo 2.x Lightning lines (``reduced_train_loss``, ``Training epoch``)?"""
-    return _NEMO_HINT.search(head) is not None
+    sample = head[:_HEAD_BYTES]
+    if b"reduced_train_loss" not in sample and b"Training epoch" not in sample:
+        return False  # cheap substring tests first: the regex has no literal prefix to search for
+    return _NEMO_HINT.search(sample) is not None
 
 
-def read_log(path: str | os.PathLike[str], input_format: str | None = None) -> Curves:
+def read_log(
+    path: str | os.PathLike[str], input_format: str | None = None, *, progress: Any = None
+) -> Curves:
     """Read a Megatron-LM / Bridge / NeMo 2.x stdout log into :class:`Curves`.
 
     ``input_format`` forces ``mlm``, ``bridge`` or ``nemo``; ``None`` detects it from the text.
+    ``progress`` (from :func:`seqpack._progress.progress`) gets one task advanced by the bytes read.
     Raises :class:`InputError` for an unreadable or empty file, or one without any iteration line.
     """
     source = os.fspath(path)
     state: _State | None = None
-    tail = ""
+    tail = b""
     total = 0
     try:
         with open(path, "rb") as handle:
+            task = None
+            if progress is not None:
+                task = progress.add_task(
+                    f"reading {os.path.basename(source)}", total=os.fstat(handle.fileno()).st_size
+                )
             while True:
                 raw = handle.read(BLOCK_BYTES)
+                if task is not None:
+                    progress.advance(task, len(raw))
                 at_eof = len(raw) < BLOCK_BYTES
                 if not raw and not tail:
                     break
                 total += len(raw)
-                text = tail + raw.decode("utf-8", errors="replace")
+                data = tail + raw
                 if at_eof:
-                    block, tail = text, ""
+                    block, tail = data, b""
                 else:
-                    cut = text.rfind("\n") + 1
-                    block, tail = text[:cut], text[cut:]
+                    cut = data.rfind(b"\n") + 1
+                    block, tail = data[:cut], data[cut:]
                 if state is None:
                     nemo = input_format == "nemo" or (input_format is None and looks_like_nemo(block))
                     state = _State(nemo=nemo)
-                _scan_block(state, block, source, at_eof)
-                state.lines_before += block.count("\n")
+                state.lines_before += _scan_block(state, block, source, at_eof)
                 if at_eof:
                     break
     except FileNotFoundError:
@@ -260,9 +325,26 @@ def read_log(path: str | os.PathLike[str], input_format: str | None = None) -> C
 
 
 def _finish(state: _State, source: str, input_format: str | None) -> Curves:
+    record_iterations = (
+        np.concatenate(state.iteration_chunks) if state.iteration_chunks else np.zeros(0, dtype=np.int64)
+    )
     metrics = {}
-    for name, (its, vals) in state.columns.data.items():
-        metrics[name] = resolve(its, vals)
+    missing, skipped = _lost_losses(state, record_iterations)  # reads the chunks: before they go
+    for name in list(state.chunks):
+        chunks = state.chunks.pop(name)  # free each metric's chunks as soon as it is joined
+        # record ids rise within a chunk (stable grouping) and from block to block: already log order
+        records = np.concatenate([c[0] for c in chunks])
+        values = np.concatenate([c[1] for c in chunks])
+        del chunks
+        metrics[name] = resolve(record_iterations[records], values)
+    if state.step_times:
+        ids = np.asarray([t[0] for t in state.step_times], dtype=np.int64)
+        metrics[STEP_TIME] = resolve(record_iterations[ids], [t[1] for t in state.step_times])
+        with_util = [t for t in state.step_times if t[2] is not None]
+        if with_util:
+            util_ids = np.asarray([t[0] for t in with_util], dtype=np.int64)
+            utils = [float(t[2] or 0.0) for t in with_util]
+            metrics[GPU_UTILIZATION] = resolve(record_iterations[util_ids], utils)
     for name, (its, vals) in state.validation.data.items():
         metrics[name] = resolve(its, vals)
     if state.nemo:
@@ -272,20 +354,45 @@ def _finish(state: _State, source: str, input_format: str | None) -> Curves:
     else:
         fmt = "bridge" if state.saw_step_time else "mlm"
     segments = [Segment(a, b, c, d) for a, b, c, d in state.segments]
-    if len(segments) > 1:
-        for seg in segments[1:]:
-            state.notes.insert(
-                0, f"{source}:{seg.line}: restart: iterations go back to {seg.first_iteration} (new segment)"
-            )
+    for seg in reversed(segments[1:]):
+        state.notes.insert(
+            0, f"{source}:{seg.line}: restart: iterations go back to {seg.first_iteration} (new segment)"
+        )
     if state.nemo:
         state.notes.append(f"{source}: NeMo iterations count from 0; shown as Megatron iterations (+1)")
-    missing = {LOSS: np.asarray(sorted(set(state.missing)), dtype=np.int64)} if state.missing else {}
     return Curves(
         source=source,
         format=fmt,
         metrics=metrics,
         segments=segments,
-        missing=missing,
-        skipped=np.asarray(sorted(set(state.skipped)), dtype=np.int64),
+        missing={LOSS: missing} if missing.size else {},
+        skipped=skipped,
         notes=state.notes,
     )
+
+
+def _lost_losses(state: _State, record_iterations: IntArray) -> tuple[IntArray, IntArray]:
+    """Iterations printed without a loss: skipped (every step skipped) or missing (a NaN left off).
+
+    Megatron prints the loss only when it is > 0. If the line says steps were skipped and no NaN was
+    counted, the interval had no step to average (skipped); otherwise the loss was NaN and vanished.
+    """
+    empty = np.zeros(0, dtype=np.int64)
+    if not state.no_loss:
+        return empty, empty
+    records = np.unique(np.concatenate(state.no_loss))
+    skipped_count = _values_at(state, SKIPPED, records)
+    nan_count = _values_at(state, NAN_ITERS, records)
+    is_skip = (skipped_count > 0) & ~(nan_count > 0)
+    iterations = record_iterations[records]
+    return np.unique(iterations[~is_skip]), np.unique(iterations[is_skip])
+
+
+def _values_at(state: _State, name: str, records: IntArray) -> FloatArray:
+    """The value of ``name`` on each of ``records`` (0 where the record does not print it)."""
+    out = np.zeros(records.size, dtype=np.float64)
+    for ids, values in state.chunks.get(name, []):
+        hit = np.isin(ids, records)
+        if hit.any():
+            out[np.searchsorted(records, ids[hit])] = values[hit]
+    return out

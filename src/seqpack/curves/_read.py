@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from seqpack.curves._logs import read_log
 from seqpack.curves._series import FORMATS, Curves
@@ -45,18 +46,22 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     return "mlm"
 
 
-def read_curves(path: str | os.PathLike[str], input_format: str | None = None) -> Curves:
+def read_curves(
+    path: str | os.PathLike[str], input_format: str | None = None, *, progress: Any = None
+) -> Curves:
     """Read any supported input into :class:`~seqpack.curves.Curves`.
 
     >>> curves = read_curves("train.log")                     # doctest: +SKIP
     >>> curves.metrics["lm loss"].as_dict()                    # doctest: +SKIP
     {10: 9.876543, 20: 9.5}
+
+    ``progress`` (a :func:`seqpack._progress.progress` display) shows the bytes read of a text log.
     """
     if input_format is not None and input_format not in FORMATS:
         raise UsageError(f"--input-format: expected one of {', '.join(FORMATS)}, found {input_format!r}")
     fmt = input_format or detect_format(path)
     if fmt in ("mlm", "bridge", "nemo"):
-        return read_log(path, input_format)
+        return read_log(path, input_format, progress=progress)
     if fmt == "golden":
         return read_golden(path)
     if fmt == "csv":

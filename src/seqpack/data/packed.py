@@ -263,10 +263,15 @@ class PackedReader:
     >>> for block in reader.iter_blocks():                           # streaming, bounded memory
     ...     validate_block(block)
     >>> reader.row(17).seq_start_id                                  # random access via a row-group cache
+
+    With ``validate=True`` every row group is checked (strictly: no empty sequences) as it is decoded.
     """
 
-    def __init__(self, spec: str | os.PathLike[str], *, cache_size: int = ROW_GROUP_CACHE_SIZE) -> None:
+    def __init__(
+        self, spec: str | os.PathLike[str], *, cache_size: int = ROW_GROUP_CACHE_SIZE, validate: bool = False
+    ) -> None:
         self.spec = os.fspath(spec)
+        self.validate = validate
         self.paths = resolve_packed_paths(spec)
         self._files: dict[int, pq.ParquetFile] = {}
         self._cache: OrderedDict[tuple[int, int], PackedBlock] = OrderedDict()
@@ -312,7 +317,7 @@ class PackedReader:
         ids = _list_column(path, table, "input_ids", first)
         mask = _list_column(path, table, "loss_mask", first)
         starts = _list_column(path, table, "seq_start_id", first)
-        return PackedBlock(
+        block = PackedBlock(
             path=path,
             first_row=first,
             global_first_row=int(self.file_offsets[file_index]) + first,
@@ -323,6 +328,9 @@ class PackedReader:
             start_offsets=starts[0],
             seq_start_id=starts[1],
         )
+        if self.validate:
+            validate_block(block, allow_empty_sequences=False)
+        return block
 
     def iter_blocks(self) -> Iterator[PackedBlock]:
         """Every row group of every file in order; only one is decoded at a time."""
@@ -361,6 +369,13 @@ class PackedReader:
         """Global row ``index`` across the spec's files (negative indices count from the end)."""
         block, in_group = self.block_of(index)
         return block.row(in_group)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without open handles or cached groups (DataLoader workers started with spawn reopen)."""
+        state = self.__dict__.copy()
+        state["_files"] = {}
+        state["_cache"] = OrderedDict()
+        return state
 
     def close(self) -> None:
         for handle in self._files.values():

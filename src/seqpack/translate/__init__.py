@@ -5,6 +5,7 @@ from seqpack.translate._convert import (
     Translation,
     bridge_to_mlm,
     bridge_to_mlm_report,
+    format_override,
     mlm_to_bridge,
     parse_scalar,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "Translation",
     "bridge_to_mlm",
     "bridge_to_mlm_report",
+    "format_override",
     "load_model_args",
     "mlm_to_bridge",
     "parse_scalar",

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seqpack.errors import UsageError
-from seqpack.translate._table import BY_FLAG, FLAG_TABLE, NO_BRIDGE_EQUIVALENT, FlagMapping, Scalar
+from seqpack.translate._table import (
+    BY_FLAG,
+    FLAG_TABLE,
+    FLOAT_FLAGS,
+    INT_FLAGS,
+    NO_BRIDGE_EQUIVALENT,
+    FlagMapping,
+    Scalar,
+)
 
 #: The reason given for a flag that is neither in the table nor known to lack a Bridge field.
 UNKNOWN_FLAG_REASON = "not in seqpack's flag table; find the Bridge field by hand"
@@ -121,7 +129,7 @@ def mlm_to_bridge(flags: Sequence[str] | Mapping[str, Any]) -> Translation:
         else:
             if isinstance(raw, bool):
                 raise UsageError(f"Megatron-LM flag {flag} expects a value, found {raw!r}")
-            value = parse_scalar(raw) if isinstance(raw, str) else raw
+            value = _typed(flag, parse_scalar(raw) if isinstance(raw, str) else raw)
             pairs = [(key, value) for key in mapping.keys]
         for key, value in pairs:
             if key in result.overrides and result.overrides[key] != value:
@@ -131,6 +139,33 @@ def mlm_to_bridge(flags: Sequence[str] | Mapping[str, Any]) -> Translation:
             result.overrides[key] = value
             result.origin[key] = flag
     return result
+
+
+def _typed(flag: str, value: Any) -> Any:
+    """Refuse a value of the wrong type for a numeric flag (``--seq-length four``)."""
+    if flag in INT_FLAGS and not (isinstance(value, int) and not isinstance(value, bool)):
+        raise UsageError(f"Megatron-LM flag {flag} expects an integer, found {value!r}")
+    if flag in FLOAT_FLAGS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UsageError(f"Megatron-LM flag {flag} expects a number, found {value!r}")
+        return float(value)
+    return value
+
+
+#: Characters that end an unquoted value in the Hydra override grammar run_recipe parses (a comma makes a
+#: sweep, brackets a list, ...); values holding one are written quoted.
+_HYDRA_SPECIAL = frozenset(" \t,[]{}()='\"\\")
+
+
+def format_override(key: str, value: Any) -> str:
+    """One override ready for a shell command line: ``key=value``, or ``key="'value'"`` when the value needs
+    Hydra quoting (``dataset.split="'949,50,1'"``: the shell drops the double quotes, Hydra the single ones).
+    ``${VAR}`` stays as written so the shell expands it."""
+    text = _format_value(value)
+    if isinstance(value, str) and (not text or any(ch in _HYDRA_SPECIAL for ch in text)):
+        escaped = text.replace("'", "\\'").replace('"', '\\"')
+        return f"{key}=\"'{escaped}'\""
+    return f"{key}={text}"
 
 
 def _format_value(value: Any) -> str:

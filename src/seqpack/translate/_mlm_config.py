@@ -11,25 +11,25 @@ import shlex
 from typing import Any
 
 from seqpack._yaml import load_yaml
-from seqpack.errors import DataError, UsageError
+from seqpack.errors import InputError, UsageError
 
 
 def load_model_args(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``MODEL_ARGS`` mapping of a Megatron-LM ``model_config.yaml`` (``True`` = switch)."""
     document, lines = load_yaml(path)
     if not isinstance(document, dict) or "MODEL_ARGS" not in document:
-        raise DataError(
+        raise InputError(
             f"{os.fspath(path)}: expected a mapping with a 'MODEL_ARGS' key (Megatron-LM model_config)"
         )
     args = document["MODEL_ARGS"]
     if not isinstance(args, dict):
-        raise DataError(
+        raise InputError(
             f"{os.fspath(path)}:{lines.get('MODEL_ARGS', 1)}: MODEL_ARGS must be a mapping of flags"
         )
     for flag in args:
         if not isinstance(flag, str) or not flag.startswith("--"):
             line = lines.get(f"MODEL_ARGS.{flag}", lines.get("MODEL_ARGS", 1))
-            raise DataError(f"{os.fspath(path)}:{line}: MODEL_ARGS key {flag!r} is not a '--flag'")
+            raise InputError(f"{os.fspath(path)}:{line}: MODEL_ARGS key {flag!r} is not a '--flag'")
     return dict(args)
 
 

@@ -1,0 +1,182 @@
+"""``seqpack doctor`` and ``seqpack translate`` end to end: exit codes, JSON schema, --fix, languages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seqpack.cli import main
+
+FINDING_KEYS = {"id", "severity", "fields", "message", "why", "fix", "upstream", "allowed"}
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict]:
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_json_schema_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _json(capsys, ["doctor", "--cp", "2", "--seq-length", "510", "--format", "json"])
+    assert code == 1
+    assert set(doc) == {"schema_version", "config_era", "findings"}
+    assert doc["schema_version"] == 1 and doc["config_era"] == "neutral"
+    assert [set(f) for f in doc["findings"]] == [FINDING_KEYS]
+    assert doc["findings"][0]["id"] == "SP011" and doc["findings"][0]["severity"] == "error"
+
+
+def test_exit_codes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["doctor", "--cp", "2", "--seq-length", "512"]) == 0
+    assert main(["doctor", "--cp", "2", "--seq-length", "510"]) == 1
+    assert main(["doctor", "--cp", "2", "--seq-length", "510", "--allow", "SP011"]) == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: [\n")
+    assert main(["doctor", str(bad)]) == 2
+    assert main(["doctor", str(tmp_path / "missing.yaml")]) == 2
+    assert main(["doctor", "--allow", "SP999"]) == 2
+    capsys.readouterr()
+
+
+def test_config_and_overrides(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("model:\n  seq_length: 510\n  context_parallel_size: 2\ndataset:\n  seq_length: 510\n")
+    assert main(["doctor", str(cfg)]) == 1
+    assert main(["doctor", str(cfg), "model.seq_length=512", "dataset.seq_length=512"]) == 0
+    capsys.readouterr()
+
+
+def test_fix_prints_corrected_overrides(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["doctor", "--pack-size", "4096", "--seq-length", "4096", "--mbs", "2", "--gbs", "64", "--fix"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    tail = out.split("corrected overrides:", 1)[1].split()
+    assert tail == [
+        "train.micro_batch_size=1",
+        "train.global_batch_size=32",
+        "dataset.offline_packing_specs.packed_sequence_size=8192",
+    ]
+
+
+def test_chinese_messages(capsys: pytest.CaptureFixture[str]) -> None:
+    _code, doc = _json(
+        capsys, ["doctor", "--cp", "2", "--seq-length", "510", "--format", "json", "--lang", "zh"]
+    )
+    assert "整除" in doc["findings"][0]["message"]
+
+
+def test_locale_picks_chinese(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LC_ALL", "zh_CN.UTF-8")
+    _code, doc = _json(capsys, ["doctor", "--cp", "2", "--seq-length", "510", "--format", "json"])
+    assert "整除" in doc["findings"][0]["message"]
+
+
+@pytest.mark.shared
+def test_every_model_config_gets_a_deterministic_report(
+    capsys: pytest.CaptureFixture[str], shared_dir: Path
+) -> None:
+    for path in sorted((shared_dir / "data" / "mlm-functional-cases").glob("*/model_config.yaml")):
+        argv = [
+            "doctor",
+            "--model-config",
+            str(path),
+            "--world-size",
+            "16",
+            "--format",
+            "json",
+            "--lang",
+            "en",
+        ]
+        first = _json(capsys, argv)
+        assert first == _json(capsys, argv)
+        assert first[1]["config_era"] == "neutral"
+        assert first[0] == (1 if any(f["severity"] == "error" for f in first[1]["findings"]) else 0)
+
+
+def test_mlm_args_option(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _json(
+        capsys, ["doctor", "--mlm-args", "--seq-length 510 --context-parallel-size 2", "--format", "json"]
+    )
+    assert code == 1 and [f["id"] for f in doc["findings"]] == ["SP011"]
+
+
+def test_translate_mlm_to_bridge(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["translate", "mlm-to-bridge", "--", "--seq-length", "4096", "--swiglu", "--use-mcore-models"])
+        == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:4] == [
+        "dataset.seq_length=4096",
+        "model.seq_length=4096",
+        "model.gated_linear_unit=true",
+        "model.activation_func=silu",
+    ]
+    assert lines[4].startswith("# untranslated: --use-mcore-models")
+    assert main(["translate", "mlm-to-bridge", "--strict", "--", "--use-mcore-models"]) == 1
+    assert main(["translate", "mlm-to-bridge", "--strict", "--", "--bf16"]) == 0
+    capsys.readouterr()
+
+
+@pytest.mark.shared
+def test_translate_model_config(capsys: pytest.CaptureFixture[str], shared_dir: Path) -> None:
+    path = (
+        shared_dir / "data/mlm-functional-cases/gpt3_mcore_te_tp2_pp1_resume_torch_dist_cp2_nondeterministic"
+    )
+    assert main(["translate", "mlm-to-bridge", "--model-config", str(path / "model_config.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "model.context_parallel_size=2\n" in out and "# untranslated: --use-mcore-models" in out
+
+
+def test_translate_bridge_to_mlm(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["translate", "bridge-to-mlm", "model.seq_length=4096", "mixed_precision=bf16_mixed"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["--seq-length 4096 --bf16"]
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("_target_: x\nmodel:\n  _target_: y\n  num_layers: 2\nlogger:\n  foo: 1\n")
+    assert main(["translate", "bridge-to-mlm", "--config", str(cfg), "--strict"]) == 1
+    assert capsys.readouterr().out.splitlines() == ["--num-layers 2", "# untranslated: logger.foo=1"]
+
+
+@pytest.mark.shared
+def test_real_cp2_case_as_fine_tuning(capsys: pytest.CaptureFixture[str], shared_dir: Path) -> None:
+    """The CP=2 functional case is a valid pretraining run; fine-tuning it needs per-token loss (SP012),
+    and 6 ranks cannot hold TP 2 x CP 2 (SP018)."""
+    path = (
+        shared_dir / "data/mlm-functional-cases/gpt3_mcore_te_tp2_pp1_resume_torch_dist_cp2_nondeterministic"
+    )
+    argv = ["doctor", "--model-config", str(path / "model_config.yaml"), "--format", "json", "--lang", "en"]
+    code, doc = _json(capsys, [*argv, "--dataset-kind", "sft", "--world-size", "6"])
+    assert code == 1
+    assert [f["id"] for f in doc["findings"]] == ["SP012", "SP018"]
+
+
+def test_overrides_without_a_config_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "model.context_parallel_size=2", "model.seq_length=510"]) == 1
+    assert main(["doctor", "model.context_parallel_size=2", "model.seq_length=512"]) == 0
+    assert main(["doctor", "--cp", "2", "--lang", "fr"]) == 2
+    assert main(["translate", "mlm-to-bridge"]) == 2
+    capsys.readouterr()
+
+
+def test_translated_values_survive_shell_and_hydra_quoting(capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    from seqpack.config import parse_override
+
+    assert main(["translate", "mlm-to-bridge", "--", "--split", "949,50,1", "--data-path", "1.0 /a b"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["dataset.split=\"'949,50,1'\"", "dataset.data_path=\"'1.0 /a b'\""]
+    assert [parse_override(shlex.split(line)[0]) for line in lines] == [
+        ("dataset.split", "949,50,1"),
+        ("dataset.data_path", "1.0 /a b"),
+    ]
+
+
+@pytest.mark.shared
+def test_mlm_args_override_the_model_config(capsys: pytest.CaptureFixture[str], shared_dir: Path) -> None:
+    path = (
+        shared_dir / "data/mlm-functional-cases/gpt3_mcore_te_tp2_pp1_resume_torch_dist_cp2_nondeterministic"
+    )
+    argv = ["doctor", "--model-config", str(path / "model_config.yaml"), "--format", "json", "--lang", "en"]
+    code, doc = _json(capsys, [*argv, "--mlm-args", "--seq-length 1022"])
+    assert code == 1 and [f["id"] for f in doc["findings"]] == ["SP011"]

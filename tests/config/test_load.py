@@ -1,0 +1,206 @@
+"""Loading configs: Bridge YAML of both eras, defaults, overrides, and bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seqpack.config import check, load_config
+from seqpack.errors import InputError, UsageError
+from seqpack.translate import mlm_to_bridge
+
+DRY_RUN_V06 = """\
+_target_: megatron.bridge.training.config.ConfigContainer
+train:
+  _target_: megatron.bridge.training.config.TrainingConfig
+  micro_batch_size: 1
+  global_batch_size: 32
+  train_iters: 100
+model:
+  _target_: megatron.bridge.models.llama.llama_provider.Llama31ModelProvider8B
+  seq_length: 4096
+  tensor_model_parallel_size: 2
+  context_parallel_size: 2
+  sequence_parallel: true
+  calculate_per_token_loss: true
+  activation_func:
+    _target_: torch.nn.functional.silu
+    _call_: false
+dataset:
+  _target_: megatron.bridge.data.builders.gpt_sft.GPTSFTDatasetConfig
+  seq_length: 4096
+  dataset_root: /data/squad
+  enable_offline_packing: true
+  offline_packing_specs:
+    _target_: megatron.bridge.data.packing.config.PackedSequenceSpecs
+    packed_sequence_size: 4096
+    pad_seq_to_mult: 4
+  dataset_kwargs:
+    pad_to_max_length: true
+ddp:
+  _target_: megatron.bridge.training.config.DistributedDataParallelConfig
+  average_in_collective: false
+mixed_precision: bf16_mixed
+logger:
+  log_interval: 10
+"""
+
+V05 = """\
+dataset:
+  seq_length: 2048
+  packed_sequence_specs:
+    _target_: megatron.bridge.data.datasets.packed_sequence.PackedSequenceSpecs
+    packed_sequence_size: 2048
+model:
+  seq_length: 2048
+train:
+  micro_batch_size: 2
+  global_batch_size: 16
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "cfg.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_dry_run_dump_reads_clean(tmp_path: Path) -> None:
+    loaded = load_config(_write(tmp_path, DRY_RUN_V06))
+    view = loaded.view
+    assert view.era == "v0.6"
+    assert view.dataset.kind == "sft"
+    assert view.offline_specs.pad_seq_to_mult == 4 and view.dataset.fixed_width
+    assert view.mixed_precision == "bf16_mixed"
+    assert view.model.target is not None and view.model.target.endswith("Llama31ModelProvider8B")
+    assert check(loaded).findings == []
+
+
+def test_legacy_names_map_to_v06_and_report_the_era(tmp_path: Path) -> None:
+    loaded = load_config(_write(tmp_path, V05))
+    assert loaded.view.era == "<=v0.5"
+    assert loaded.view.dataset.enable_offline_packing
+    assert loaded.view.offline_specs.packed_sequence_size == 2048
+    ids = [f.id for f in check(loaded).findings]
+    assert "SP005" in ids and "SP105" in ids
+
+
+def test_mixed_era_is_a_warning(tmp_path: Path) -> None:
+    text = V05.replace("  seq_length: 2048\n", "  seq_length: 2048\n  enable_offline_packing: true\n", 1)
+    loaded = load_config(_write(tmp_path, text))
+    assert loaded.view.era == "mixed"
+    assert "SP104" in [f.id for f in check(loaded).findings]
+    assert "SP105" not in [f.id for f in check(load_config(_write(tmp_path, DRY_RUN_V06, "b.yaml"))).findings]
+
+
+def test_partial_file_takes_bridge_defaults(tmp_path: Path) -> None:
+    view = load_config(
+        _write(tmp_path, "dataset:\n  enable_offline_packing: true\n  offline_packing_specs: {}\n")
+    ).view
+    assert view.model.seq_length == 1024  # GPTModelProvider default
+    assert view.offline_specs.packed_sequence_size == -1 and view.offline_specs.pad_seq_to_mult == 1
+    assert view.offline_specs.pad_cu_seqlens is False
+    assert view.ddp.average_in_collective is False and view.model.context_parallel_size == 1
+
+
+def test_overrides_win_over_the_file(tmp_path: Path) -> None:
+    loaded = load_config(
+        _write(tmp_path, DRY_RUN_V06), ["model.context_parallel_size=4", "+train.exit_interval=5"]
+    )
+    assert loaded.view.model.context_parallel_size == 4
+    assert loaded.raw["train"]["exit_interval"] == 5
+
+
+def test_mlm_flags_then_overrides() -> None:
+    mlm = mlm_to_bridge(["--seq-length", "4096", "--context-parallel-size", "2"])
+    loaded = load_config(overrides=["dataset.seq_length=8192", "model.seq_length=8192"], mlm=mlm)
+    assert loaded.view.model.seq_length == 8192 and loaded.view.model.context_parallel_size == 2
+
+
+def test_yaml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"cfg\.yaml:3:\d+"):
+        load_config(_write(tmp_path, "model:\n  seq_length: 4096\n  tp: a: b\n"))
+
+
+def test_python_tags_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"cfg\.yaml:1:\d+"):
+        load_config(_write(tmp_path, "model: !!python/object/apply:os.system ['true']\n"))
+
+
+def test_missing_file_and_non_mapping(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        load_config(tmp_path / "nope.yaml")
+    with pytest.raises(InputError, match="expected a mapping"):
+        load_config(_write(tmp_path, "- 1\n- 2\n"))
+
+
+def test_bad_override_syntax_is_usage_error() -> None:
+    with pytest.raises(UsageError, match="KEY=VALUE"):
+        load_config(overrides=["model.seq_length"])
+
+
+def test_misspelled_field_names_the_closest(tmp_path: Path) -> None:
+    text = (
+        "dataset:\n  offline_packing_specs:\n    packed_sequense_size: 4096\n  enable_ofline_packing: true\n"
+    )
+    loaded = load_config(_write(tmp_path, text))
+    found = {p.key: p.suggestion for p in loaded.problems if p.kind == "unknown-field"}
+    specs = "dataset.offline_packing_specs"
+    assert found == {
+        f"{specs}.packed_sequense_size": f"{specs}.packed_sequence_size",
+        "dataset.enable_ofline_packing": "dataset.enable_offline_packing",
+    }
+
+
+def test_wrong_type_names_the_field(tmp_path: Path) -> None:
+    loaded = load_config(_write(tmp_path, 'model:\n  context_parallel_size: "two"\n'))
+    (finding,) = [f for f in check(loaded).findings if f.id == "SP102"]
+    assert finding.fields == ["model.context_parallel_size"] and "'two'" in finding.message
+
+
+def test_contradictory_plain_option_and_override() -> None:
+    loaded = load_config(overrides=["model.context_parallel_size=4"], options={"cp": 2})
+    (finding,) = [f for f in check(loaded).findings if f.id == "SP103"]
+    assert "--cp" in finding.message
+
+
+def test_findings_point_at_the_yaml_line(tmp_path: Path) -> None:
+    loaded = load_config(_write(tmp_path, "model:\n  seq_length: 4096\n  context_paralel_size: 2\n"))
+    (finding,) = [f for f in check(loaded).findings if f.id == "SP101"]
+    assert "cfg.yaml:3)" in finding.message and "model.context_parallel_size" in finding.message
+
+
+def test_real_scheduler_fields_are_known_and_typos_suggested(tmp_path: Path) -> None:
+    text = "scheduler:\n  lr_warmup_init: 0.0\n  lr_warmup_iter: 3\n"
+    unknown = [f for f in check(load_config(_write(tmp_path, text))).findings if f.id == "SP101"]
+    assert len(unknown) == 1
+    assert (
+        "scheduler.lr_warmup_iter'" in unknown[0].message
+        and "scheduler.lr_warmup_iters" in unknown[0].message
+    )
+
+
+def test_delete_override_removes_a_key(tmp_path: Path) -> None:
+    loaded = load_config(_write(tmp_path, DRY_RUN_V06), ["~dataset.offline_packing_specs"])
+    assert loaded.view.dataset.offline_packing_specs is None
+    assert "SP002" in [f.id for f in check(loaded).findings]
+
+
+def test_dates_stay_strings_and_null_sections_take_overrides(tmp_path: Path) -> None:
+    text = "dataset:\n  seq_length: 4096\n  offline_packing_specs: null\n  note: 2024-01-01\n"
+    loaded = load_config(_write(tmp_path, text), ["dataset.offline_packing_specs.packed_sequence_size=4096"])
+    assert loaded.raw["dataset"]["note"] == "2024-01-01"
+    assert loaded.view.offline_specs.packed_sequence_size == 4096
+
+
+def test_checkpoint_directory_reads_the_newest_run_config(tmp_path: Path) -> None:
+    for step, seq in (("iter_0000100", 2048), ("iter_0000200", 4096)):
+        (tmp_path / step).mkdir()
+        (tmp_path / step / "run_config.yaml").write_text(f"model:\n  seq_length: {seq}\n")
+    loaded = load_config(tmp_path)
+    assert loaded.view.model.seq_length == 4096
+    assert loaded.source is not None and loaded.source.endswith("iter_0000200/run_config.yaml")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"without run_config\.yaml"):
+        load_config(tmp_path / "empty")
