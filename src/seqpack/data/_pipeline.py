@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from seqpack.data.metadata import (
     read_metadata,
     write_metadata_entry,
 )
-from seqpack.errors import DataError, UsageError
+from seqpack.errors import DataError, InputError, UsageError
 from seqpack.packing import BRIDGE_ALGORITHMS, BRIDGE_DEFAULT_ALGORITHM, DEFAULT_ALGORITHM, pack_lengths
 
 SPLITS = ("training", "validation")
@@ -142,6 +143,31 @@ def _check_options(opts: PackOptions) -> tuple[int, str]:
     if opts.eos_id is not None and opts.eos_id < 0:
         raise UsageError(f"--eos-id must be >= 0, got {opts.eos_id}")
     return max_len, algorithm
+
+
+class _BackgroundHash:
+    """:func:`_hash_inputs` on a daemon thread (hashlib releases the GIL), overlapping with the passes.
+
+    A daemon thread never delays the exit of a failed or interrupted run.
+    """
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._result: list[str | BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(paths,), daemon=True, name="seqpack-hash")
+        self._thread.start()
+
+    def _run(self, paths: list[Path]) -> None:
+        try:
+            self._result.append(_hash_inputs(paths))
+        except BaseException as exc:  # reported by result()
+            self._result.append(exc)
+
+    def result(self) -> str:
+        self._thread.join()
+        value = self._result[0]
+        if isinstance(value, BaseException):
+            raise InputError(f"cannot hash the inputs ({value})")
+        return value
 
 
 def _hash_inputs(paths: list[Path]) -> str:
@@ -293,6 +319,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             bar = stack.enter_context(progress(opts.quiet))
             rejects = stack.enter_context(open(rejects_tmp, "wb"))
             t0 = time.perf_counter()
+            input_hash = _BackgroundHash(opts.inputs)
             pass1 = _Pass1(as_paths(opts.inputs), store, rejects)
             task = bar.add_task("read", total=None)
             spec: ShapeSpec | None = None
@@ -338,7 +365,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 layout=opts.layout,
             )
             seconds["write"] = time.perf_counter() - t2
-            record["input_sha256"] = _hash_inputs(opts.inputs)
+            record["input_sha256"] = input_hash.result()
             record["counts"] = {
                 "samples_in": counts.samples_in,
                 "packed": counts.packed,

@@ -18,6 +18,7 @@ memory is bounded by one row group whatever the dataset size.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -67,36 +68,55 @@ def write_packed(
     """Write packs ``pack_offsets`` over ``items`` (indices of examples in the store) to ``path``."""
     num_packs = len(pack_offsets) - 1
     schema = HF_SCHEMA if layout == "hf" else PACKED_SCHEMA
-    with pq.ParquetWriter(path, schema, compression=COMPRESSION) as writer:
+    # Encoding a row group (pyarrow, GIL released) overlaps with reading and preparing the next one.
+    with pq.ParquetWriter(path, schema, compression=COMPRESSION) as writer, ThreadPoolExecutor(1) as encoder:
+        pending: Future[None] | None = None
         for p0 in range(0, num_packs, ROW_GROUP_SIZE):
             p1 = min(p0 + ROW_GROUP_SIZE, num_packs)
-            lo, hi = int(pack_offsets[p0]), int(pack_offsets[p1])
-            tokens, mask, lens = read(items[lo:hi])
-            ids = tokens.astype(np.int64)
-            seq_ends = np.cumsum(lens)
-            seq_starts = seq_ends - lens
-            seq_offsets = pack_offsets[p0 : p1 + 1] - lo  # sequences per row
-            row_offsets = np.concatenate([np.zeros(1, np.int64), seq_ends])[seq_offsets]  # tokens per row
-            if layout == "hf":
-                positions = np.arange(len(ids), dtype=np.int64) - np.repeat(seq_starts, lens)
-                labels = np.where((positions == 0) | (mask == 0), IGNORE_INDEX, ids)
-                columns = [
-                    _list(row_offsets, ids),
-                    _list(row_offsets, positions),
-                    _list(row_offsets, labels),
-                    _list(seq_offsets, lens.astype(np.int64)),
-                ]
-            else:
-                rolled = np.empty(len(mask), dtype=np.int8)
-                rolled[:-1] = mask[1:]
-                rolled[seq_ends - 1] = 0
-                pack_of_seq = np.repeat(np.arange(p1 - p0), np.diff(seq_offsets))
-                starts_in_row = seq_starts - row_offsets[pack_of_seq]
-                columns = [
-                    _list(row_offsets, ids),
-                    _list(row_offsets, rolled),
-                    _list(seq_offsets, starts_in_row),
-                ]
-            writer.write_batch(pa.record_batch(columns, schema=schema), row_group_size=ROW_GROUP_SIZE)
+            batch = _row_group(read, items, pack_offsets, p0, p1, layout, schema)
+            if pending is not None:
+                pending.result()
+            pending = encoder.submit(writer.write_batch, batch, row_group_size=ROW_GROUP_SIZE)
             if on_row_group is not None:
-                on_row_group(p1 - p0, len(ids))
+                on_row_group(p1 - p0, int(batch.column(0).offsets[-1].as_py()))
+        if pending is not None:
+            pending.result()
+
+
+def _row_group(
+    read: Reader,
+    items: np.ndarray,
+    pack_offsets: np.ndarray,
+    p0: int,
+    p1: int,
+    layout: str,
+    schema: pa.Schema,
+) -> pa.RecordBatch:
+    """Packs ``p0 .. p1-1`` as one Arrow record batch of ``schema``."""
+    lo, hi = int(pack_offsets[p0]), int(pack_offsets[p1])
+    tokens, mask, lens = read(items[lo:hi])
+    ids = tokens.astype(np.int64)
+    seq_ends = np.cumsum(lens)
+    seq_starts = seq_ends - lens
+    seq_offsets = pack_offsets[p0 : p1 + 1] - lo  # sequences per row
+    row_offsets = np.concatenate([np.zeros(1, np.int64), seq_ends])[seq_offsets]  # tokens per row
+    if layout == "hf":
+        positions = np.arange(len(ids), dtype=np.int64) - np.repeat(seq_starts, lens)
+        labels = np.where((positions == 0) | (mask == 0), IGNORE_INDEX, ids)
+        columns = [
+            _list(row_offsets, ids),
+            _list(row_offsets, positions),
+            _list(row_offsets, labels),
+            _list(seq_offsets, lens.astype(np.int64)),
+        ]
+    else:
+        rolled = np.empty(len(mask), dtype=np.int8)
+        rolled[:-1] = mask[1:]
+        rolled[seq_ends - 1] = 0
+        pack_of_seq = np.repeat(np.arange(p1 - p0), np.diff(seq_offsets))
+        columns = [
+            _list(row_offsets, ids),
+            _list(row_offsets, rolled),
+            _list(seq_offsets, seq_starts - row_offsets[pack_of_seq]),
+        ]
+    return pa.record_batch(columns, schema=schema)
