@@ -96,7 +96,6 @@ class ScratchStore:
         except OSError as exc:
             raise _disk_error(directory, exc) from None
         self._ends: list[np.ndarray] = []
-        self._count = 0
         self._offsets: np.ndarray | None = None
 
     def append(self, tokens: np.ndarray, mask: np.ndarray, lengths: np.ndarray) -> None:
@@ -107,15 +106,7 @@ class ScratchStore:
         self._tokens.append(tokens)
         self._mask.append(mask)
         self._ends.append(base + np.cumsum(lengths, dtype=np.int64))
-        self._count += len(lengths)
         self._offsets = None
-
-    def __len__(self) -> int:
-        return self._count
-
-    @property
-    def num_tokens(self) -> int:
-        return self._tokens.size
 
     def offsets(self) -> np.ndarray:
         """``int64[num_examples + 1]``: where each example starts in the flat files."""
