@@ -13,6 +13,7 @@ from seqpack.batching.cp import pad_multiple
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.data import PackOptions, PackResult, TooLong, bridge_overrides, example_dataset_path, pack_files
 from seqpack.errors import UsageError
+from seqpack.plan import CostModel, ModelDims, resolve_cost_model
 
 
 def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_parallel: bool) -> int:
@@ -22,6 +23,12 @@ def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_par
     if topology:
         return pad_multiple(cp or 1, tp or 1, sequence_parallel)
     return 1 if mult is None else mult
+
+
+def _cost_model(balance: bool, model: str | None) -> CostModel | None:
+    if model is not None and not balance:
+        raise UsageError("--model only sets the cost model of --balance; add --balance")
+    return resolve_cost_model(None if model is None else ModelDims.parse(model)) if balance else None
 
 
 def _summary(result: PackResult) -> dict[str, Any]:
@@ -92,6 +99,12 @@ def pack(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of Bridge's shuffles."),
     bridge_compat: bool = typer.Option(False, "--bridge-compat", help="Reproduce Bridge 0.6.2 exactly."),
+    balance: bool = typer.Option(
+        False, "--balance", help="Even out pack costs across DP ranks (dense + attention, see seqpack plan)."
+    ),
+    model: str = typer.Option(
+        None, "--model", help="hidden,layers,heads,ffn,vocab[,groups] of --balance's cost model (7B-like)."
+    ),
     pad_seq_to_mult: int = typer.Option(
         None, "--pad-seq-to-mult", help="Pre-pad runtime lengths to a multiple."
     ),
@@ -137,6 +150,7 @@ def pack(
         too_long=too_long,
         bridge_compat=bridge_compat,
         algorithm=algorithm,
+        balance=_cost_model(balance, model),
         seed=seed,
         eos_id=eos_id,
         tokenizer=tokenizer,

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -44,7 +44,16 @@ from seqpack.data.metadata import (
     write_metadata_entry,
 )
 from seqpack.errors import DataError, InputError, UsageError
-from seqpack.packing import BRIDGE_ALGORITHMS, BRIDGE_DEFAULT_ALGORITHM, DEFAULT_ALGORITHM, pack_lengths
+from seqpack.packing import (
+    BRIDGE_ALGORITHMS,
+    BRIDGE_DEFAULT_ALGORITHM,
+    DEFAULT_ALGORITHM,
+    PackPlan,
+    pack_lengths,
+)
+
+if TYPE_CHECKING:
+    from seqpack.plan import CostModel
 
 SPLITS = ("training", "validation")
 #: ``bridge``: Bridge's packed Parquet (spec §3); ``hf``: the flattened padding-free layout.
@@ -66,6 +75,7 @@ class PackOptions:
     too_long: TooLong | None = None
     bridge_compat: bool = False
     algorithm: str | None = None
+    balance: CostModel | None = None  # --balance: even pack costs under this model (seqpack.plan)
     seed: int = 0
     eos_id: int | None = None
     tokenizer: Path | None = None
@@ -132,6 +142,14 @@ def _check_options(opts: PackOptions) -> tuple[int, str]:
     if opts.bridge_compat and opts.too_long is not None:
         raise UsageError("--too-long cannot be combined with --bridge-compat (compat decides long samples)")
     algorithm = opts.algorithm or (BRIDGE_DEFAULT_ALGORITHM if opts.bridge_compat else DEFAULT_ALGORITHM)
+    if opts.balance is not None:
+        if opts.bridge_compat:
+            raise UsageError(
+                "--balance cannot be combined with --bridge-compat (compat builds Bridge's packs)"
+            )
+        if opts.algorithm is not None:
+            raise UsageError("--balance chooses the packing itself; drop --algorithm")
+        algorithm = "balanced"
     if opts.bridge_compat and algorithm not in BRIDGE_ALGORITHMS:
         raise UsageError(f"--bridge-compat needs one of Bridge's algorithms ({', '.join(BRIDGE_ALGORITHMS)})")
     if (opts.prompt_field is None) != (opts.completion_field is None):
@@ -259,6 +277,8 @@ class _Pass1:
 
 def pack_files(opts: PackOptions) -> PackResult:
     """Pack ``opts.inputs`` into ``opts.out_dir`` (see the module docstring)."""
+    from seqpack.diff import PackedFingerprinter  # not at module level: seqpack.diff reads seqpack.data
+
     max_len, algorithm = _check_options(opts)
     text_spec: TextSpec | None = None
     tok_sha = None
@@ -351,11 +371,15 @@ def pack_files(opts: PackOptions) -> PackResult:
             record["eos_id"] = spec.eos_id
             t1 = time.perf_counter()
             lengths = np.concatenate(pass1.lengths)
-            plan = pack_lengths(lengths, opts.pack_size, algorithm=algorithm, seed=opts.seed)
+            plan = _plan(lengths, opts, algorithm)
+            record["algorithm"] = plan.algorithm
+            if opts.balance is not None:
+                record["cost_model"] = opts.balance.to_record()
             seconds["plan"] = time.perf_counter() - t1
             t2 = time.perf_counter()
             write_task = bar.add_task("write", total=plan.num_packs)
 
+            fingerprinter = PackedFingerprinter() if opts.layout == "bridge" else None
             write_packed(
                 packed_tmp,
                 store.read,
@@ -363,7 +387,10 @@ def pack_files(opts: PackOptions) -> PackResult:
                 plan.pack_offsets,
                 on_row_group=lambda packs, _tokens: bar.advance(write_task, packs),
                 layout=opts.layout,
+                fingerprinter=fingerprinter,
             )
+            if fingerprinter is not None:
+                record["fingerprint"] = fingerprinter.result().to_dict()
             seconds["write"] = time.perf_counter() - t2
             record["input_sha256"] = input_hash.result()
             record["counts"] = {
@@ -391,6 +418,15 @@ def pack_files(opts: PackOptions) -> PackResult:
         opts.pack_size,
         seconds,
     )
+
+
+def _plan(lengths: np.ndarray, opts: PackOptions, algorithm: str) -> PackPlan:
+    if opts.balance is None:
+        return pack_lengths(lengths, opts.pack_size, algorithm=algorithm, seed=opts.seed)
+    # Imported here: seqpack.plan reads its lengths through this package, so it cannot be imported first.
+    from seqpack.plan import balanced_pack
+
+    return balanced_pack(lengths, opts.pack_size, opts.balance)
 
 
 def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:

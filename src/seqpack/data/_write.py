@@ -20,10 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from seqpack.diff._fingerprint import PackedFingerprinter
 
 #: Bridge's packed Parquet schema, column order and types (spec §3).
 PACKED_SCHEMA = pa.schema(
@@ -64,8 +68,13 @@ def write_packed(
     pack_offsets: np.ndarray,
     on_row_group: Callable[[int, int], None] | None = None,
     layout: str = "bridge",
+    fingerprinter: PackedFingerprinter | None = None,
 ) -> None:
-    """Write packs ``pack_offsets`` over ``items`` (indices of examples in the store) to ``path``."""
+    """Write packs ``pack_offsets`` over ``items`` (indices of examples in the store) to ``path``.
+
+    ``fingerprinter`` sees every row group's buffers as written (seqpack's content/packs fingerprints; Bridge
+    layout only).
+    """
     num_packs = len(pack_offsets) - 1
     schema = HF_SCHEMA if layout == "hf" else PACKED_SCHEMA
     # Encoding a row group (pyarrow, GIL released) overlaps with reading and preparing the next one.
@@ -73,7 +82,7 @@ def write_packed(
         pending: Future[None] | None = None
         for p0 in range(0, num_packs, ROW_GROUP_SIZE):
             p1 = min(p0 + ROW_GROUP_SIZE, num_packs)
-            batch = _row_group(read, items, pack_offsets, p0, p1, layout, schema)
+            batch = _row_group(read, items, pack_offsets, p0, p1, layout, schema, fingerprinter)
             if pending is not None:
                 pending.result()
             pending = encoder.submit(writer.write_batch, batch, row_group_size=ROW_GROUP_SIZE)
@@ -91,6 +100,7 @@ def _row_group(
     p1: int,
     layout: str,
     schema: pa.Schema,
+    fingerprinter: PackedFingerprinter | None,
 ) -> pa.RecordBatch:
     """Packs ``p0 .. p1-1`` as one Arrow record batch of ``schema``."""
     lo, hi = int(pack_offsets[p0]), int(pack_offsets[p1])
@@ -114,9 +124,12 @@ def _row_group(
         rolled[:-1] = mask[1:]
         rolled[seq_ends - 1] = 0
         pack_of_seq = np.repeat(np.arange(p1 - p0), np.diff(seq_offsets))
+        starts_in_row = seq_starts - row_offsets[pack_of_seq]
         columns = [
             _list(row_offsets, ids),
             _list(row_offsets, rolled),
-            _list(seq_offsets, seq_starts - row_offsets[pack_of_seq]),
+            _list(seq_offsets, starts_in_row),
         ]
+        if fingerprinter is not None:
+            fingerprinter.update(row_offsets, ids, row_offsets, rolled, seq_offsets, starts_in_row)
     return pa.record_batch(columns, schema=schema)

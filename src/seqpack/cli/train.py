@@ -1,0 +1,161 @@
+"""``seqpack train``: the reference trainer on packed data, or on the same samples padded."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack.errors import UsageError
+
+
+def _summary(result: Any) -> dict[str, Any]:
+    return {
+        "mode": result.mode.value,
+        "processes": result.world_size,
+        "steps": result.steps_done,
+        "steps_planned": result.steps_planned,
+        "interrupted": result.interrupted,
+        "parameters": result.parameters,
+        "final_loss": result.final_loss,
+        "losses": result.losses,
+        "positions": result.positions,
+        "real_tokens": result.real_tokens,
+        "loss_tokens": result.loss_tokens,
+        "seconds": result.seconds,
+        "tokens_per_s": result.tokens_per_s,
+        "real_tokens_per_s": result.real_tokens_per_s,
+        "padding_fraction": result.padding_fraction,
+        "log": str(result.log_path) if result.log_path is not None else None,
+        "tensorboard": str(result.tensorboard_dir) if result.tensorboard_dir is not None else None,
+    }
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("train")
+    def train_command(
+        data: Path | None = typer.Option(None, "--data", help="Packed Parquet (file, glob or directory)."),
+        padded_from: Path | None = typer.Option(
+            None,
+            "--padded-from",
+            help="Train on the same samples as --data would, one per row, right-padded.",
+        ),
+        hidden: int = typer.Option(64, "--hidden", help="Hidden size."),
+        layers: int = typer.Option(2, "--layers", help="Transformer layers."),
+        heads: int = typer.Option(4, "--heads", help="Attention heads."),
+        ffn: int = typer.Option(128, "--ffn", help="MLP (SwiGLU) hidden size."),
+        vocab: int = typer.Option(256, "--vocab", help="Vocabulary size (must exceed every token id)."),
+        lr: float = typer.Option(1e-3, "--lr", help="AdamW learning rate (constant)."),
+        steps: int | None = typer.Option(None, "--steps", help="Optimizer steps (global batches of packs)."),
+        epochs: int | None = typer.Option(None, "--epochs", help="Epochs over the packs (default 1)."),
+        gbs: int = typer.Option(4, "--gbs", help="Global batch size in packs."),
+        mbs: int = typer.Option(1, "--mbs", help="Micro-batch size in packs."),
+        seed: int = typer.Option(1234, "--seed", help="Seed of the model init and the sampler."),
+        log_interval: int = typer.Option(1, "--log-interval", help="Iterations per log line."),
+        log: Path | None = typer.Option(
+            None,
+            "--log",
+            "--log-file",
+            help="Also write the log lines to this file (under torchrun spell it --log-file: torchrun takes "
+            "--log as an abbreviation of its own --log-dir).",
+        ),
+        tensorboard: Path | None = typer.Option(None, "--tensorboard", help="TensorBoard log directory."),
+        pack_size: int | None = typer.Option(
+            None, "--pack-size", help="Pack size the data must have (checked against its metadata)."
+        ),
+        pad_multiple: int | None = typer.Option(
+            None, "--pad-multiple", help="pad_seq_to_mult the data must have been packed with."
+        ),
+        pad_to: int | None = typer.Option(
+            None, "--pad-to", help="Padded mode: row length (default: pack size)."
+        ),
+        weight_decay: float = typer.Option(0.01, "--weight-decay", help="AdamW weight decay."),
+        clip_grad: float = typer.Option(1.0, "--clip-grad", help="Gradient-norm clip (0: off)."),
+        device: str = typer.Option("cpu", "--device", help="cpu, cuda or auto."),
+        dtype: str = typer.Option("float32", "--dtype", help="float32 or bfloat16 (autocast)."),
+        memory_limit_gib: float | None = typer.Option(
+            None, "--memory-limit-gib", help="Memory the run may use (default: what the machine has free)."
+        ),
+        overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --log file."),
+        output_format: OutputFormat = FormatOption,
+        quiet: bool = QuietOption,
+    ) -> None:
+        """Train a tiny Llama-style model on packed data (or the same samples padded) with per-token loss.
+
+        Steps are global batches of --gbs packs, drawn as Bridge's sampler draws them.
+
+        --padded-from trains on exactly the sequences of those packs, one per row: the loss curves match.
+
+        Log lines follow Megatron-LM's format (`seqpack curves` reads them). Data parallel: torchrun.
+
+        Example: seqpack train --data out/training_512.idx.parquet --steps 50 --gbs 8 --log packed.log
+        """
+        from seqpack.train import DataMode, TrainConfig, train
+
+        if (data is None) == (padded_from is None):
+            raise UsageError("give exactly one of --data (packed) or --padded-from (padded)")
+        source = data if data is not None else padded_from
+        assert source is not None
+        config = TrainConfig(
+            data=source,
+            mode=DataMode.packed if data is not None else DataMode.padded,
+            hidden=hidden,
+            layers=layers,
+            heads=heads,
+            ffn=ffn,
+            vocab=vocab,
+            lr=lr,
+            steps=steps,
+            epochs=epochs,
+            gbs=gbs,
+            mbs=mbs,
+            seed=seed,
+            log_interval=log_interval,
+            log=log,
+            tensorboard=tensorboard,
+            overwrite=overwrite,
+            pack_size=pack_size,
+            pad_multiple=pad_multiple,
+            pad_to=pad_to,
+            weight_decay=weight_decay,
+            clip_grad=clip_grad,
+            device=device,
+            dtype=dtype,
+            memory_limit=int(memory_limit_gib * 2**30) if memory_limit_gib is not None else None,
+            quiet=quiet,
+        )
+        json_out = output_format is OutputFormat.json
+        # Log lines go to stdout (Megatron-LM does, `seqpack curves` reads them); with --format json stdout
+        # holds only the JSON document, so they move to stderr.
+        stream = None if quiet else (sys.stderr if json_out else sys.stdout)
+        result = train(config, stream=stream)
+        # Under torchrun only the last rank (the one that logs, as in Megatron-LM) prints the summary.
+        if result.world_size > 1 and _rank() != result.world_size - 1:
+            if result.interrupted:
+                raise typer.Exit(130)
+            return
+        summary = _summary(result)
+        if json_out:
+            emit_json(summary)
+        else:
+            out_console.print(
+                f"{result.mode.value}: {result.steps_done} steps, {result.world_size} process(es), "
+                f"final lm loss {result.final_loss:.6f}\n"
+                f"  positions {result.positions:,} (real {result.real_tokens:,}, "
+                f"padding {100 * result.padding_fraction:.1f}% of compute)\n"
+                f"  {result.tokens_per_s:,.0f} tokens/s, {result.real_tokens_per_s:,.0f} real tokens/s"
+                + (f"\n  log: {result.log_path}" if result.log_path is not None else "")
+            )
+        if result.interrupted:
+            where = f"; log: {result.log_path}" if result.log_path is not None else ""
+            err_console.print(f"interrupted after step {result.steps_done} of {result.steps_planned}{where}")
+            raise typer.Exit(130)
+
+
+def _rank() -> int:
+    import os
+
+    return int(os.environ.get("RANK", "0"))

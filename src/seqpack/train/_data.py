@@ -1,0 +1,178 @@
+"""Open packed Parquet for training and check it against what the run was told (pack size, pad multiple).
+
+The whole file is scanned once, a row group at a time (the reader checks the spec §3 invariants of each
+group as it decodes it), to learn each pack's runtime size, the largest token id and the longest sequence;
+packs are read again by index (:class:`~seqpack.batching.PackedDataset`) when a step needs them, through
+the reader's row-group cache, so memory stays bounded by a few row groups.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seqpack.batching import PackedDataset
+from seqpack.data import SEQPACK_KEY, combine_metadata, read_metadata
+from seqpack.errors import DataError, UsageError, where
+
+_PACKED_NAME = re.compile(r"_(\d+)\.idx\.(?:parquet|pq)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class PackedData:
+    """A packed dataset ready for training, with the facts the steps need.
+
+    ``runtime_sizes[i]`` is pack ``i``'s runtime tokens (stored tokens minus one per sequence, spec §2).
+    """
+
+    dataset: PackedDataset
+    pack_size: int
+    pad_multiple: int | None
+    eos_id: int
+    runtime_sizes: np.ndarray
+    num_sequences: int
+    max_sequences_per_pack: int
+    longest_sequence: int
+    max_token_id: int
+    metadata_path: Path | None
+    metadata: dict[str, Any] | None
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.dataset)
+
+
+def find_metadata(spec: str | os.PathLike[str], paths: list[str]) -> Path | None:
+    """The ``{N}_metadata.jsonl`` beside the data: ``N`` from ``*_{N}.idx.parquet``, else the only one."""
+    first = Path(paths[0])
+    folder = Path(spec) if Path(spec).is_dir() else first.parent
+    match = _PACKED_NAME.search(first.name)
+    if match:
+        candidate = folder / f"{match.group(1)}_metadata.jsonl"
+        if candidate.exists():
+            return candidate
+    found = sorted(glob.glob(os.path.join(folder, "*_metadata.jsonl")))
+    return Path(found[0]) if len(found) == 1 else None
+
+
+def _seqpack_record(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    for entry in entries:
+        record = entry.get(SEQPACK_KEY)
+        if isinstance(record, dict):  # every split of one pack run records the same settings
+            return record
+    return {}
+
+
+def open_packed(
+    spec: str | os.PathLike[str],
+    *,
+    pack_size: int | None,
+    pad_multiple: int | None,
+    vocab: int,
+) -> PackedData:
+    """Open ``spec`` and check it: metadata vs flags, every pack within the pack size, ids below ``vocab``.
+
+    Raises :class:`DataError` (exit 1) on a mismatch, naming the file, the row and the two values.
+    """
+    dataset = PackedDataset(spec)
+    reader = dataset.reader
+    meta_path = find_metadata(spec, reader.paths)
+    combined: dict[str, Any] | None = None
+    record: dict[str, Any] = {}
+    if meta_path is not None:
+        entries = read_metadata(meta_path)
+        combined = dict(combine_metadata(entries))
+        record = _seqpack_record(entries)
+        meta_size = int(combined["pack_size"])
+        if pack_size is not None and pack_size != meta_size:
+            raise DataError(
+                f"{meta_path}: packed for pack_size={meta_size}, but --pack-size is {pack_size} "
+                "(re-pack for the new size or fix the flag)"
+            )
+        pack_size = meta_size
+        meta_mult = record.get("pad_seq_to_mult")
+        if pad_multiple is not None and meta_mult is not None and int(meta_mult) != pad_multiple:
+            raise DataError(
+                f"{meta_path}: packed with pad_seq_to_mult={meta_mult}, but --pad-multiple is {pad_multiple} "
+                "(changing CP/TP/SP means re-packing, spec §7)"
+            )
+        if pad_multiple is None and meta_mult is not None:
+            pad_multiple = int(meta_mult)
+    sizes: list[np.ndarray] = []
+    n_seqs = 0
+    most_per_pack = 0
+    longest = 0
+    max_id = 0
+    eos_id: int | None = int(record["eos_id"]) if record.get("eos_id") is not None else None
+    for block in reader.iter_blocks():
+        runtime = block.sequence_lengths() - 1
+        owner = np.repeat(np.arange(block.num_rows), block.sequences_per_row())
+        per_row = np.bincount(owner, weights=runtime, minlength=block.num_rows).astype(np.int64)
+        if pad_multiple is not None and pad_multiple > 1:
+            bad = np.flatnonzero(runtime % pad_multiple != 0)
+            if bad.size:
+                row = int(owner[bad[0]])
+                raise DataError(
+                    f"{where(block.path, row=block.first_row + row, field='seq_start_id')}: a sequence of "
+                    f"{int(runtime[bad[0]])} runtime tokens is not a multiple of --pad-multiple "
+                    f"{pad_multiple} "
+                    "(the data was packed with another pad_seq_to_mult)"
+                )
+        if pack_size is not None:
+            bad = np.flatnonzero(per_row > pack_size)
+            if bad.size:
+                row = int(bad[0])
+                raise DataError(
+                    f"{where(block.path, row=block.first_row + row)}: pack holds {int(per_row[row])} runtime "
+                    f"tokens, more than the pack size {pack_size}"
+                )
+        ids_max = int(block.input_ids.max()) if block.input_ids.size else 0
+        if ids_max >= vocab:
+            pos = int(np.argmax(block.input_ids >= vocab))
+            row = int(np.searchsorted(block.input_offsets, pos, side="right") - 1)
+            raise DataError(
+                f"{where(block.path, row=block.first_row + row, field='input_ids')}: token id "
+                f"{int(block.input_ids[pos])} does not fit --vocab {vocab}"
+            )
+        if eos_id is None:
+            eos_id = int(block.input_ids[block.sequence_lengths()[0] - 1])
+        sizes.append(per_row)
+        n_seqs += int(runtime.size)
+        most_per_pack = max(most_per_pack, int(block.sequences_per_row().max()))
+        longest = max(longest, int(runtime.max()))
+        max_id = max(max_id, ids_max)
+    runtime_sizes = np.concatenate(sizes)
+    if pack_size is None:
+        pack_size = int(runtime_sizes.max())
+    if longest < 1:
+        raise DataError(f"{reader.spec}: every sequence is a lone EOS (nothing to train on)")
+    assert eos_id is not None
+    return PackedData(
+        dataset=dataset,
+        pack_size=pack_size,
+        pad_multiple=pad_multiple,
+        eos_id=eos_id,
+        runtime_sizes=runtime_sizes,
+        num_sequences=n_seqs,
+        max_sequences_per_pack=most_per_pack,
+        longest_sequence=longest,
+        max_token_id=max_id,
+        metadata_path=meta_path,
+        metadata=combined,
+    )
+
+
+def check_pad_to(data: PackedData, pad_to: int | None) -> int:
+    """The padded-mode row length: ``pad_to`` or the pack size; it must hold the longest sequence."""
+    length = data.pack_size if pad_to is None else pad_to
+    if length < data.longest_sequence:
+        raise UsageError(
+            f"--pad-to {length} is shorter than the longest sequence ({data.longest_sequence} runtime tokens)"
+        )
+    return length

@@ -1,0 +1,125 @@
+"""Bad input: metadata vs flags, a model too large for the machine, an interrupted run, wrong flags."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seqpack.cli import main
+from seqpack.errors import DataError, UsageError
+from seqpack.train import DataMode, StepRecord, TrainConfig, count_parameters, train
+from seqpack.train._model import build_model
+from train.conftest import PACK_SIZE, pack, with_, write_samples
+
+
+def test_pack_size_flag_must_match_metadata(base_config: TrainConfig) -> None:
+    with pytest.raises(DataError, match=rf"pack_size={PACK_SIZE}, but --pack-size is 128"):
+        train(with_(base_config, pack_size=128))
+
+
+def test_pad_multiple_flag_must_match_metadata(base_config: TrainConfig) -> None:
+    with pytest.raises(DataError, match=r"pad_seq_to_mult=1, but --pad-multiple is 4"):
+        train(with_(base_config, pad_multiple=4))
+
+
+def test_pad_multiple_is_checked_against_the_rows_without_metadata(
+    base_config: TrainConfig, tmp_path: Path
+) -> None:
+    data = tmp_path / "packs.parquet"
+    data.write_bytes(base_config.data.read_bytes())  # no sidecar beside it
+    with pytest.raises(
+        DataError, match=r"packs.parquet row \d+: field 'seq_start_id': a sequence of \d+ runtime"
+    ):
+        train(with_(base_config, data=data, pad_multiple=4))
+
+
+def test_data_packed_with_a_pad_multiple_trains_with_it(tmp_path: Path, base_config: TrainConfig) -> None:
+    data = pack(write_samples(tmp_path / "s.jsonl", 24, seed=3), tmp_path / "out", "--pad-seq-to-mult", "4")
+    meta = json.loads((tmp_path / "out" / f"{PACK_SIZE}_metadata.jsonl").read_text())
+    assert meta[0]["seqpack"]["pad_seq_to_mult"] == 4
+    packed = train(with_(base_config, data=data, pad_multiple=4, steps=2))
+    padded = train(with_(base_config, data=data, pad_multiple=4, steps=2, mode=DataMode.padded))
+    np.testing.assert_allclose(packed.losses, padded.losses, rtol=1e-4)
+
+
+def test_token_ids_must_fit_the_vocabulary(base_config: TrainConfig) -> None:
+    with pytest.raises(DataError, match=r"row \d+: field 'input_ids': token id \d+ does not fit --vocab 10"):
+        train(with_(base_config, vocab=10))
+
+
+def test_too_large_model_is_refused_before_allocation(base_config: TrainConfig, capsys) -> None:
+    huge = with_(base_config, hidden=8192, layers=64, ffn=32768, vocab=128000, heads=64)
+    with pytest.raises(UsageError, match=r"model too large for this machine: [\d,]+ parameters need about"):
+        train(huge)
+    code = main(
+        [
+            "train",
+            "--data",
+            str(base_config.data),
+            "--vocab",
+            "64",
+            "--memory-limit-gib",
+            "0.0001",
+            "--steps",
+            "1",
+        ]
+    )
+    assert code == 2
+    assert "is available" in capsys.readouterr().err
+
+
+def test_parameter_count_matches_the_model() -> None:
+    model = build_model(hidden=32, layers=3, heads=4, ffn=48, vocab=50, max_positions=16, seed=0)
+    assert count_parameters(32, 3, 48, 50) == sum(p.numel() for p in model.parameters())
+
+
+def test_ctrl_c_stops_after_the_current_step_and_names_the_log(
+    base_config: TrainConfig, tmp_path: Path
+) -> None:
+    log = tmp_path / "run.log"
+
+    def interrupt(record: StepRecord) -> None:
+        if record.iteration == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    result = train(with_(base_config, steps=6, log=log), on_step=interrupt)
+    assert result.interrupted and result.steps_done == 2 and result.steps_planned == 6
+    assert result.log_path == log
+    assert "stopped on request after iteration 2 of 6" in log.read_text()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"gbs": 6, "mbs": 4}, r"--gbs 6 must be a multiple of --mbs x processes"),
+        ({"gbs": 1000}, r"--gbs 1000 is larger than the \d+ packs"),
+        ({"steps": 2, "epochs": 1}, r"give --steps or --epochs, not both"),
+        ({"hidden": 30}, r"--hidden 30 must be divisible by --heads 4"),
+        ({"pad_to": 5, "mode": "padded"}, r"--pad-to 5 is shorter than the longest sequence"),
+        ({"device": "tpu"}, r"--device must be cpu, cuda or auto"),
+    ],
+)
+def test_wrong_flags_are_usage_errors(base_config: TrainConfig, changes: dict, message: str) -> None:
+    if "mode" in changes:
+        changes = {**changes, "mode": DataMode(changes["mode"])}
+    with pytest.raises(UsageError, match=message):
+        train(with_(base_config, **changes))
+
+
+def test_existing_log_needs_overwrite(base_config: TrainConfig, tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("old")
+    with pytest.raises(UsageError, match="exists"):
+        train(with_(base_config, log=log))
+    assert train(with_(base_config, log=log, overwrite=True, steps=1)).steps_done == 1
+
+
+def test_cli_needs_exactly_one_data_source(capsys) -> None:
+    assert main(["train", "--steps", "1"]) == 2
+    assert "exactly one of --data" in capsys.readouterr().err

@@ -1,0 +1,89 @@
+"""Log lines in Megatron-LM's format, read back by ``seqpack curves``; TensorBoard scalars."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+
+from seqpack.cli import main
+from seqpack.curves import read_curves
+from seqpack.train import StepRecord, TrainConfig, format_log_line, train
+from train.conftest import with_
+
+# The example line of spec §10, character for character.
+SPEC_LINE = (
+    " [2026-08-22 10:00:00.123456] iteration       10/     100 | consumed samples:          320 |"
+    " elapsed time per iteration (ms): 123.4 | learning rate: 2.700000E-04 | global batch size:    32 |"
+    " lm loss: 9.876543E+00 | loss scale: 1.0 | grad norm: 1.234 | number of skipped iterations:   0 |"
+    " number of nan iterations:   0 |"
+)
+
+
+def test_log_line_is_megatron_lm_format() -> None:
+    record = StepRecord(
+        iteration=10,
+        total_iterations=100,
+        loss=0.0,
+        grad_norm=1.234,
+        learning_rate=2.7e-4,
+        rows=32,
+        consumed_samples=320,
+        loss_tokens=0,
+        positions=0,
+        real_tokens=0,
+        seconds=0.0,
+    )
+    line = format_log_line(
+        record, interval_loss=9.876543, interval_ms=123.4, now=dt.datetime(2026, 8, 22, 10, 0, 0, 123456)
+    )
+    assert line == SPEC_LINE
+
+
+def test_log_and_tensorboard_read_back_through_curves(base_config: TrainConfig, tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    tb = tmp_path / "tb"
+    result = train(with_(base_config, steps=5, log_interval=2, log=log, tensorboard=tb))
+    lines = read_curves(log).metrics["lm loss"].as_dict()
+    # Logged: iteration 1, multiples of the interval (means over it), and the last (partial) interval.
+    losses = result.losses
+    expected = {1: losses[0], 2: losses[1], 4: (losses[2] + losses[3]) / 2, 5: losses[4]}
+    assert sorted(lines) == sorted(expected)
+    np.testing.assert_allclose(
+        [lines[k] for k in sorted(lines)], [expected[k] for k in sorted(expected)], rtol=1e-6
+    )
+    board = read_curves(tb).metrics["lm loss"].as_dict()
+    np.testing.assert_allclose([board[k] for k in sorted(board)], losses, rtol=1e-6)
+
+
+def test_curves_compare_says_packed_and_padded_logs_match(
+    base_config: TrainConfig, packed_path: Path, tmp_path: Path, capsys
+) -> None:
+    logs = []
+    for flag in ("--data", "--padded-from"):
+        log = tmp_path / f"{flag.strip('-')}.log"
+        code = main(
+            [
+                "train",
+                flag,
+                str(packed_path),
+                "--hidden",
+                "32",
+                "--layers",
+                "2",
+                "--ffn",
+                "64",
+                "--vocab",
+                "64",
+                "--steps",
+                "3",
+                "--log",
+                str(log),
+                "--quiet",
+            ]
+        )
+        assert code == 0
+        logs.append(str(log))
+    capsys.readouterr()
+    assert main(["curves", "compare", *logs]) == 0
