@@ -30,7 +30,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "curves_parse": ["--lines", "50000", "--no-write"],
     "diff_stream": ["--n", "20000"],
     "balance": ["--n", "50000", "--epochs", "1"],
-    "train": ["--samples", "300"],
+    "train": ["--samples", "300", "--steps", "4", "--threads", "1"],
 }
 
 
