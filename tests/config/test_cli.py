@@ -180,3 +180,18 @@ def test_mlm_args_override_the_model_config(capsys: pytest.CaptureFixture[str], 
     argv = ["doctor", "--model-config", str(path / "model_config.yaml"), "--format", "json", "--lang", "en"]
     code, doc = _json(capsys, [*argv, "--mlm-args", "--seq-length 1022"])
     assert code == 1 and [f["id"] for f in doc["findings"]] == ["SP011"]
+
+
+def test_env_option_adds_installed_stack_findings(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from seqpack import diff
+    from seqpack.diff._env import VersionTable, env_findings
+
+    old_stack = VersionTable(python="3.11.7", packages={"megatron-core": "0.16.1", "megatron-bridge": None})
+    monkeypatch.setattr(diff, "env_findings", lambda: env_findings(old_stack))
+    assert main(["doctor", "--cp", "1", "--env", "--allow", "ENV001", "--format", "json"]) == 0
+    findings = {f["id"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert findings["ENV001"]["allowed"] is True
+    assert findings["ENV001"]["upstream"] == "installed versions (seqpack env)"
+    assert not [i for i in findings if i.startswith("SP0")]

@@ -171,6 +171,16 @@ def test_findings_point_at_the_yaml_line(tmp_path: Path) -> None:
     assert "cfg.yaml:3)" in finding.message and "model.context_parallel_size" in finding.message
 
 
+def test_real_scheduler_fields_are_known_and_typos_suggested(tmp_path: Path) -> None:
+    text = "scheduler:\n  lr_warmup_init: 0.0\n  lr_warmup_iter: 3\n"
+    unknown = [f for f in check(load_config(_write(tmp_path, text))).findings if f.id == "SP101"]
+    assert len(unknown) == 1
+    assert (
+        "scheduler.lr_warmup_iter'" in unknown[0].message
+        and "scheduler.lr_warmup_iters" in unknown[0].message
+    )
+
+
 def test_delete_override_removes_a_key(tmp_path: Path) -> None:
     loaded = load_config(_write(tmp_path, DRY_RUN_V06), ["~dataset.offline_packing_specs"])
     assert loaded.view.dataset.offline_packing_specs is None

@@ -64,15 +64,6 @@ def test_bad_parquet_row_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert_nothing_written(out)
 
 
-def test_worker_error_names_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows = [{"input_ids": [5, 2]}] * 30 + [{"input_ids": [5, -1]}]
-    source = write_jsonl(tmp_path / "in.jsonl", rows)
-    out = tmp_path / "out"
-    code, _, err = run([str(source), "--out", str(out), "--pack-size", "8", "--workers", "2"], capsys)
-    assert code == 1 and "in.jsonl:31: field 'input_ids'" in err
-    assert_nothing_written(out)
-
-
 @pytest.mark.parametrize(
     ("extra", "fragment"),
     [
@@ -118,3 +109,16 @@ def test_missing_input_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
         [str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "out"), "--pack-size", "8"], capsys
     )
     assert code == 2 and "nope.jsonl: no such file" in err
+
+
+def test_boolean_and_float_like_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Boolean masks are accepted (as Bridge's int() does); an exponent-written id is not an integer."""
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b'{"input_ids": [5, 6, 2], "loss_mask": [false, true, true]}\n{"input_ids": [7, 2]}\n')
+    code, _, err = run([str(source), "--out", str(tmp_path / "ok"), "--pack-size", "8"], capsys)
+    assert code == 0, err
+    [row] = pq.read_table(tmp_path / "ok" / "training_8.idx.parquet").to_pylist()
+    assert sorted(row["loss_mask"]) == [0, 0, 1, 1, 1]
+    source.write_bytes(b'{"input_ids": [5, 1e3, 2]}\n')
+    code, _, err = run([str(source), "--out", str(tmp_path / "bad"), "--pack-size", "8"], capsys)
+    assert code == 1 and "in.jsonl:1: field 'input_ids': expected integer token ids" in err

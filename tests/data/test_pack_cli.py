@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
+import os
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 
-from _support.pack_inputs import EOS, read_rows, run, write_jsonl
+from _support.pack_inputs import EOS, random_examples, read_rows, run, write_jsonl
+from seqpack.cli import main
 from seqpack.data import example_dataset_path
+from seqpack.data._scratch import ScratchStore
+from seqpack.errors import InputError
 
 LONG = {
     "input_ids": [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, EOS],
@@ -122,3 +128,66 @@ def test_example_dataset_text_summary(tmp_path: Path, capsys: pytest.CaptureFixt
     rows = read_rows(tmp_path / "ex" / "training_1024.idx.parquet")
     assert sum(len(r["seq_start_id"]) for r in rows) == 1000
     assert example_dataset_path().stat().st_size < 400_000
+
+
+def test_interrupt_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seqpack.data import _pipeline
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_pipeline, "write_packed", interrupted)
+    source = write_jsonl(tmp_path / "in.jsonl", [SHORT, LONG])
+    scratch = tmp_path / "scratch"
+    args = [str(source), "--out", str(tmp_path / "out"), "--pack-size", "16", "--scratch-dir", str(scratch)]
+    code, _, _ = run(args, capsys)
+    assert code == 130
+    assert list((tmp_path / "out").iterdir()) == []
+    assert not scratch.exists() or list(scratch.iterdir()) == []
+
+
+def test_datasets_directory_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    datasets = pytest.importorskip("datasets")
+    datasets.Dataset.from_list([SHORT, LONG]).save_to_disk(str(tmp_path / "ds"))
+    code, _, err = run([str(tmp_path / "ds"), "--out", str(tmp_path / "out"), "--pack-size", "16"], capsys)
+    assert code == 0, err
+    assert sequences(tmp_path / "out" / "training_16.idx.parquet") == [
+        (SHORT["input_ids"], [*SHORT["loss_mask"][1:], 0]),
+        (LONG["input_ids"], [*LONG["loss_mask"][1:], 0]),
+    ]
+
+
+def test_hf_layout_positions_and_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = pack(
+        tmp_path, capsys, "--pack-size", "16", "--layout", "hf", "--algorithm", "first_fit_decreasing"
+    )
+    assert summary["overrides"] == []
+    assert summary["metadata_path"].endswith("16_metadata.hf.jsonl")
+    [row] = read_rows(tmp_path / "out" / "training_16.hf.parquet")
+    assert row["seq_lengths"] == [11, 3]  # LONG first (decreasing), then SHORT
+    assert row["input_ids"] == LONG["input_ids"] + SHORT["input_ids"]
+    assert row["position_ids"] == [*range(11), 0, 1, 2]
+    # -100 on each sequence's first token and wherever the input mask is 0.
+    long_labels = [-100, -100, *LONG["input_ids"][2:]]
+    assert row["labels"] == [*long_labels, -100, 6, EOS]
+
+
+def test_scratch_out_of_disk_names_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*_args: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    store = ScratchStore(tmp_path / "scratch")
+    monkeypatch.setattr(os, "pwrite", full)
+    with pytest.raises(InputError, match=r"scratch: no space left .* --scratch-dir"):
+        store.append(np.zeros(4, np.int64), np.ones(4, np.uint8), np.array([4]))
+    store.remove()
+    assert not (tmp_path / "scratch").exists()
+
+
+def test_inspect_accepts_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = random_examples(np.random.default_rng(1), 200, 60)
+    pack(tmp_path, capsys, "--pack-size", "64", "--cp", "2", rows=rows)
+    assert main(["inspect", str(tmp_path / "out")]) == 0
+    assert "consistent" in capsys.readouterr().out

@@ -93,3 +93,60 @@ def test_cli_text_workers_give_identical_bytes(
     assert (
         sum(len(r["seq_start_id"]) for r in read_rows(tmp_path / "out1" / "training_64.idx.parquet")) == 120
     )
+
+
+def test_worker_error_names_row(
+    tmp_path: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{"prompt": "hello", "completion": "hi"}] * 30 + [{"prompt": "hello"}]
+    source = write_jsonl(tmp_path / "pc.jsonl", rows)
+    out = tmp_path / "out"
+    args = [str(source), "--out", str(out), "--pack-size", "64", "--tokenizer", str(tokenizer_dir)]
+    args += [
+        "--prompt-field",
+        "prompt",
+        "--completion-field",
+        "completion",
+        "--workers",
+        "2",
+        "--chunk-rows",
+        "8",
+    ]
+    code, _, err = run(args, capsys)
+    assert code == 1 and "pc.jsonl:31: field 'completion': missing" in err
+    assert list(out.iterdir()) == []
+
+
+def test_killed_worker_fails_with_its_range(
+    tmp_path: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from seqpack.data import _ingest
+
+    real = _ingest.tokenize_chunk
+
+    def dies_on_second_chunk(path: str, chunk: object, spec: object) -> object:
+        if int(chunk.locs[0]) > 8:  # type: ignore[attr-defined]
+            os._exit(9)  # a worker killed mid-chunk (the fork start method inherits this patch)
+        return real(path, chunk, spec)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_ingest, "tokenize_chunk", dies_on_second_chunk)
+    source = write_jsonl(tmp_path / "pc.jsonl", [{"prompt": "hello", "completion": "hi"}] * 20)
+    out = tmp_path / "out"
+    args = [str(source), "--out", str(out), "--pack-size", "64", "--tokenizer", str(tokenizer_dir)]
+    args += [
+        "--prompt-field",
+        "prompt",
+        "--completion-field",
+        "completion",
+        "--workers",
+        "2",
+        "--chunk-rows",
+        "8",
+    ]
+    code, _, err = run(args, capsys)
+    # The samples in flight when the worker died are named (which chunk killed it is not knowable).
+    assert code == 1 and "a worker process died while converting these samples" in err
+    assert f"{source} lines " in err
+    assert list(out.iterdir()) == []

@@ -10,10 +10,17 @@ import typer
 COMMAND_MODULES: list[str] = [
     "pack",
     "inspect",
+    "plan",
     "doctor",
     "translate",
     "curves",
+    "correlate",
     "train",
+    "diff",
+    "fingerprint",
+    "env",
+    "verify",
+    "clean",
     "demo",
 ]
 

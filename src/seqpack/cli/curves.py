@@ -147,7 +147,7 @@ def _write_png_html(
     overwrite: bool,
     quiet: bool,
 ) -> None:
-    from seqpack.curves._report import render_html, render_png
+    from seqpack.curves import render_html, render_png
 
     png = render_png(runs, metric, comparisons, steps)
     if plot is not None:

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, err_console, out_console
-from seqpack.config import DoctorOptions, Report, check, default_lang, load_config, suggest_fixes
+from seqpack.config import DoctorOptions, Finding, Report, check, default_lang, load_config, suggest_fixes
 from seqpack.config._view import DatasetKind
 from seqpack.errors import UsageError
 from seqpack.translate import Translation, load_model_args, mlm_to_bridge, split_mlm_args
@@ -33,6 +33,28 @@ def _mlm_translation(mlm_args: str | None, model_config: Path | None) -> Transla
         result.untranslated += extra.untranslated
         result.reasons.update(extra.reasons)
     return result
+
+
+_ENV_PREFIX = "ENV"
+
+
+def _env_findings(allowed: list[str]) -> list[Finding]:
+    """``seqpack env``'s conclusions about the installed stack, in doctor's finding shape (English only)."""
+    from seqpack.diff import env_findings
+
+    return [
+        Finding(
+            id=f.id,
+            severity=f.severity,  # type: ignore[arg-type]
+            fields=[],
+            message=f.message,
+            why=f.why,
+            fix=[f.fix] if f.fix else [],
+            upstream="installed versions (seqpack env)",
+            allowed=f.id in allowed,
+        )
+        for f in env_findings()
+    ]
 
 
 def _print_text(report: Report, fixes: list[str] | None) -> None:
@@ -129,6 +151,11 @@ def doctor(
     allow: list[str] | None = typer.Option(None, "--allow", help="Accept a finding by id (repeatable)."),
     fix: bool = typer.Option(False, "--fix", help="Print the corrected overrides."),
     lang: str | None = typer.Option(None, "--lang", help="Message language: en or zh (default: the locale)."),
+    env: bool = typer.Option(
+        False,
+        "--env",
+        help="Also check the installed stack (as `seqpack env` does); run it on the training machine.",
+    ),
     output_format: OutputFormat = FormatOption,
 ) -> None:
     """Check a Bridge config (or MLM flags, or plain options) against every packing and CP rule.
@@ -175,10 +202,12 @@ def doctor(
         recipe=recipe,
         kernel_chunk=kernel_chunk,
         packed=packed,
-        allow=allow or [],
+        allow=[a for a in allow or [] if not a.startswith(_ENV_PREFIX)],
         lang=lang or default_lang(),
     )
     report = check(loaded, doctor_options)
+    if env:
+        report.findings.extend(_env_findings(allowed=allow or []))
     fixes = suggest_fixes(loaded, doctor_options) if fix else None
     if output_format == OutputFormat.json:
         payload = report.to_json()

@@ -3,70 +3,31 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import typer
 
 from seqpack._progress import progress
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
-from seqpack.data.metadata import SEQPACK_KEY, metadata_filename, read_metadata
+from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
 from seqpack.data.packed import PackedBlock, PackedReader, read_legacy_npy
 from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
-from seqpack.errors import DataError, InputError
-
-#: Bridge's packed file names, ``{split}_{N}.idx.parquet`` (or legacy ``{split}_{N}.npy``), spec §3.
-_PACKED_NAME = re.compile(
-    r"^(?P<split>.+)_(?P<size>\d+)(\.idx\.parquet|\.idx\.pq|\.parquet|\.pq|\.npy)$", re.I
+from seqpack.diff import dump_batches
+from seqpack.errors import DataError, InputError, UsageError
+from seqpack.plan import (
+    CostModel,
+    ModelDims,
+    check_batch,
+    resolve_cost_model,
+    row_costs,
+    step_imbalance,
 )
-#: The order Bridge appends metadata entries in: training first, then validation (spec §3).
-_SPLIT_ORDER = ("training", "validation")
+from seqpack.plan._imbalance import DEFAULT_SAMPLER_SEED
+
 PERCENTILES = (50, 90, 99)
-
-
-@dataclass(frozen=True)
-class _Names:
-    split: str | None
-    pack_size: int | None
-
-
-def _names(paths: list[str]) -> _Names:
-    """The split and pack size the file names agree on (``None`` where they do not or do not parse)."""
-    parsed = [_PACKED_NAME.match(Path(p).name) for p in paths]
-    splits = {m.group("split").lower() for m in parsed if m}
-    sizes = {int(m.group("size")) for m in parsed if m}
-    complete = all(parsed)
-    return _Names(
-        split=splits.pop() if complete and len(splits) == 1 else None,
-        pack_size=sizes.pop() if complete and len(sizes) == 1 else None,
-    )
-
-
-def _find_metadata(paths: list[str], names: _Names) -> Path | None:
-    """The sidecar beside the data: ``{N}_metadata.jsonl``, or the only ``*_metadata.jsonl`` there."""
-    directory = Path(paths[0]).parent
-    if names.pack_size is not None:
-        candidate = directory / metadata_filename(names.pack_size)
-        return candidate if candidate.exists() else None
-    found = sorted(directory.glob("*_metadata.jsonl"))
-    return found[0] if len(found) == 1 else None
-
-
-def _pick_entry(entries: list[dict[str, Any]], split: str | None) -> tuple[int, dict[str, Any]] | None:
-    """The entry of ``split``: by seqpack's record, else by Bridge's append order, else the only one."""
-    for index, entry in enumerate(entries):
-        record = entry.get(SEQPACK_KEY)
-        if isinstance(record, dict) and split is not None and record.get("split") == split:
-            return index, entry
-    if split in _SPLIT_ORDER and _SPLIT_ORDER.index(split) < len(entries):
-        index = _SPLIT_ORDER.index(split)
-        return index, entries[index]
-    if len(entries) == 1:
-        return 0, entries[0]
-    return None
 
 
 def _report(stats: PackedStats, pack_size: int | None) -> dict[str, Any]:
@@ -84,6 +45,18 @@ def _report(stats: PackedStats, pack_size: int | None) -> dict[str, Any]:
         "runtime_length": {"min": nonzero[0] if nonzero else 0, **lengths, "max": stats.dataset_max_seqlen},
         "packed_runtime_tokens": {"min": stats.min_packed_seqlen or 0, "max": stats.max_packed_seqlen},
     }
+
+
+def _simulation(dp: int | None, gbs: int | None, model: str | None) -> tuple[int, int, CostModel] | None:
+    """Checked ``(dp, gbs, cost model)`` of the sampler simulation, or None when not asked for."""
+    if dp is None and gbs is None:
+        if model is not None:
+            raise UsageError("--model sets the cost model of the --dp/--gbs simulation; add --dp and --gbs")
+        return None
+    if dp is None or gbs is None:
+        raise UsageError("--dp and --gbs go together")
+    check_batch(gbs, dp)
+    return dp, gbs, resolve_cost_model(None if model is None else ModelDims.parse(model))
 
 
 def _print_text(spec: str, files: list[str], report: dict[str, Any], meta: dict[str, Any]) -> None:
@@ -104,6 +77,13 @@ def _print_text(spec: str, files: list[str], report: dict[str, Any], meta: dict[
     p("runtime length   " + "  ".join(f"{k} {v}" for k, v in rl.items()))
     pr = report["packed_runtime_tokens"]
     p(f"pack fill        min {pr['min']}  max {pr['max']} runtime tokens")
+    sim = report.get("dp_imbalance")
+    if sim is not None:
+        p(
+            f"DP imbalance     DP {sim['dp']}, GBS {sim['gbs']}, {sim['steps']} steps of Bridge's sampler: "
+            f"mean {sim['mean']:.3f}  p95 {sim['p95']:.3f}  worst {sim['worst']:.3f} "
+            f"(slowest rank / mean rank; {sim['step_time_saving']:.1%} of step time spent waiting)"
+        )
     status = meta["status"]
     if status == "consistent":
         p(f"metadata         {meta['path']} entry {meta['entry']}: consistent (6 Bridge keys recomputed)")
@@ -120,8 +100,22 @@ def inspect_command(
     metadata: Path | None = typer.Option(
         None, "--metadata", help="Metadata sidecar (default: {N}_metadata.jsonl beside the data)."
     ),
+    dp: int | None = typer.Option(None, "--dp", help="Simulate Bridge's sampler over DP ranks (with --gbs)."),
+    gbs: int | None = typer.Option(None, "--gbs", help="Global batch size (packs per step) for --dp."),
+    model: str | None = typer.Option(
+        None, "--model", help="hidden,layers,heads,ffn,vocab[,groups] of the step-cost model (7B-like)."
+    ),
     output_format: OutputFormat = FormatOption,
     quiet: bool = QuietOption,
+    dump: int | None = typer.Option(
+        None, "--dump-batches", help="Write the first K collated batches to --out."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="The .npz file --dump-batches writes."),
+    batch_size: int = typer.Option(1, "--batch-size", help="Packs per dumped batch (GBS/DP)."),
+    variant: str = typer.Option(
+        "0.6.2", "--collate-variant", help="Collate as Bridge 0.6.2, main or legacy."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
 ) -> None:
     """Check packed data and its metadata; print packs, sequences, efficiency and length statistics.
 
@@ -129,8 +123,12 @@ def inspect_command(
     from the rows. Exit 0 when all is well, 1 on the first bad row or a metadata mismatch, 2 when the data
     cannot be read.
 
+    With --dp and --gbs it also deals the packs the way Bridge's batch sampler does (epoch 0) and
+    reports the per-step imbalance: the slowest rank's estimated cost over the mean rank's.
+
     Example: seqpack inspect out/training_4096.idx.parquet --format json
     """
+    simulation = _simulation(dp, gbs, model)
     if path.lower().endswith(".npy"):
         files = [path]
         blocks: Any = [read_legacy_npy(path)]
@@ -138,12 +136,12 @@ def inspect_command(
         reader = PackedReader(path)
         files = reader.paths
         blocks = reader.iter_blocks()
-    names = _names(files)
-    meta_path = metadata if metadata is not None else _find_metadata(files, names)
+    names = packed_names(files)
+    meta_path = metadata if metadata is not None else find_metadata(files)
     if metadata is not None and not metadata.exists():
         raise InputError(f"{os.fspath(metadata)}: no such file")
     entries = read_metadata(meta_path) if meta_path is not None else []
-    picked = _pick_entry(entries, names.split) if entries else None
+    picked = pick_entry(entries, names.split) if entries else None
     pack_size = int(picked[1]["pack_size"]) if picked else names.pack_size
     if picked and names.pack_size is not None and names.pack_size != pack_size:
         raise DataError(
@@ -153,13 +151,28 @@ def inspect_command(
     with progress(quiet) as bar:
         task = bar.add_task("inspect", total=None)
 
+        costs: list[np.ndarray] = []
+
         def advancing(source: Iterable[PackedBlock]) -> Iterator[PackedBlock]:
             for block in source:
-                yield block
+                yield block  # collect_stats validates the block before asking for the next one
                 bar.advance(task, block.num_rows)
+                if simulation is not None:
+                    runtime = block.sequence_lengths() - 1
+                    costs.append(row_costs(runtime, block.sequences_per_row(), simulation[2]))
 
         stats = collect_stats(advancing(blocks), pack_size=pack_size)
     report = _report(stats, pack_size)
+    if simulation is not None:
+        sim_dp, sim_gbs, cost_model = simulation
+        result = step_imbalance(np.concatenate(costs), sim_dp, sim_gbs)
+        report["dp_imbalance"] = {
+            "dp": sim_dp,
+            "gbs": sim_gbs,
+            "sampler_seed": DEFAULT_SAMPLER_SEED,
+            **result.to_dict(),
+            "cost_model": cost_model.to_record(),
+        }
     meta: dict[str, Any]
     if meta_path is None:
         meta = {"status": "skipped", "reason": "no metadata sidecar found (pass --metadata)"}
@@ -177,6 +190,10 @@ def inspect_command(
             "entry": picked[0],
             "mismatches": [m.__dict__ for m in mismatches],
         }
+    if dump is not None:  # batch dumps for `seqpack diff` (seqpack.diff)
+        entry = picked[1] if picked else None
+        dump_batches(path, out, dump, pack_size=pack_size, metadata=entry, batch_size=batch_size,
+                     variant=variant, overwrite=overwrite)  # fmt: skip
     if output_format is OutputFormat.json:
         emit_json({"path": path, "files": files, **report, "metadata": meta})
     else:

@@ -13,6 +13,7 @@ from seqpack.batching.cp import pad_multiple
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.data import PackOptions, PackResult, TooLong, bridge_overrides, example_dataset_path, pack_files
 from seqpack.errors import UsageError
+from seqpack.plan import CostModel, ModelDims, resolve_cost_model
 
 
 def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_parallel: bool) -> int:
@@ -22,6 +23,12 @@ def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_par
     if topology:
         return pad_multiple(cp or 1, tp or 1, sequence_parallel)
     return 1 if mult is None else mult
+
+
+def _cost_model(balance: bool, model: str | None) -> CostModel | None:
+    if model is not None and not balance:
+        raise UsageError("--model only sets the cost model of --balance; add --balance")
+    return resolve_cost_model(None if model is None else ModelDims.parse(model)) if balance else None
 
 
 def _summary(result: PackResult) -> dict[str, Any]:
@@ -70,8 +77,11 @@ def _print_text(summary: dict[str, Any]) -> None:
     out_console.print(f"packed:   {summary['packed_path']}")
     out_console.print(f"metadata: {summary['metadata_path']}")
     out_console.print(f"rejects:  {summary['rejects_path']}")
-    out_console.print("Train on it with these Megatron-Bridge overrides:")
-    out_console.print("  " + " \\\n  ".join(summary["overrides"]))
+    if summary["overrides"]:
+        out_console.print("Train on it with these Megatron-Bridge overrides:")
+        out_console.print("  " + " \\\n  ".join(summary["overrides"]))
+    else:
+        out_console.print("Flattened layout: input_ids, position_ids, labels (-100 off-target), seq_lengths.")
 
 
 def pack(
@@ -89,6 +99,12 @@ def pack(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of Bridge's shuffles."),
     bridge_compat: bool = typer.Option(False, "--bridge-compat", help="Reproduce Bridge 0.6.2 exactly."),
+    balance: bool = typer.Option(
+        False, "--balance", help="Even out pack costs across DP ranks (dense + attention, see seqpack plan)."
+    ),
+    model: str = typer.Option(
+        None, "--model", help="hidden,layers,heads,ffn,vocab[,groups] of --balance's cost model (7B-like)."
+    ),
     pad_seq_to_mult: int = typer.Option(
         None, "--pad-seq-to-mult", help="Pre-pad runtime lengths to a multiple."
     ),
@@ -103,9 +119,10 @@ def pack(
     completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
     messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
     workers: int = typer.Option(
-        None, "--workers", "-j", help="Processes for parsing/tokenizing (all cores)."
+        None, "--workers", "-j", help="Processes for tokenizing text (default: all cores)."
     ),
-    chunk_rows: int = typer.Option(4096, "--chunk-rows", help="Records per chunk handed to a worker."),
+    layout: str = typer.Option("bridge", "--layout", help="bridge (packed Parquet) or hf (flattened)."),
+    chunk_rows: int = typer.Option(1024, "--chunk-rows", help="Records per chunk handed to a worker."),
     scratch_dir: Path = typer.Option(
         None, "--scratch-dir", help="Where the scratch store goes (default: DIR)."
     ),
@@ -133,6 +150,7 @@ def pack(
         too_long=too_long,
         bridge_compat=bridge_compat,
         algorithm=algorithm,
+        balance=_cost_model(balance, model),
         seed=seed,
         eos_id=eos_id,
         tokenizer=tokenizer,
@@ -144,6 +162,7 @@ def pack(
         overwrite=overwrite,
         quiet=quiet or output_format is OutputFormat.json,
         chunk_rows=chunk_rows,
+        layout=layout,
     )
     result = pack_files(opts)
     summary = _summary(result)

@@ -38,6 +38,34 @@ CONTAINER_SECTIONS: frozenset[str] = frozenset(
     ]
 )
 
+#: ``scheduler``: Bridge's SchedulerConfig and the Megatron ``training.config.SchedulerConfig`` it extends
+#: (megatron-core 0.17 wheel, ``megatron/training/config/training_config.py``).
+SCHEDULER_FIELDS: frozenset[str] = frozenset(
+    [
+        "end_weight_decay",
+        "lr_decay_iters",
+        "lr_decay_samples",
+        "lr_decay_steps",
+        "lr_decay_style",
+        "lr_warmup_fraction",
+        "lr_warmup_init",
+        "lr_warmup_iters",
+        "lr_warmup_samples",
+        "lr_warmup_steps",
+        "lr_wsd_decay_iters",
+        "lr_wsd_decay_samples",
+        "lr_wsd_decay_style",
+        "max_steps",
+        "no_weight_decay_cond_type",
+        "override_opt_param_scheduler",
+        "start_weight_decay",
+        "use_checkpoint_opt_param_scheduler",
+        "wd_incr_steps",
+        "weight_decay_incr_style",
+        "wsd_decay_steps",
+    ]
+)
+
 #: ``model``: GPTModelProvider and the Megatron-Core transformer config it extends.
 MODEL_FIELDS: frozenset[str] = frozenset(
     [

@@ -65,6 +65,7 @@ _KNOWN_FIELDS: Mapping[str, frozenset[str]] = {
     "model": bf.MODEL_FIELDS,
     "ddp": bf.DDP_FIELDS,
     "optimizer": bf.OPTIMIZER_FIELDS,
+    "scheduler": bf.SCHEDULER_FIELDS,
     "dataset": bf.DATASET_FIELDS,
     "dataset.offline_packing_specs": bf.PACKED_SPECS_FIELDS,
 }

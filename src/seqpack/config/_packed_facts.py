@@ -66,16 +66,14 @@ def packed_spec_exists(spec: str) -> bool:
     return Path(spec).exists() or (any(ch in spec for ch in "*?[") and bool(glob.glob(spec)))
 
 
-def find_metadata(spec: str, pack_size: int, explicit: str | None) -> str | None:
-    """The sidecar next to the packed data: the explicit path, else ``{N}_metadata.jsonl`` beside it."""
+def _sidecar(spec: str, first_file: str, pack_size: int, explicit: str | None) -> str | None:
+    """The metadata sidecar: the explicit path (if it exists), else ``{N}_metadata.jsonl`` beside the data."""
+    from seqpack.data.metadata import find_metadata
+
     if explicit:
         return explicit if Path(explicit).exists() else None
-    base = Path(spec) if Path(spec).is_dir() else Path(spec).parent
-    if pack_size > 0:
-        candidate = base / f"{pack_size}_metadata.jsonl"
-        return str(candidate) if candidate.exists() else None
-    found = sorted(base.glob("*_metadata.jsonl"))
-    return str(found[0]) if len(found) == 1 else None
+    found = find_metadata([spec if Path(spec).is_dir() else first_file], pack_size if pack_size > 0 else None)
+    return None if found is None else str(found)
 
 
 def read_packed_facts(
@@ -88,9 +86,7 @@ def read_packed_facts(
     reader = PackedReader(spec)
     try:
         facts = PackedFacts(files=list(reader.paths), multiple=multiple)
-        facts.metadata_path = find_metadata(
-            spec if Path(spec).is_dir() else reader.paths[0], pack_size, metadata_path
-        )
+        facts.metadata_path = _sidecar(spec, reader.paths[0], pack_size, metadata_path)
         if facts.metadata_path is not None:
             facts.metadata = read_metadata(facts.metadata_path)
         for block in reader.iter_blocks():

@@ -20,6 +20,7 @@ from seqpack.curves._compare import (
 )
 from seqpack.curves._export import golden_document, write_golden
 from seqpack.curves._read import detect_format, read_curves
+from seqpack.curves._report import render_html, render_png
 from seqpack.curves._series import FORMATS, Curves, Segment, Series, find_segments, resolve
 
 __all__ = [
@@ -40,6 +41,8 @@ __all__ = [
     "find_segments",
     "golden_document",
     "read_curves",
+    "render_html",
+    "render_png",
     "resolve",
     "tolerated_failures",
     "write_golden",

@@ -7,8 +7,10 @@ A stored example is Bridge's (spec §2): ``input_ids`` ending with EOS and ``los
     {"input_ids": [7, 2]}                          ->     mask    [0 1 1 1 1]
                                                           lengths [3 2]
 
-Validation is vectorised over the chunk; only when a check fails does a slow pass find the first bad row,
-so the error names it exactly (file, line/row, field, what was found).
+Plain JSON lines go through a numba scanner (``_jsonscan``) straight into the arrays; Arrow batches through
+their buffers. Anything the fast paths decline is parsed with orjson and validated vectorised over the
+chunk; only when a check fails does a slow pass find the first bad row, so the error names it exactly
+(file, line/row, field, what was found).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from seqpack.data._jsonscan import scan_lines
 from seqpack.data._readers import RawChunk
 from seqpack.data._scratch import MAX_TOKEN_ID
 from seqpack.errors import DataError, where
@@ -39,6 +42,12 @@ class Examples:
     tokens: np.ndarray  # int64
     mask: np.ndarray  # uint8
     lengths: np.ndarray  # int64, stored tokens per example (runtime length + 1)
+    line_based: bool = True  # locs are 1-based JSONL lines (else 0-based table rows)
+
+    def where(self, path: str, index: int, field: str | None = None) -> str:
+        """``file:line`` or ``file row N`` (plus the field) of example ``index``."""
+        loc = int(self.locs[index])
+        return where(path, loc, field=field) if self.line_based else where(path, row=loc, field=field)
 
 
 def location(path: str, chunk: RawChunk, index: int, field: str | None = None) -> str:
@@ -90,7 +99,23 @@ def pretokenized(path: str, chunk: RawChunk) -> Examples:
         fast = _from_arrow(path, chunk)
         if fast is not None:
             return fast
-    return from_records(path, chunk, records_of(path, chunk))
+    if chunk.lines is not None:
+        scanned = scan_lines(chunk.lines)
+        if scanned is not None:
+            return Examples(chunk.source, chunk.locs, *scanned, line_based=True)
+    return from_records(path, chunk, records_of(path, chunk), ints_only=_integer_literals_only(chunk))
+
+
+def _integer_literals_only(chunk: RawChunk) -> bool:
+    """True when no JSON line of the chunk can hold a float or a boolean (no ``.``, ``e``, ``E``).
+
+    Then every number orjson returns is a Python int, and ``np.fromiter`` (3x faster than ``np.array``,
+    but silently truncating floats) is exact; strings, nulls and nesting still make it raise.
+    """
+    if chunk.lines is None:
+        return False
+    joined = b"".join(chunk.lines)
+    return b"." not in joined and b"e" not in joined and b"E" not in joined
 
 
 def _is_int_list(batch: pa.RecordBatch, name: str) -> bool:
@@ -130,10 +155,12 @@ def _from_arrow(path: str, chunk: RawChunk) -> Examples | None:
         mask = mask_values.astype(np.uint8)
     if (lengths == 0).any() or (len(tokens) and (tokens.min() < 0 or tokens.max() > MAX_TOKEN_ID)):
         return None
-    return Examples(chunk.source, chunk.locs, tokens, mask, lengths)
+    return Examples(chunk.source, chunk.locs, tokens, mask, lengths, line_based=False)
 
 
-def from_records(path: str, chunk: RawChunk, records: list[dict[str, Any]]) -> Examples:
+def from_records(
+    path: str, chunk: RawChunk, records: list[dict[str, Any]], ints_only: bool = False
+) -> Examples:
     """Stored examples from parsed records: vectorised checks, slow pass only to name a bad row."""
     ids_lists: list[Any] = []
     for index, record in enumerate(records):
@@ -150,21 +177,24 @@ def from_records(path: str, chunk: RawChunk, records: list[dict[str, Any]]) -> E
             )
         ids_lists.append(ids)
     lengths = np.fromiter((len(ids) for ids in ids_lists), dtype=np.int64, count=len(ids_lists))
-    tokens = _int_array(itertools.chain.from_iterable(ids_lists))
+    tokens = _int_array(itertools.chain.from_iterable(ids_lists), int(lengths.sum()), ints_only)
     if tokens is None or (len(tokens) and (tokens.min() < 0 or tokens.max() > MAX_TOKEN_ID)):
         _raise_bad_ids(path, chunk, ids_lists)
     assert tokens is not None
     mask = np.ones(len(tokens), dtype=np.uint8)
     if any(MASK_FIELD in record for record in records):
-        mask = _masks(path, chunk, records, lengths)
-    return Examples(chunk.source, chunk.locs, tokens.astype(np.int64, copy=False), mask, lengths)
+        mask = _masks(path, chunk, records, lengths, ints_only)
+    tokens = tokens.astype(np.int64, copy=False)
+    return Examples(chunk.source, chunk.locs, tokens, mask, lengths, line_based=chunk.is_lines)
 
 
-def _int_array(values: Any) -> np.ndarray | None:
+def _int_array(values: Any, count: int, ints_only: bool) -> np.ndarray | None:
     """A 1-D integer array of ``values``, or ``None`` if any value is not an integer (bools included)."""
     try:
+        if ints_only:
+            return np.fromiter(values, dtype=np.int64, count=count)
         array = np.array(list(values))
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError, TypeError):
         return None
     if array.ndim != 1 or array.dtype.kind not in "iu":
         return None if array.size else np.zeros(0, dtype=np.int64)
@@ -182,7 +212,9 @@ def _raise_bad_ids(path: str, chunk: RawChunk, ids_lists: list[Any]) -> None:
     raise AssertionError("unreachable: a bad id was detected but not found")  # pragma: no cover
 
 
-def _masks(path: str, chunk: RawChunk, records: list[dict[str, Any]], lengths: np.ndarray) -> np.ndarray:
+def _masks(
+    path: str, chunk: RawChunk, records: list[dict[str, Any]], lengths: np.ndarray, ints_only: bool
+) -> np.ndarray:
     parts: list[Any] = []
     for index, record in enumerate(records):
         mask = record.get(MASK_FIELD)
@@ -199,11 +231,21 @@ def _masks(path: str, chunk: RawChunk, records: list[dict[str, Any]], lengths: n
                 f"input_ids length {int(lengths[index])}"
             )
         parts.append(mask)
-    values = np.array(list(itertools.chain.from_iterable(parts)))
-    if values.size and (values.dtype.kind not in "iub" or values.min() < 0 or values.max() > 1):
-        for index, record in enumerate(records):
-            for value in record.get(MASK_FIELD) or ():
-                if value not in (0, 1) or not isinstance(value, (int, bool)):
-                    at = location(path, chunk, index, MASK_FIELD)
-                    raise DataError(f"{at}: expected 0/1 values, found {_kind(value)}")
+    values = _int_array(itertools.chain.from_iterable(parts), int(lengths.sum()), ints_only)
+    if values is not None and (not values.size or (values.min() >= 0 and values.max() <= 1)):
+        return values.astype(np.uint8)
+    # Slow path: 0/1 integers or booleans (as some pipelines write masks) are fine; name anything else.
+    for index, record in enumerate(records):
+        for value in record.get(MASK_FIELD) or ():
+            if not isinstance(value, int) or value not in (0, 1):
+                at = location(path, chunk, index, MASK_FIELD)
+                raise DataError(f"{at}: expected 0/1 values, found {_kind(value)}")
+    values = np.fromiter(
+        itertools.chain.from_iterable(
+            record.get(MASK_FIELD) or itertools.repeat(1, int(n))
+            for record, n in zip(records, lengths, strict=True)
+        ),
+        dtype=np.uint8,
+        count=int(lengths.sum()),
+    )
     return values.astype(np.uint8)

@@ -63,19 +63,25 @@ def convert_all(chunks: Iterator[RawChunk], converter: Converter, workers: int) 
             for chunk in chunks:
                 pending.append((chunk, pool.submit(converter, chunk)))
                 if len(pending) >= 2 * workers:
-                    yield _result(converter.paths, *pending.popleft())
+                    yield _result(converter.paths, pending)
             while pending:
-                yield _result(converter.paths, *pending.popleft())
+                yield _result(converter.paths, pending)
         finally:
             for _, future in pending:
                 future.cancel()
 
 
-def _result(paths: tuple[str, ...], chunk: RawChunk, future: Future[Examples]) -> Examples:
+def _result(paths: tuple[str, ...], pending: deque[tuple[RawChunk, Future[Examples]]]) -> Examples:
+    """The oldest chunk's result; a dead worker fails the run naming the samples that were in flight."""
     try:
-        return future.result()
+        return pending[0][1].result()
     except BrokenProcessPool:
-        raise DataError(f"{_range(paths, chunk)}: a worker process died while converting them") from None
+        first, last = _range(paths, pending[0][0]), _range(paths, pending[-1][0])
+        held = first if len(pending) == 1 else f"{first} .. {last}"
+        raise DataError(f"{held}: a worker process died while converting these samples") from None
+    finally:
+        if pending and pending[0][1].done():
+            pending.popleft()
 
 
 def as_paths(inputs: list[Path]) -> tuple[str, ...]:

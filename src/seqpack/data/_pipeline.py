@@ -2,7 +2,7 @@
 
 ::
 
-    inputs --pass 1--> stored examples --shape--> scratch store (memmap)   + lengths (RAM, O(samples))
+    inputs --pass 1--> stored examples --shape--> scratch store (disk)     + lengths (RAM, O(samples))
                                   \\--> rejects file (too long: rejected / truncated / split / dropped)
     lengths --pack_lengths--> PackPlan (integer arrays only)
     scratch store + plan --pass 2--> {split}_{N}.idx.parquet (row groups of 500) + {N}_metadata.jsonl
@@ -16,11 +16,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -42,10 +43,21 @@ from seqpack.data.metadata import (
     read_metadata,
     write_metadata_entry,
 )
-from seqpack.errors import DataError, UsageError, where
-from seqpack.packing import BRIDGE_ALGORITHMS, BRIDGE_DEFAULT_ALGORITHM, DEFAULT_ALGORITHM, pack_lengths
+from seqpack.errors import DataError, InputError, UsageError
+from seqpack.packing import (
+    BRIDGE_ALGORITHMS,
+    BRIDGE_DEFAULT_ALGORITHM,
+    DEFAULT_ALGORITHM,
+    PackPlan,
+    pack_lengths,
+)
+
+if TYPE_CHECKING:
+    from seqpack.plan import CostModel
 
 SPLITS = ("training", "validation")
+#: ``bridge``: Bridge's packed Parquet (spec §3); ``hf``: the flattened padding-free layout.
+LAYOUTS = ("bridge", "hf")
 #: Keys of the seqpack record that must agree between the splits of one output directory.
 _SPLIT_AGREEMENT = ("pack_size", "pad_seq_to_mult", "seed", "tokenizer_sha256")
 
@@ -63,6 +75,7 @@ class PackOptions:
     too_long: TooLong | None = None
     bridge_compat: bool = False
     algorithm: str | None = None
+    balance: CostModel | None = None  # --balance: even pack costs under this model (seqpack.plan)
     seed: int = 0
     eos_id: int | None = None
     tokenizer: Path | None = None
@@ -74,6 +87,7 @@ class PackOptions:
     overwrite: bool = False
     quiet: bool = False
     chunk_rows: int = DEFAULT_CHUNK_ROWS
+    layout: str = "bridge"
 
 
 @dataclass
@@ -128,15 +142,50 @@ def _check_options(opts: PackOptions) -> tuple[int, str]:
     if opts.bridge_compat and opts.too_long is not None:
         raise UsageError("--too-long cannot be combined with --bridge-compat (compat decides long samples)")
     algorithm = opts.algorithm or (BRIDGE_DEFAULT_ALGORITHM if opts.bridge_compat else DEFAULT_ALGORITHM)
+    if opts.balance is not None:
+        if opts.bridge_compat:
+            raise UsageError(
+                "--balance cannot be combined with --bridge-compat (compat builds Bridge's packs)"
+            )
+        if opts.algorithm is not None:
+            raise UsageError("--balance chooses the packing itself; drop --algorithm")
+        algorithm = "balanced"
     if opts.bridge_compat and algorithm not in BRIDGE_ALGORITHMS:
         raise UsageError(f"--bridge-compat needs one of Bridge's algorithms ({', '.join(BRIDGE_ALGORITHMS)})")
     if (opts.prompt_field is None) != (opts.completion_field is None):
         raise UsageError("--prompt-field and --completion-field go together")
     if opts.prompt_field is not None and opts.tokenizer is None:
         raise UsageError("--prompt-field/--completion-field need --tokenizer")
+    if opts.layout not in LAYOUTS:
+        raise UsageError(f"--layout must be one of {', '.join(LAYOUTS)}, got {opts.layout!r}")
     if opts.eos_id is not None and opts.eos_id < 0:
         raise UsageError(f"--eos-id must be >= 0, got {opts.eos_id}")
     return max_len, algorithm
+
+
+class _BackgroundHash:
+    """:func:`_hash_inputs` on a daemon thread (hashlib releases the GIL), overlapping with the passes.
+
+    A daemon thread never delays the exit of a failed or interrupted run.
+    """
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._result: list[str | BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(paths,), daemon=True, name="seqpack-hash")
+        self._thread.start()
+
+    def _run(self, paths: list[Path]) -> None:
+        try:
+            self._result.append(_hash_inputs(paths))
+        except BaseException as exc:  # reported by result()
+            self._result.append(exc)
+
+    def result(self) -> str:
+        self._thread.join()
+        value = self._result[0]
+        if isinstance(value, BaseException):
+            raise InputError(f"cannot hash the inputs ({value})")
+        return value
 
 
 def _hash_inputs(paths: list[Path]) -> str:
@@ -169,21 +218,14 @@ def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: di
 
 
 class _Pass1:
-    """Consumes converted chunks: infers/checks EOS, shapes, appends to the store, writes rejects."""
+    """Consumes converted chunks: checks EOS, shapes, appends to the store, writes rejects, counts."""
 
-    def __init__(self, opts: PackOptions, shape_spec: ShapeSpec | None, store: ScratchStore, rejects: Any):
-        self.opts = opts
-        self.paths = as_paths(opts.inputs)
-        self.spec = shape_spec
+    def __init__(self, paths: tuple[str, ...], store: ScratchStore, rejects: BinaryIO) -> None:
+        self.paths = paths
         self.store = store
         self.rejects = rejects
         self.counts = Counts()
         self.lengths: list[np.ndarray] = []
-
-    def eos_for(self, examples: Examples) -> int:
-        if self.spec is not None:
-            return self.spec.eos_id
-        return int(examples.tokens[examples.lengths[0] - 1])
 
     def check_eos(self, examples: Examples, eos_id: int) -> None:
         """Pre-tokenized input without a given EOS: every row must end with the same token."""
@@ -191,12 +233,9 @@ class _Pass1:
         bad = np.flatnonzero(last != eos_id)
         if bad.size:
             i = int(bad[0])
-            loc = int(examples.locs[i])
-            path = self.paths[examples.source]
-            prefix = where(path, loc, field=IDS_FIELD) if path.endswith(".jsonl") else where(path, row=loc)
             raise DataError(
-                f"{prefix}: last token {int(last[i])} differs from {eos_id}, the last token of the rows "
-                "before it (pass --eos-id, or fix the row)"
+                f"{examples.where(self.paths[examples.source], i, IDS_FIELD)}: last token {int(last[i])} "
+                f"differs from {eos_id}, the last token of the rows before it (pass --eos-id, or fix the row)"
             )
 
     def add(self, examples: Examples, spec: ShapeSpec, infer_eos: bool) -> None:
@@ -219,9 +258,7 @@ class _Pass1:
             self._reject_line(examples, spec, int(i), Action(int(actions[i])), int(shaped.pieces[i]))
 
     def _reject_line(self, examples: Examples, spec: ShapeSpec, i: int, action: Action, pieces: int) -> None:
-        path = self.paths[examples.source]
         runtime = int(examples.lengths[i]) - 1
-        key = "line" if path.endswith((".jsonl", ".json", ".ndjson")) else "row"
         what = {
             Action.rejected: "rejected (not packed)",
             Action.truncated: f"truncated to {spec.cap} runtime tokens",
@@ -229,8 +266,8 @@ class _Pass1:
             Action.dropped: "dropped (not packed, as Bridge does with pad_seq_to_mult=1)",
         }[action]
         record = {
-            "source": path,
-            key: int(examples.locs[i]),
+            "source": self.paths[examples.source],
+            "line" if examples.line_based else "row": int(examples.locs[i]),
             "reason": f"too long: {runtime} runtime tokens > {spec.cap}",
             "length": runtime,
             "action": what,
@@ -240,6 +277,8 @@ class _Pass1:
 
 def pack_files(opts: PackOptions) -> PackResult:
     """Pack ``opts.inputs`` into ``opts.out_dir`` (see the module docstring)."""
+    from seqpack.diff import PackedFingerprinter  # not at module level: seqpack.diff reads seqpack.data
+
     max_len, algorithm = _check_options(opts)
     text_spec: TextSpec | None = None
     tok_sha = None
@@ -261,11 +300,15 @@ def pack_files(opts: PackOptions) -> PackResult:
     out = opts.out_dir
     packed_path = out / packed_filename(opts.split, opts.pack_size)
     meta_path = out / metadata_filename(opts.pack_size)
+    if opts.layout == "hf":  # never mixed with a Bridge set's files in the same directory
+        packed_path = out / hf_filename(opts.split, opts.pack_size)
+        meta_path = out / f"{opts.pack_size}_metadata.hf.jsonl"
     rejects_path = out / f"rejects_{opts.split}.jsonl"
     record: dict[str, Any] = {
         "version": __version__,
         "split": opts.split,
         "mode": "bridge-compat" if opts.bridge_compat else "seqpack",
+        "layout": opts.layout,
         "algorithm": algorithm,
         "seed": opts.seed,
         "pack_size": opts.pack_size,
@@ -281,6 +324,9 @@ def pack_files(opts: PackOptions) -> PackResult:
     workers = opts.workers if opts.workers is not None else default_workers()
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
+    if text_spec is None:
+        # Pre-tokenized chunks are scanned faster in this process than they can be shipped to another.
+        workers = 1
     if opts.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
     out.mkdir(parents=True, exist_ok=True)
@@ -293,7 +339,8 @@ def pack_files(opts: PackOptions) -> PackResult:
             bar = stack.enter_context(progress(opts.quiet))
             rejects = stack.enter_context(open(rejects_tmp, "wb"))
             t0 = time.perf_counter()
-            pass1 = _Pass1(opts, None, store, rejects)
+            input_hash = _BackgroundHash(opts.inputs)
+            pass1 = _Pass1(as_paths(opts.inputs), store, rejects)
             task = bar.add_task("read", total=None)
             spec: ShapeSpec | None = None
             infer_eos = eos_id is None
@@ -305,11 +352,10 @@ def pack_files(opts: PackOptions) -> PackResult:
                     spec = ShapeSpec(
                         max_len,
                         opts.pad_seq_to_mult,
-                        pass1.eos_for(examples) if eos_id is None else int(eos_id),
+                        int(examples.tokens[examples.lengths[0] - 1]) if eos_id is None else int(eos_id),
                         opts.too_long or TooLong.reject,
                         opts.bridge_compat,
                     )
-                    pass1.spec = spec
                 pass1.add(examples, spec, infer_eos)
                 bar.advance(task, len(examples.lengths))
                 _rate(bar, task, pass1.counts, t0)
@@ -325,22 +371,28 @@ def pack_files(opts: PackOptions) -> PackResult:
             record["eos_id"] = spec.eos_id
             t1 = time.perf_counter()
             lengths = np.concatenate(pass1.lengths)
-            plan = pack_lengths(lengths, opts.pack_size, algorithm=algorithm, seed=opts.seed)
+            plan = _plan(lengths, opts, algorithm)
+            record["algorithm"] = plan.algorithm
+            if opts.balance is not None:
+                record["cost_model"] = opts.balance.to_record()
             seconds["plan"] = time.perf_counter() - t1
             t2 = time.perf_counter()
             write_task = bar.add_task("write", total=plan.num_packs)
-            rejects.close()
+
+            fingerprinter = PackedFingerprinter() if opts.layout == "bridge" else None
             write_packed(
                 packed_tmp,
-                store.tokens(),
-                store.mask(),
-                store.offsets(),
+                store.read,
                 plan.items,
                 plan.pack_offsets,
                 on_row_group=lambda packs, _tokens: bar.advance(write_task, packs),
+                layout=opts.layout,
+                fingerprinter=fingerprinter,
             )
+            if fingerprinter is not None:
+                record["fingerprint"] = fingerprinter.result().to_dict()
             seconds["write"] = time.perf_counter() - t2
-            record["input_sha256"] = _hash_inputs(opts.inputs)
+            record["input_sha256"] = input_hash.result()
             record["counts"] = {
                 "samples_in": counts.samples_in,
                 "packed": counts.packed,
@@ -368,6 +420,15 @@ def pack_files(opts: PackOptions) -> PackResult:
     )
 
 
+def _plan(lengths: np.ndarray, opts: PackOptions, algorithm: str) -> PackPlan:
+    if opts.balance is None:
+        return pack_lengths(lengths, opts.pack_size, algorithm=algorithm, seed=opts.seed)
+    # Imported here: seqpack.plan reads its lengths through this package, so it cannot be imported first.
+    from seqpack.plan import balanced_pack
+
+    return balanced_pack(lengths, opts.pack_size, opts.balance)
+
+
 def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:
     elapsed = max(time.perf_counter() - t0, 1e-9)
     bar.update(
@@ -378,9 +439,16 @@ def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:
     )
 
 
+def hf_filename(split: str, pack_size: int) -> str:
+    """The flattened Hugging Face layout's file name: ``{split}_{N}.hf.parquet``."""
+    return f"{split}_{pack_size}.hf.parquet"
+
+
 def bridge_overrides(result: PackResult) -> list[str]:
     """The Megatron-Bridge 0.6.2 overrides that train on this output directory (spec §1, §4)."""
     record = result.metadata[SEQPACK_KEY]
+    if record.get("layout") == "hf":
+        return []
     n = result.pack_size
     specs = "dataset.offline_packing_specs"
     out = result.packed_path.parent

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from seqpack.errors import InputError
 
 #: Records per chunk: big enough to amortise per-chunk costs, small enough to bound memory.
-DEFAULT_CHUNK_ROWS = 4096
+DEFAULT_CHUNK_ROWS = 1024
 _JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 

@@ -99,7 +99,7 @@ def tokenize_chunk(path: str, chunk: RawChunk, spec: TextSpec) -> Examples:
     lengths = np.fromiter((len(ids) for ids in ids_list), dtype=np.int64, count=len(ids_list))
     tokens = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in ids_list])
     mask = np.concatenate([np.asarray(m, dtype=np.uint8) for m in mask_list])
-    return Examples(chunk.source, chunk.locs, tokens, mask, lengths)
+    return Examples(chunk.source, chunk.locs, tokens, mask, lengths, line_based=chunk.is_lines)
 
 
 def _prompt_completion(
@@ -169,13 +169,10 @@ def _assistant_spans(tokenizer: Any, conversation: list[dict[str, Any]], text: s
         before = tokenizer.apply_chat_template(conversation[:i], tokenize=False, add_generation_prompt=True)
         through = tokenizer.apply_chat_template(conversation[: i + 1], tokenize=False)
         if not text.startswith(through) or not through.startswith(before):
+            name = getattr(tokenizer, "name_or_path", "tokenizer")
             raise DataError(
-                f"{spec_name(tokenizer)}: the chat template does not render conversations as prefixes of "
-                "each other; assistant masks cannot be derived"
+                f"{name}: the chat template does not render conversations as prefixes of each other; "
+                "assistant masks cannot be derived"
             )
         spans.append((len(before), len(through)))
     return spans
-
-
-def spec_name(tokenizer: Any) -> str:
-    return str(getattr(tokenizer, "name_or_path", "tokenizer"))

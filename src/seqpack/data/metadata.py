@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,72 @@ def metadata_filename(pack_size: int) -> str:
 def packed_filename(split: str, pack_size: int) -> str:
     """Bridge's default packed-data name for a split: ``{split}_{N}.idx.parquet``."""
     return f"{split}_{pack_size}.idx.parquet"
+
+
+#: Bridge's packed file names, ``{split}_{N}.idx.parquet`` (or legacy ``{split}_{N}.npy``), spec §3.
+_PACKED_NAME = re.compile(
+    r"^(?P<split>.+)_(?P<size>\d+)(\.idx\.parquet|\.idx\.pq|\.parquet|\.pq|\.npy)$", re.I
+)
+#: The order Bridge appends metadata entries in: training first, then validation (spec §3).
+SPLIT_ORDER = ("training", "validation")
+
+
+@dataclass(frozen=True)
+class PackedNames:
+    """What Bridge-style file names say about packed data: its split and pack size (``None`` if unknown)."""
+
+    split: str | None
+    pack_size: int | None
+
+
+def packed_names(paths: Sequence[str | os.PathLike[str]]) -> PackedNames:
+    """The split and pack size all ``paths`` agree on, from names like ``training_4096.idx.parquet``.
+
+    >>> packed_names(["out/training_4096.idx.parquet"])
+    PackedNames(split='training', pack_size=4096)
+    """
+    parsed = [_PACKED_NAME.match(Path(p).name) for p in paths]
+    complete = bool(parsed) and all(parsed)
+    splits = {m.group("split").lower() for m in parsed if m}
+    sizes = {int(m.group("size")) for m in parsed if m}
+    return PackedNames(
+        split=splits.pop() if complete and len(splits) == 1 else None,
+        pack_size=sizes.pop() if complete and len(sizes) == 1 else None,
+    )
+
+
+def find_metadata(paths: Sequence[str | os.PathLike[str]], pack_size: int | None = None) -> Path | None:
+    """The sidecar beside packed data: ``{N}_metadata.jsonl`` in the data's directory.
+
+    ``paths`` are the packed files (or one directory holding them); ``N`` is ``pack_size`` when given,
+    else what the file names say. Without an ``N``, the directory's only ``*_metadata.jsonl`` is taken.
+    ``None`` when there is no such file (or several candidates and no ``N``).
+    """
+    if not paths:
+        return None
+    first = Path(paths[0])
+    directory = first if first.is_dir() else first.parent
+    size = pack_size if pack_size is not None else packed_names(paths).pack_size
+    if size is not None:
+        candidate = directory / metadata_filename(size)
+        return candidate if candidate.is_file() else None
+    found = sorted(directory.glob("*_metadata.jsonl"))
+    return found[0] if len(found) == 1 else None
+
+
+def pick_entry(
+    entries: Sequence[Mapping[str, Any]], split: str | None
+) -> tuple[int, Mapping[str, Any]] | None:
+    """The entry describing ``split``: by seqpack's record, else Bridge's append order, else the only one."""
+    for index, entry in enumerate(entries):
+        if split is not None and entry_split(entry) == split:
+            return index, entry
+    if split in SPLIT_ORDER and SPLIT_ORDER.index(split) < len(entries):
+        index = SPLIT_ORDER.index(split)
+        return index, entries[index]
+    if len(entries) == 1:
+        return 0, entries[0]
+    return None
 
 
 def read_metadata(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

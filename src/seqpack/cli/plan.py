@@ -1,0 +1,226 @@
+"""``seqpack plan``: choose the pack size and global batch from the data's own lengths (issue 9)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from seqpack._io import atomic_path
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack.plan import (
+    DEFAULT_TOKEN_SLOTS,
+    Candidate,
+    Imbalance,
+    ModelDims,
+    Topology,
+    balance_worthwhile,
+    bridge_overrides,
+    evaluate,
+    pack_command,
+    parse_pack_sizes,
+    read_lengths,
+    recommend,
+    resolve_cost_model,
+)
+
+LEGEND = """\
+efficiency: real tokens / token slots. padding saved: token slots saved vs one padded row per sample.
+GBS: token slots // pack size (~: not exact), MBS 1. rejected: samples longer than the pack. pad multiple:
+pad_seq_to_mult (+ tokens its pre-padding adds). FLOP/step: forward+backward, SI prefixes, for {model}.
+DP imbalance: mean over steps of the slowest rank's cost / the mean rank's, under Bridge's sampler (with
+--dp or --world-size). est. epoch time: (FLOPs of every token slot + attention) x the better imbalance,
+relative to the recommended pack size (*), which has the least of those rejecting fewest samples ("-": it
+rejects more, so it trains on less data)."""
+
+
+def _flops(value: float) -> str:
+    """FLOPs with an SI prefix: 1.23e15 -> '1.23 P'."""
+    if value <= 0:
+        return "0"
+    exponent = min(int(math.log10(value) // 3), 6)
+    return f"{value / 10 ** (3 * exponent):.2f} {['', 'K', 'M', 'G', 'T', 'P', 'E'][exponent]}"
+
+
+def _imbalance_text(value: Imbalance | None) -> str:
+    return "-" if value is None else f"{value.mean:.3f}"
+
+
+def _pad_text(c: Candidate) -> str:
+    """``pad_seq_to_mult`` and the tokens its pre-padding adds (only when it adds any)."""
+    return f"{c.pad_multiple}" if c.pad_tokens == 0 else f"{c.pad_multiple} (+{c.pad_cost:.2%})"
+
+
+def _table(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> Table:
+    """One column per candidate pack size (fits a terminal for any number of metrics)."""
+    table = Table(title="seqpack plan", title_justify="left")
+    table.add_column("pack size", style="bold", no_wrap=True)
+    for c in candidates:
+        table.add_column(f"{c.pack_size}" + (" *" if c is chosen else ""), justify="right", no_wrap=True)
+    dp_text = {None: "-", True: "yes", False: "no"}
+    rows: list[tuple[str, list[str]]] = [
+        ("packs", [f"{c.packs:,}" for c in candidates]),
+        ("efficiency", [f"{c.efficiency:.2%}" for c in candidates]),
+        ("padding saved", [f"{c.padding_saved_fraction:.1%}" for c in candidates]),
+        ("GBS", [f"{c.gbs}" + ("" if c.gbs_exact else " ~") for c in candidates]),
+        ("DP divides GBS", [dp_text[c.dp_divides] for c in candidates]),
+        ("steps / epoch", [f"{c.steps_per_epoch:,}" for c in candidates]),
+        ("rejected", [f"{c.rejected:,}" for c in candidates]),
+        ("pad multiple", [_pad_text(c) for c in candidates]),
+        ("attention share", [f"{c.attention_share:.1%}" for c in candidates]),
+    ]
+    if with_flops:
+        rows.append(("dense FLOP/step", [_flops(c.dense_flops_per_step) for c in candidates]))
+        rows.append(("attention FLOP/step", [_flops(c.attention_flops_per_step) for c in candidates]))
+    if any(c.imbalance is not None for c in candidates):
+        rows.append(("DP imbalance", [_imbalance_text(c.imbalance) for c in candidates]))
+        rows.append(("  with --balance", [_imbalance_text(c.imbalance_balanced) for c in candidates]))
+    rows.append(
+        (
+            "est. epoch time",
+            [
+                f"{c.estimated_epoch_cost / chosen.estimated_epoch_cost:.3f}"
+                if c.rejected <= chosen.rejected
+                else "-"
+                for c in candidates
+            ],
+        )
+    )
+    for name, values in rows:
+        table.add_row(name, *values)
+    return table
+
+
+def _plot(candidates: list[Candidate], path: Path, overwrite: bool) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [str(c.pack_size) for c in candidates]
+    fig, left = plt.subplots(figsize=(6, 3.5))
+    left.plot(sizes, [100 * c.efficiency for c in candidates], "o-", color="tab:blue", label="efficiency")
+    left.set_xlabel("pack size (runtime tokens)")
+    left.set_ylabel("packing efficiency (%)", color="tab:blue")
+    right = left.twinx()
+    right.plot(sizes, [100 * c.attention_share for c in candidates], "s--", color="tab:red")
+    right.set_ylabel("attention share of FLOPs (%)", color="tab:red")
+    left.set_title("seqpack plan")
+    fig.tight_layout()
+    with atomic_path(path, overwrite=overwrite) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def plan(
+    inputs: list[Path] = typer.Argument(..., help="JSONL/Parquet files or datasets save_to_disk dirs."),
+    tokenizer: Path = typer.Option(None, "--tokenizer", help="Local HF tokenizer dir (text input)."),
+    prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
+    completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
+    messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
+    eos_id: int = typer.Option(None, "--eos-id", help="EOS id for text input (default: the tokenizer's)."),
+    pack_sizes: str = typer.Option("2048,4096,8192,16384", "--pack-sizes", help="Candidate pack sizes."),
+    token_slots: int = typer.Option(
+        DEFAULT_TOKEN_SLOTS, "--token-slots", help="Tokens per step kept equal: GBS = slots // pack."
+    ),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
+    cp: int = typer.Option(1, "--cp", help="Context-parallel size."),
+    sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
+    dp: int = typer.Option(None, "--dp", help="Data-parallel size."),
+    world_size: int = typer.Option(None, "--world-size", help="GPUs in all; DP = world / (TP x CP)."),
+    model: str = typer.Option(
+        None, "--model", help="hidden,layers,heads,ffn,vocab[,query_groups] for FLOPs (default 7B-like)."
+    ),
+    workers: int = typer.Option(None, "--workers", "-j", help="Processes for parsing/tokenizing."),
+    plot: Path = typer.Option(None, "--plot", help="Write a PNG of efficiency and attention share."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --plot file."),
+    output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,
+) -> None:
+    """Evaluate candidate pack sizes on your data and recommend one, with its Bridge overrides.
+
+    Example: seqpack plan data.jsonl --pack-sizes 4096,8192,16384 --dp 8 --model 4096,32,32,11008,32000
+    """
+    sizes = parse_pack_sizes(pack_sizes)
+    dims = None if model is None else ModelDims.parse(model)
+    cost_model = resolve_cost_model(dims)
+    topology = Topology.resolve(tp, cp, sequence_parallel, dp, world_size)
+    lengths = read_lengths(
+        list(inputs),
+        tokenizer=tokenizer,
+        eos_id=eos_id,
+        prompt_field=prompt_field,
+        completion_field=completion_field,
+        messages_field=messages_field,
+        workers=workers,
+        quiet=quiet or output_format is OutputFormat.json,
+    )
+    candidates = evaluate(lengths, sizes, token_slots, topology, cost_model)
+    chosen = recommend(candidates)
+    balance = balance_worthwhile(chosen)
+    overrides = bridge_overrides(chosen, topology)
+    command = pack_command(
+        [str(p) for p in inputs],
+        chosen,
+        topology,
+        tokenizer=None if tokenizer is None else str(tokenizer),
+        balance=balance,
+    )
+    if plot is not None:
+        _plot(candidates, plot, overwrite)
+    if output_format is OutputFormat.json:
+        payload: dict[str, Any] = {
+            "samples": int(lengths.shape[0]),
+            "longest": int(lengths.max()),
+            "token_slots": token_slots,
+            "topology": {"tp": tp, "cp": cp, "sequence_parallel": sequence_parallel, "dp": topology.dp},
+            "cost_model": cost_model.to_record(),
+            "candidates": [c.to_dict() for c in candidates],
+            "recommended": chosen.pack_size,
+            "recommend_balance": balance,
+            "overrides": overrides,
+            "pack_command": command,
+        }
+        emit_json(payload)
+        return
+    out_console.print(
+        f"{lengths.shape[0]:,} samples, longest {int(lengths.max()):,} runtime tokens, "
+        f"token slots per step {token_slots:,}, pad multiple {topology.pad_multiple}"
+        + ("" if topology.dp is None else f", DP {topology.dp}")
+    )
+    out_console.print(_table(candidates, chosen, dims is not None))
+    for c in candidates:
+        for note in c.notes:
+            err_console.print(f"note: {note}")
+    model_name = "the --model dims" if dims is not None else "a 7B-like decoder (default)"
+    out_console.print(LEGEND.format(model=model_name))
+    out_console.print(
+        f"Recommended: pack size {chosen.pack_size}, GBS {chosen.gbs} "
+        f"({chosen.efficiency:.2%} efficient, {chosen.steps_per_epoch:,} steps per epoch)."
+    )
+    if balance:
+        assert chosen.imbalance is not None and chosen.imbalance_balanced is not None
+        out_console.print(
+            f"--balance lowers the simulated DP imbalance from {chosen.imbalance.mean:.3f} "
+            f"to {chosen.imbalance_balanced.mean:.3f}."
+        )
+    elif chosen.imbalance_balanced is not None:
+        out_console.print(
+            "--balance left out: balanced packs do not lower the simulated DP imbalance here "
+            "(the longest sequences alone set the most expensive packs)."
+        )
+    out_console.print("Pack it with:")
+    out_console.print(f"  {command}")
+    out_console.print(
+        "Then train with these Megatron-Bridge overrides (plus the paths `seqpack pack` prints):"
+    )
+    out_console.print("  " + " \\\n  ".join(overrides))
+    if plot is not None:
+        out_console.print(f"plot: {plot}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan)

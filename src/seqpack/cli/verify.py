@@ -1,0 +1,87 @@
+"""``seqpack verify --bridge``: seqpack against the Megatron-Bridge installed here (or a given wheel)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
+from seqpack.diff import PartResult, VerifyOptions, verify_bridge
+from seqpack.errors import UsageError
+
+_STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
+
+
+def _print_text(results: list[PartResult]) -> None:
+    for part in results:
+        line = f"[{_STYLE[part.status]}]{part.status}[/]"
+        if part.reason:
+            line += f": {part.reason}"
+        out_console.print(f"{part.name:8} {line}")
+        d = part.details
+        if part.name == "packing":
+            out_console.print(
+                f"         Bridge {d['bridge_version']} ({d['bridge_origin']}); {d['samples']:,} samples, "
+                f"pack size {d['pack_size']}, seed {d['seed']}, pad_seq_to_mult {d['pad_seq_to_mult']}; "
+                f"packs seqpack/Bridge {d['packs'][0]:,}/{d['packs'][1]:,}"
+            )
+            for key, (ours, theirs) in d["metadata_differences"].items():
+                out_console.print(f"         metadata {key}: seqpack {ours!r}, Bridge {theirs!r}")
+            first = d["first_differing_pack"]
+            if first is not None:
+                out_console.print(
+                    f"         first differing pack {first['index']}: {first['field']} at {first['position']}"
+                )
+            if "files" in d:
+                out_console.print(f"         kept: {d['files']['seqpack']}  {d['files']['bridge']}")
+        if part.name == "collate" and d:
+            out_console.print(
+                f"{'':9}{d['batches']} batches of {d['batch_size']} packs; seqpack collates as {d['variant']}"
+            )
+            for m in d["mismatches"]:
+                out_console.print(f"         batch {m['batch']}: key {m['key']} differs")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``seqpack verify`` to ``app``."""
+
+    @app.command("verify")
+    def verify(
+        bridge: bool = typer.Option(False, "--bridge", help="Compare with Megatron-Bridge's own code."),
+        bridge_wheel: Path = typer.Option(
+            None, "--bridge-wheel", help="A megatron-bridge .whl to use instead of the installed package."
+        ),
+        samples: int = typer.Option(2000, "--samples", help="Generated samples to pack."),
+        pack_size: int = typer.Option(512, "--pack-size", help="Pack capacity in runtime tokens."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the generated data and of both packings."),
+        pad_seq_to_mult: int = typer.Option(1, "--pad-seq-to-mult", help="CP/SP pre-padding multiple."),
+        keep: Path = typer.Option(None, "--keep", help="Keep the generated data and both packings here."),
+        output_format: OutputFormat = FormatOption,
+    ) -> None:
+        """Pack a generated dataset with seqpack --bridge-compat and with Bridge's own packing, and diff them.
+
+        Parts that need an importable Bridge (collate, ConfigContainer.validate) are reported as skipped
+        with the reason, never as passed. Exit 1 when any part fails.
+
+        Example: seqpack verify --bridge --bridge-wheel megatron_bridge-0.6.2-py3-none-any.whl
+        """
+        if not bridge:
+            raise UsageError("nothing to verify: pass --bridge")
+        if samples < 1 or pack_size < 2 or pad_seq_to_mult < 1:
+            raise UsageError("--samples must be >= 1, --pack-size >= 2 and --pad-seq-to-mult >= 1")
+        opts = VerifyOptions(
+            wheel=None if bridge_wheel is None else str(bridge_wheel),
+            samples=samples,
+            pack_size=pack_size,
+            seed=seed,
+            pad_seq_to_mult=pad_seq_to_mult,
+            keep=keep,
+        )
+        results = verify_bridge(opts)
+        if output_format is OutputFormat.json:
+            emit_json({"parts": [r.to_dict() for r in results]})
+        else:
+            _print_text(results)
+        if any(r.status == "failed" for r in results):
+            raise typer.Exit(1)

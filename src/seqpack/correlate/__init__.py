@@ -1,0 +1,73 @@
+"""Matched Megatron-LM vs Megatron-Bridge correlation runs (spec §10-12), and cleaning old experiment folders.
+
+>>> from seqpack.correlate import load_spec, check_spec, build_plan      # doctest: +SKIP
+>>> spec = load_spec("correlate.yaml")                                   # doctest: +SKIP
+>>> assert not check_spec(spec)                                          # doctest: +SKIP
+>>> plan = build_plan(spec, "runs/correlate-20260830-101500")            # doctest: +SKIP
+>>> print(plan.mlm.shell()); print(plan.bridge.shell())                  # doctest: +SKIP
+"""
+
+from seqpack.correlate._checks import CHECKS, Finding, check_spec
+from seqpack.correlate._clean import Found, apply, clean_stamp, find_experiments, moved_name
+from seqpack.correlate._knobs import KNOBS, Knob
+from seqpack.correlate._pair import PlannedRun, run_pair
+from seqpack.correlate._plan import (
+    AlignedRow,
+    Command,
+    CorrelationPlan,
+    build_plan,
+    make_run_dir,
+    new_run_dir,
+    render_table,
+    write_plan,
+)
+from seqpack.correlate._report import CorrelationReport, render_report
+from seqpack.correlate._runner import RunResult, run_logged
+from seqpack.correlate._skill import (
+    SKILL_PAIRS,
+    Mismatch,
+    SkillReport,
+    analyse_pair,
+    parse_overrides,
+    render_skill,
+    unmatched_knobs,
+)
+from seqpack.correlate._spec import SCHEMA, CorrelationSpec, load_spec, parse_spec
+
+__all__ = [
+    "CHECKS",
+    "KNOBS",
+    "SCHEMA",
+    "SKILL_PAIRS",
+    "AlignedRow",
+    "Command",
+    "CorrelationPlan",
+    "CorrelationReport",
+    "CorrelationSpec",
+    "Finding",
+    "Found",
+    "Knob",
+    "Mismatch",
+    "PlannedRun",
+    "RunResult",
+    "SkillReport",
+    "analyse_pair",
+    "apply",
+    "build_plan",
+    "check_spec",
+    "clean_stamp",
+    "find_experiments",
+    "load_spec",
+    "make_run_dir",
+    "moved_name",
+    "new_run_dir",
+    "parse_overrides",
+    "parse_spec",
+    "render_report",
+    "render_skill",
+    "render_table",
+    "run_logged",
+    "run_pair",
+    "unmatched_knobs",
+    "write_plan",
+]

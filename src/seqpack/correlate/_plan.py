@@ -1,0 +1,222 @@
+"""A matched correlation plan: one spec -> the MLM command, the Bridge command, the table of what was aligned.
+
+Both commands come from one dict of Bridge overrides: the Bridge command prints it as ``key=value``, the
+MLM command is its translation through the one flag table (:mod:`seqpack.translate`). Every knob in
+:data:`~._knobs.KNOBS` is written on both sides even where the defaults agree, so a new default in either
+launcher cannot unmatch the pair.
+
+Each side writes into its own folder of a new run folder, never into ``nemo_experiments/`` (spec §12: Bridge
+silently resumes from a checkpoint it finds there)::
+
+    OUT/correlate-20260830-101500/
+      plan.json  mlm.sh  bridge.sh  aligned.txt
+      mlm/checkpoints  mlm/tb_logs  bridge/checkpoints  bridge/tb_logs
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seqpack._io import atomic_write_bytes
+from seqpack.correlate._knobs import KNOBS, NO_DEFAULT, Knob, resolve, spec_overrides
+from seqpack.correlate._spec import CorrelationSpec
+from seqpack.correlate._values import format_value
+from seqpack.errors import DataError, UsageError
+from seqpack.translate import bridge_to_mlm, bridge_to_mlm_report
+
+RUN_PREFIX = "correlate-"
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command as an argv (run without a shell) plus the environment variables it adds."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+    def shell(self) -> str:
+        """The command as one shell line (``PYTHONPATH=... python -m ...``) for copy and paste."""
+        prefix = [f"{name}={shlex.quote(value)}:${name}" for name, value in self.env.items()]
+        return " ".join([*prefix, shlex.join(self.argv)])
+
+    def environment(self, base: dict[str, str]) -> dict[str, str]:
+        """``base`` with this command's variables prepended (path lists keep what was there)."""
+        merged = dict(base)
+        for name, value in self.env.items():
+            merged[name] = f"{value}{os.pathsep}{base[name]}" if base.get(name) else value
+        return merged
+
+
+@dataclass(frozen=True)
+class AlignedRow:
+    """One line of the alignment table: the value, how each side spells it, and why it had to be set."""
+
+    knob: str
+    value: Any
+    mlm: str
+    bridge: str
+    mlm_default: Any
+    recipe_default: Any
+    why: str
+
+
+@dataclass(frozen=True)
+class CorrelationPlan:
+    """The two commands of a matched pair, their fresh output folders, and the alignment table."""
+
+    spec: CorrelationSpec
+    run_dir: Path
+    overrides: dict[str, Any]
+    mlm: Command
+    bridge: Command
+    rows: tuple[AlignedRow, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as JSON-ready data (``seqpack correlate plan --format json`` and ``plan.json``)."""
+        return {
+            "spec": self.spec.source,
+            "run_dir": os.fspath(self.run_dir),
+            "mlm": {"argv": list(self.mlm.argv), "env": self.mlm.env, "shell": self.mlm.shell()},
+            "bridge": {"argv": list(self.bridge.argv), "env": self.bridge.env, "shell": self.bridge.shell()},
+            "aligned": [row.__dict__ for row in self.rows],
+        }
+
+
+def new_run_dir(
+    out: str | os.PathLike[str], prefix: str = RUN_PREFIX, now: _dt.datetime | None = None
+) -> Path:
+    """A run folder name under ``out`` stamped with the time (UTC); refuses a name that already exists."""
+    stamp = (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(out) / f"{prefix}{stamp}"
+    if run_dir.exists() or run_dir.is_symlink():
+        raise UsageError(
+            f"{os.fspath(run_dir)}: run folder already exists (never overwritten); wait a second"
+        )
+    return run_dir
+
+
+def _why(knob: Knob, value: Any, values: dict[str, Any]) -> str:
+    parts = []
+    for side, default in (("MLM", knob.mlm_default), ("recipe", knob.recipe_default)):
+        resolved = resolve(default, values)
+        if default is NO_DEFAULT:
+            parts.append(f"{side} has no default")
+        elif resolved != value:
+            parts.append(f"{side} default {format_value(resolved)}")
+    text = "; ".join(parts) or "same default on both sides; set so a new default cannot unmatch the pair"
+    return f"{text} ({knob.note})" if knob.note else text
+
+
+def _side_overrides(base: dict[str, Any], out: Path, iters: int) -> dict[str, Any]:
+    return {
+        **base,
+        "checkpoint.save": os.fspath(out / "checkpoints"),
+        "checkpoint.save_interval": iters,
+        "logger.tensorboard_dir": os.fspath(out / "tb_logs"),
+    }
+
+
+def _mlm_flags(knob: Knob, value: Any, values: dict[str, Any]) -> list[str]:
+    """One knob's MLM flags, through the flag table; no flag is right only where MLM's default is the value.
+
+    ``--seed`` covers both ``rng.seed`` and ``dataset.random_seed`` (MLM seeds the mock data with it), so a
+    knob with some of its keys translated is complete.
+    """
+    report = bridge_to_mlm_report(knob.bridge_values(value))
+    if report.untranslated and not report.flags and resolve(knob.mlm_default, values) != value:
+        missing = ", ".join(report.untranslated)
+        raise DataError(f"{knob.name}={format_value(value)}: no Megatron-LM flag for {missing}")
+    return [*report.flags, *(part for flag in knob.mlm_only for part in (flag, format_value(value)))]
+
+
+def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> CorrelationPlan:
+    """The matched pair for ``spec`` writing under ``run_dir`` (made absolute: launchers may ``cd``).
+
+    Call :func:`~seqpack.correlate.check_spec` first: this function assumes the spec passed it.
+    """
+    root = Path(run_dir).absolute()
+    iters = spec["train.train_iters"]
+    values = {knob.name: knob.value(spec) for knob in KNOBS}
+    shared = spec_overrides(spec)
+    bridge_overrides = _side_overrides(shared, root / "bridge", iters)
+    knob_flags = {knob.name: _mlm_flags(knob, values[knob.name], values) for knob in KNOBS}
+    launcher = [*shlex.split(spec["launch.launcher"]), f"--nproc_per_node={spec.world_size}"]
+    mlm = Command(
+        (
+            *launcher,
+            spec["launch.mlm_script"],
+            *(flag for flags in knob_flags.values() for flag in flags),
+            *bridge_to_mlm(_side_overrides({}, root / "mlm", iters)),
+        ),
+        {"PYTHONPATH": spec["launch.mlm_pythonpath"]},
+    )
+    bridge = Command(
+        (
+            *launcher,
+            spec["launch.bridge_script"],
+            "--recipe",
+            spec["launch.recipe"],
+            *(f"{key}={format_value(value)}" for key, value in bridge_overrides.items()),
+        )
+    )
+    rows = []
+    for knob in KNOBS:
+        value = values[knob.name]
+        rows.append(
+            AlignedRow(
+                knob=knob.name,
+                value=value,
+                mlm=" ".join(knob_flags[knob.name]) or "(no flag: MLM's default)",
+                bridge=" ".join(f"{key}={format_value(v)}" for key, v in knob.bridge_values(value).items()),
+                mlm_default=resolve(knob.mlm_default, values),
+                recipe_default=resolve(knob.recipe_default, values),
+                why=_why(knob, value, values),
+            )
+        )
+    rows.append(
+        AlignedRow(
+            knob="output folder",
+            value=os.fspath(root),
+            mlm=f"--save {root / 'mlm' / 'checkpoints'}",
+            bridge=f"checkpoint.save={root / 'bridge' / 'checkpoints'}",
+            mlm_default=None,
+            recipe_default="nemo_experiments/default",
+            why="a fresh folder per run: Bridge silently resumes from a checkpoint in nemo_experiments/",
+        )
+    )
+    return CorrelationPlan(spec, root, bridge_overrides, mlm, bridge, tuple(rows))
+
+
+def render_table(rows: tuple[AlignedRow, ...]) -> str:
+    """The alignment table as plain text (also written to ``aligned.txt``)."""
+    header = ("knob", "value", "Megatron-LM", "Bridge", "why")
+    lines = [(r.knob, format_value(r.value), r.mlm, r.bridge, r.why) for r in rows]
+    widths = [max(len(line[i]) for line in [header, *lines]) for i in range(4)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line[:4], widths, strict=True)) + "  " + line[4]
+        for line in [header, *lines]
+    )
+
+
+def make_run_dir(run_dir: Path) -> None:
+    """Create the run folder; an existing one (or anything by that name) is refused, never reused."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=False)
+    except FileExistsError:
+        raise UsageError(f"{os.fspath(run_dir)}: run folder already exists (never overwritten)") from None
+
+
+def write_plan(plan: CorrelationPlan, payload: bytes) -> None:
+    """Create the run folder (never an existing one) with both sides' output folders and the plan files."""
+    make_run_dir(plan.run_dir)
+    for side in ("mlm", "bridge"):
+        (plan.run_dir / side).mkdir()
+    atomic_write_bytes(plan.run_dir / "plan.json", payload)
+    atomic_write_bytes(plan.run_dir / "mlm.sh", f"#!/bin/sh\n{plan.mlm.shell()}\n".encode())
+    atomic_write_bytes(plan.run_dir / "bridge.sh", f"#!/bin/sh\n{plan.bridge.shell()}\n".encode())
+    atomic_write_bytes(plan.run_dir / "aligned.txt", (render_table(plan.rows) + "\n").encode())

@@ -1,0 +1,45 @@
+"""Regression tools: content fingerprints, packed-data and batch comparison, the environment report."""
+
+from seqpack.diff._compare import diff_paths
+from seqpack.diff._dump import dump_batches
+from seqpack.diff._env import (
+    EnvFinding,
+    EnvReport,
+    VersionTable,
+    collect_versions,
+    env_findings,
+    env_report,
+    parse_version,
+)
+from seqpack.diff._fingerprint import (
+    FINGERPRINT_ALGORITHM,
+    Fingerprint,
+    PackedFingerprinter,
+    PackedSource,
+    fingerprint_packed,
+)
+from seqpack.diff._hash import MASK_KINDS
+from seqpack.diff._packed_diff import recorded_fingerprint
+from seqpack.diff._verify import PartResult, VerifyOptions, verify_bridge
+
+__all__ = [
+    "FINGERPRINT_ALGORITHM",
+    "MASK_KINDS",
+    "EnvFinding",
+    "EnvReport",
+    "Fingerprint",
+    "PackedFingerprinter",
+    "PackedSource",
+    "PartResult",
+    "VerifyOptions",
+    "VersionTable",
+    "collect_versions",
+    "diff_paths",
+    "dump_batches",
+    "env_findings",
+    "env_report",
+    "fingerprint_packed",
+    "parse_version",
+    "recorded_fingerprint",
+    "verify_bridge",
+]

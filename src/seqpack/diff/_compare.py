@@ -1,0 +1,29 @@
+"""Entry point of ``seqpack diff``: two packed sets or two batch dumps, never one of each."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from seqpack.diff._batch_diff import diff_batches, is_batch_dump
+from seqpack.diff._packed_diff import diff_packed
+from seqpack.errors import UsageError
+
+
+def diff_paths(
+    a: str | os.PathLike[str],
+    b: str | os.PathLike[str],
+    *,
+    eos_id: int | None = None,
+    on_packs: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Compare ``a`` with ``b``: two batch dumps (``.npz``) or two packed sets (Parquet or legacy ``.npy``,
+    mixed freely: they compare by content)."""
+    sa, sb = os.fspath(a), os.fspath(b)
+    dump_a, dump_b = is_batch_dump(sa), is_batch_dump(sb)
+    if dump_a != dump_b:
+        raise UsageError(f"{sa if dump_a else sb}: a batch dump (.npz) compares only with another batch dump")
+    if dump_a:
+        return diff_batches(sa, sb, eos_id=eos_id)
+    return diff_packed(sa, sb, eos_id=eos_id, on_packs=on_packs)

@@ -1,0 +1,93 @@
+"""Batch dumps: the first K collated batches of a packed set, as plain arrays in one ``.npz``.
+
+``seqpack inspect DATA --dump-batches K --out F.npz`` writes them; ``seqpack diff A.npz B.npz`` compares
+two. Keys are ``batch{i}.{key}`` for every array the collator returns (``tokens``, ``labels``,
+``loss_mask``, ``position_ids``, ``cu_seqlens_q``, ...; ``token_count`` as an int array; ``None`` values
+left out), plus ``eos_id`` (0-d) so the diff can name EOS positions. Arrays only, never pickles: the file
+loads with ``allow_pickle=False``.
+
+Batches are cut from the packs in stored order, ``batch_size`` packs each (the rows one DP rank's collate
+receives), so two dumps of the same data with two collators (e.g. Bridge 0.6.2 vs main) line up.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from seqpack._io import atomic_path
+from seqpack.batching import PackedCollator, PackedDataset
+from seqpack.batching.collate import VARIANTS, Variant
+from seqpack.data.metadata import SEQPACK_KEY
+from seqpack.diff._batch_diff import EOS_KEY
+from seqpack.diff._fingerprint import PackedSource, infer_eos_id
+from seqpack.errors import UsageError
+
+
+def _as_array(value: Any) -> npt.NDArray[Any] | None:
+    if value is None:
+        return None
+    if hasattr(value, "detach"):  # a torch tensor
+        return np.asarray(value.detach().cpu().numpy())
+    return np.asarray(value)
+
+
+def _settings(entry: Mapping[str, Any] | None, spec: str) -> tuple[int, int]:
+    """(pad_seq_to_mult, eos id) from seqpack's metadata record; the EOS id is inferred when absent."""
+    record = entry.get(SEQPACK_KEY) if entry else None
+    record = record if isinstance(record, Mapping) else {}
+    pad = int(record.get("pad_seq_to_mult") or 1)
+    eos = record.get("eos_id")
+    if isinstance(eos, int):
+        return pad, eos
+    source = PackedSource(spec)
+    try:
+        return pad, infer_eos_id(next(source.blocks()))
+    finally:
+        source.close()
+
+
+def dump_batches(
+    spec: str,
+    out: str | os.PathLike[str] | None,
+    count: int,
+    *,
+    pack_size: int | None,
+    metadata: Mapping[str, Any] | None = None,
+    batch_size: int = 1,
+    variant: str = "0.6.2",
+    overwrite: bool = False,
+) -> int:
+    """Collate the first ``count`` batches of ``spec`` and write them to ``out``; returns batches written.
+
+    ``metadata`` is the split's sidecar entry: seqpack's record there gives the pre-padding multiple and
+    the EOS id (else P = 1 and the EOS id is inferred from the sequences' last tokens).
+    """
+    if count < 1 or batch_size < 1:
+        raise UsageError("--dump-batches and --batch-size must be >= 1")
+    if out is None or not os.fspath(out).lower().endswith(".npz"):
+        raise UsageError("--dump-batches needs --out F.npz (a batch dump is an .npz file)")
+    if pack_size is None:
+        raise UsageError(
+            f"{spec}: pack size unknown (no metadata sidecar, no _N in the name): pass --metadata"
+        )
+    if variant not in VARIANTS:
+        raise UsageError(f"--collate-variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    pad, eos_id = _settings(metadata, spec)
+    dataset = PackedDataset(spec)
+    collate = PackedCollator(eos_id, pack_size, pad_seq_to_mult=pad, variant=cast(Variant, variant))
+    arrays: dict[str, npt.NDArray[Any]] = {EOS_KEY: np.array(eos_id, dtype=np.int64)}
+    batches = min(count, -(-len(dataset) // batch_size))
+    for b in range(batches):
+        items = [dataset[i] for i in range(b * batch_size, min((b + 1) * batch_size, len(dataset)))]
+        for key, value in collate(items).items():
+            array = _as_array(value)
+            if array is not None:
+                arrays[f"batch{b}.{key}"] = array
+    with atomic_path(os.fspath(out), overwrite=overwrite) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, **arrays)  # type: ignore[arg-type]
+    return batches

@@ -1,0 +1,270 @@
+"""Content fingerprints of packed data: "same data?" and "same packing?" in two short strings.
+
+* ``content`` -- order-independent: a hash of the *multiset* of sequences, each with its loss mask. Two
+  packings that put the same samples into different packs (or the same packs in another order) share it;
+  one changed token or mask bit changes it. Built as two sums mod 2**64 of per-sequence 64-bit hashes
+  (:func:`seqpack.diff._hash.content_sums`), so it streams in any batch order with O(1) state.
+* ``packs`` -- order-dependent: a hash chain over the packs as stored (tokens, mask and ``seq_start_id``
+  of each, in file order). Equal ``packs`` means byte-for-byte the same packing.
+
+Both are 128-bit hex strings tagged with :data:`FINGERPRINT_ALGORITHM`, so a stored fingerprint from a
+future algorithm is never compared with one from this one. ``seqpack pack`` writes them into its
+metadata record (``"seqpack": {"fingerprint": {...}}``), and CI can assert "same data, same packing"
+without reading the packs again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from seqpack.data.packed import PackedBlock, PackedReader, PackedRow, read_legacy_npy, validate_block
+from seqpack.diff._hash import MASK_KINDS, content_sums, hash_packs, pack_chain
+from seqpack.errors import InputError
+
+#: Name and version of the fingerprint algorithm, stored beside every fingerprint.
+FINGERPRINT_ALGORITHM = "seqpack-fp1"
+#: Start states of the two independent pack chains.
+_CHAIN_SEEDS = (np.uint64(0x243F6A8885A308D3), np.uint64(0x13198A2E03707344))
+#: Legacy packed files (Bridge <= v0.5) end in ``.npy``; everything else goes to the Parquet reader.
+LEGACY_SUFFIX = ".npy"
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """The two fingerprints of a packed set, with the counts they cover."""
+
+    content: str
+    packs: str
+    num_sequences: int
+    num_packs: int
+    num_tokens: int
+    num_supervised: int
+    algorithm: str = FINGERPRINT_ALGORITHM
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record stored under ``"seqpack": {"fingerprint": ...}`` and printed by ``--format json``."""
+        return {
+            "algorithm": self.algorithm,
+            "content": self.content,
+            "packs": self.packs,
+            "num_sequences": self.num_sequences,
+            "num_packs": self.num_packs,
+            "num_tokens": self.num_tokens,
+            "num_supervised": self.num_supervised,
+        }
+
+
+def _hex128(a: np.uint64, b: np.uint64) -> str:
+    return f"{int(a):016x}{int(b):016x}"
+
+
+@dataclass
+class PackedFingerprinter:
+    """Fingerprints computed incrementally, block by block, in the order the packs are stored.
+
+    The pack writer feeds each row group as it writes it (:meth:`update`), so fingerprinting costs no
+    second read. With ``keep_sequences=True`` the per-sequence hashes are also kept (what ``seqpack diff``
+    compares): 8 + 8 + 8 + 16 bytes per sequence, never the tokens.
+    """
+
+    eos_id: int = -1
+    keep_sequences: bool = False
+    _c1: np.uint64 = field(default_factory=lambda: np.uint64(0))
+    _c2: np.uint64 = field(default_factory=lambda: np.uint64(0))
+    _chain1: np.uint64 = _CHAIN_SEEDS[0]
+    _chain2: np.uint64 = _CHAIN_SEEDS[1]
+    _counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # seqs, packs, tokens, supervised
+    _seq_parts: list[tuple[npt.NDArray[Any], ...]] = field(default_factory=list)
+    _pack_parts: list[tuple[npt.NDArray[Any], ...]] = field(default_factory=list)
+
+    def update(
+        self,
+        input_offsets: npt.NDArray[np.integer[Any]],
+        input_ids: npt.NDArray[np.integer[Any]],
+        mask_offsets: npt.NDArray[np.integer[Any]],
+        loss_mask: npt.NDArray[Any],
+        start_offsets: npt.NDArray[np.integer[Any]],
+        seq_start_id: npt.NDArray[np.integer[Any]],
+    ) -> None:
+        """Add consecutive packs given as three CSR columns (offsets index the flat values directly)."""
+        seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq = hash_packs(
+            np.ascontiguousarray(input_ids, dtype=np.int64),
+            np.ascontiguousarray(input_offsets, dtype=np.int64),
+            np.ascontiguousarray(loss_mask, dtype=np.int8),
+            np.ascontiguousarray(mask_offsets, dtype=np.int64),
+            np.ascontiguousarray(seq_start_id, dtype=np.int64),
+            np.ascontiguousarray(start_offsets, dtype=np.int64),
+            int(self.eos_id),
+        )
+        c1, c2 = content_sums(seq_hashes)
+        with np.errstate(over="ignore"):
+            self._c1 = np.uint64(self._c1 + np.uint64(c1))
+            self._c2 = np.uint64(self._c2 + np.uint64(c2))
+        self._chain1 = np.uint64(pack_chain(self._chain1, pack_hashes))
+        self._chain2 = np.uint64(pack_chain(self._chain2, pack_hashes))
+        self._counts[0] += len(seq_lengths)
+        self._counts[1] += len(pack_nseq)
+        self._counts[2] += int(input_offsets[-1] - input_offsets[0])
+        self._counts[3] += int(seq_kinds.sum(dtype=np.int64))
+        if self.keep_sequences:
+            pack_len = np.diff(np.asarray(input_offsets, dtype=np.int64))
+            self._seq_parts.append((seq_hashes[:, 0], seq_hashes[:, 2], seq_lengths, seq_kinds))
+            self._pack_parts.append((pack_hashes, pack_nseq, pack_len))
+
+    def update_block(self, block: PackedBlock) -> None:
+        """Add a block read by :class:`seqpack.data.packed.PackedReader` (already validated)."""
+        self.update(
+            block.input_offsets,
+            block.input_ids,
+            block.mask_offsets,
+            block.loss_mask,
+            block.start_offsets,
+            block.seq_start_id,
+        )
+
+    def result(self) -> Fingerprint:
+        """The fingerprints of everything added so far."""
+        return Fingerprint(
+            content=_hex128(self._c1, self._c2),
+            packs=_hex128(self._chain1, self._chain2),
+            num_sequences=self._counts[0],
+            num_packs=self._counts[1],
+            num_tokens=self._counts[2],
+            num_supervised=self._counts[3],
+        )
+
+    def tables(self) -> tuple[SequenceTable, PackTable]:
+        """The kept per-sequence and per-pack hashes (``keep_sequences=True``), concatenated."""
+        seq_parts, pack_parts = self._seq_parts, self._pack_parts
+        seqs = SequenceTable(
+            tok=_cat([p[0] for p in seq_parts], np.uint64),
+            mask=_cat([p[1] for p in seq_parts], np.uint64),
+            length=_cat([p[2] for p in seq_parts], np.int64),
+            kinds=_cat([p[3] for p in seq_parts], np.int32, (0, len(MASK_KINDS))),
+        )
+        packs = PackTable(
+            hashes=_cat([p[0] for p in pack_parts], np.uint64, (0, 3)),
+            nseq=_cat([p[1] for p in pack_parts], np.int64),
+            length=_cat([p[2] for p in pack_parts], np.int64),
+        )
+        return seqs, packs
+
+
+def _cat(parts: list[npt.NDArray[Any]], dtype: Any, empty: tuple[int, ...] = (0,)) -> npt.NDArray[Any]:
+    return np.concatenate(parts) if parts else np.zeros(empty, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class SequenceTable:
+    """Per-sequence hashes in stored order: token hash, mask hash, stored length, supervised kinds."""
+
+    tok: npt.NDArray[np.uint64]
+    mask: npt.NDArray[np.uint64]
+    length: npt.NDArray[np.int64]
+    kinds: npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True)
+class PackTable:
+    """Per-pack hashes (tokens, mask, starts), sequence counts and stored lengths, in stored order."""
+
+    hashes: npt.NDArray[np.uint64]
+    nseq: npt.NDArray[np.int64]
+    length: npt.NDArray[np.int64]
+
+
+class PackedSource:
+    """A packed set opened for streaming: Bridge Parquet (file, glob, directory) or a legacy ``.npy``.
+
+    Both formats come out as :class:`PackedBlock` s, so every comparison is by content, never by format.
+    """
+
+    def __init__(self, spec: str | os.PathLike[str]) -> None:
+        self.spec = os.fspath(spec)
+        self._legacy: PackedBlock | None = None
+        self._reader: PackedReader | None = None
+        if self.spec.lower().endswith(LEGACY_SUFFIX):
+            self._legacy = read_legacy_npy(self.spec)
+            validate_block(self._legacy)
+        else:
+            self._reader = PackedReader(self.spec)
+        self.paths = [self.spec] if self._reader is None else list(self._reader.paths)
+
+    @property
+    def num_packs(self) -> int:
+        return self._legacy.num_rows if self._reader is None else len(self._reader)  # type: ignore[union-attr]
+
+    def blocks(self) -> Iterator[PackedBlock]:
+        """Every block in stored order, validated (spec §3 row invariants)."""
+        if self._reader is None:
+            assert self._legacy is not None
+            yield self._legacy
+            return
+        for block in self._reader.iter_blocks():
+            validate_block(block)
+            yield block
+
+    def row(self, index: int) -> PackedRow:
+        """Pack ``index`` (global, stored order)."""
+        if self._reader is None:
+            assert self._legacy is not None
+            return self._legacy.row(index)
+        return self._reader.row(index)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+
+
+def infer_eos_id(block: PackedBlock) -> int:
+    """The most common last stored token of the block's sequences: Bridge ends every one with EOS.
+
+    Pre-padding (spec §2) appends EOS ids too, so the last token is EOS for every sequence Bridge packs.
+    """
+    ends = block.seq_start_id.astype(np.int64) + block.sequence_lengths() - 1
+    row_of_seq = np.repeat(np.arange(block.num_rows), block.sequences_per_row())
+    last = block.input_ids[block.input_offsets[row_of_seq] + ends]
+    values, counts = np.unique(last, return_counts=True)
+    return int(values[np.argmax(counts)]) if values.size else -1
+
+
+def scan_blocks(
+    blocks: Iterable[PackedBlock],
+    *,
+    eos_id: int | None = None,
+    keep_sequences: bool = False,
+    on_packs: Callable[[int], None] | None = None,
+) -> PackedFingerprinter:
+    """Run the fingerprinter over ``blocks``; ``eos_id=None`` infers it from the first block.
+
+    ``on_packs(n)`` is called after each block with its number of packs (a progress bar's advance).
+    """
+    fingerprinter: PackedFingerprinter | None = None
+    for block in blocks:
+        if fingerprinter is None:
+            eos = infer_eos_id(block) if eos_id is None else eos_id
+            fingerprinter = PackedFingerprinter(eos_id=eos, keep_sequences=keep_sequences)
+        fingerprinter.update_block(block)
+        if on_packs is not None:
+            on_packs(block.num_rows)
+    if fingerprinter is None:  # pragma: no cover - readers refuse empty files
+        raise InputError("no packs to fingerprint")
+    return fingerprinter
+
+
+def fingerprint_packed(
+    spec: str | os.PathLike[str], *, on_packs: Callable[[int], None] | None = None
+) -> Fingerprint:
+    """Both fingerprints of a packed set (Parquet file/glob/directory or legacy ``.npy``), streamed."""
+    source = PackedSource(spec)
+    try:
+        # The fingerprints do not depend on the EOS id (only the diff's mask kinds do): skip inferring it.
+        return scan_blocks(source.blocks(), eos_id=-1, on_packs=on_packs).result()
+    finally:
+        source.close()

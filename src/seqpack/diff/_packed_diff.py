@@ -1,0 +1,375 @@
+"""``seqpack diff`` for two packed sets: from the cheapest difference to the deepest, streamed.
+
+The report answers, in order:
+
+1. **metadata** -- keys of the sidecars (``{N}_metadata.jsonl`` beside the data) that differ;
+2. **packs** -- pack count, tokens and packing efficiency of each side (different pack sizes are reported,
+   not refused);
+3. **sequences** -- is the multiset of sequences (tokens) the same? Then only the assignment to packs
+   differs. If not: how many are only in A / only in B, with a readable excerpt of the first few;
+4. **loss masks** -- for sequences with the same tokens but another mask, the supervised positions that
+   changed, summed by kind (:data:`seqpack.diff._hash.MASK_KINDS`), e.g. "positions whose input is EOS:
+   supervised in B, not in A: 48,210 tokens";
+5. **boundaries** -- packs at the same index with the same tokens but other sequence starts or masks;
+6. **first differing pack** -- its index and both sides' excerpts, with the first differing position.
+
+Memory: one pass over each side keeps only per-sequence and per-pack hashes (about 40 bytes per
+sequence); excerpts re-read single packs through the row-group cache.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from seqpack.data.metadata import SEQPACK_KEY, find_metadata, packed_names, pick_entry, read_metadata
+from seqpack.data.packed import PackedRow
+from seqpack.diff._fingerprint import PackedSource, PackTable, SequenceTable, infer_eos_id, scan_blocks
+from seqpack.diff._hash import MASK_KINDS
+from seqpack.diff._match import match_sequences
+from seqpack.errors import InputError
+
+ProgressHook = Callable[[int], None] | None
+
+#: How a mask kind reads in a sentence ("<label>: supervised in B, not in A: N tokens").
+KIND_LABELS: Mapping[str, str] = {
+    "last": "last positions of a sequence",
+    "eos_input": "EOS positions (input token is EOS)",
+    "eos_label": "positions predicting EOS",
+    "other": "other positions",
+}
+#: Sequences shown per side in "only in A/B" excerpts, and tokens shown per excerpt.
+EXAMPLES = 3
+EXCERPT_TOKENS = 16
+#: Keys of seqpack's own record left out of the metadata comparison: they describe the run (version, input
+#: paths as typed), or repeat what the data comparison measures itself (the fingerprints).
+IGNORED_RECORD_KEYS = frozenset({"version", "inputs", "tokenizer", "seconds", "fingerprint"})
+
+
+@dataclass
+class _Side:
+    """One side of the comparison: its source, metadata and the hashes of its scan."""
+
+    label: str
+    source: PackedSource
+    metadata_path: str | None
+    metadata: list[dict[str, Any]] | None
+    seqs: SequenceTable
+    packs: PackTable
+    fingerprint: dict[str, Any]
+
+    @property
+    def seq_offsets(self) -> npt.NDArray[np.int64]:
+        """Global index of each pack's first sequence (length ``num_packs + 1``)."""
+        return np.concatenate([np.zeros(1, np.int64), np.cumsum(self.packs.nseq)])
+
+
+def _flatten(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in entry.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def _entry_for(entries: list[dict[str, Any]], spec: str) -> Mapping[str, Any] | None:
+    """The metadata entry describing ``spec``: the one of its split, else the first (Bridge's train)."""
+    picked = pick_entry(entries, packed_names([spec]).split)
+    if picked is not None:
+        return picked[1]
+    return entries[0] if entries else None
+
+
+def recorded_fingerprint(spec: str) -> tuple[str, dict[str, Any]] | None:
+    """The fingerprint ``seqpack pack`` recorded for ``spec`` (sidecar path, record), if there is one."""
+    meta_path = find_metadata([spec])
+    if meta_path is None:
+        return None
+    entry = _entry_for(read_metadata(meta_path), spec)
+    record = entry.get(SEQPACK_KEY) if entry else None
+    found = record.get("fingerprint") if isinstance(record, Mapping) else None
+    return (os.fspath(meta_path), dict(found)) if isinstance(found, Mapping) else None
+
+
+def _eos_from_metadata(entries: list[dict[str, Any]] | None) -> int | None:
+    for entry in entries or []:
+        record = entry.get(SEQPACK_KEY)
+        if isinstance(record, Mapping) and isinstance(record.get("eos_id"), int):
+            return int(record["eos_id"])
+    return None
+
+
+def _open_side(spec: str) -> tuple[PackedSource, str | None, Any]:
+    source = PackedSource(spec)
+    meta_path = find_metadata([spec])
+    metadata = read_metadata(meta_path) if meta_path is not None else None
+    return source, None if meta_path is None else os.fspath(meta_path), metadata
+
+
+def _scan(
+    label: str, source: PackedSource, meta: Any, path: str | None, eos: int, on_packs: ProgressHook
+) -> _Side:
+    scanner = scan_blocks(source.blocks(), eos_id=eos, keep_sequences=True, on_packs=on_packs)
+    seqs, packs = scanner.tables()
+    return _Side(label, source, path, meta, seqs, packs, scanner.result().to_dict())
+
+
+def _excerpt(tokens: npt.NDArray[Any], mask: npt.NDArray[Any], start: int = 0) -> dict[str, Any]:
+    """A readable window of ``EXCERPT_TOKENS`` tokens and their mask bits from ``start``."""
+    end = min(len(tokens), start + EXCERPT_TOKENS)
+    return {
+        "from": int(start),
+        "tokens": [int(t) for t in tokens[start:end]],
+        "loss_mask": [int(m) for m in mask[start:end]],
+        "length": len(tokens),
+    }
+
+
+def _sequence(side: _Side, index: int) -> tuple[int, int, npt.NDArray[Any], npt.NDArray[Any]]:
+    """(pack, position in pack, tokens, mask) of global sequence ``index``."""
+    offsets = side.seq_offsets
+    pack = int(np.searchsorted(offsets, index, side="right") - 1)
+    row = side.source.row(pack)
+    k = index - int(offsets[pack])
+    starts = row.seq_start_id
+    a = int(starts[k])
+    b = int(starts[k + 1]) if k + 1 < len(starts) else len(row.input_ids)
+    return pack, k, row.input_ids[a:b], row.loss_mask[a:b]
+
+
+def _examples(side: _Side, indices: npt.NDArray[np.int64]) -> list[dict[str, Any]]:
+    out = []
+    for index in indices[:EXAMPLES]:
+        pack, k, tokens, mask = _sequence(side, int(index))
+        out.append(
+            {
+                "pack": pack,
+                "sequence": k,
+                "hash": f"{int(side.seqs.tok[index]):016x}",
+                **_excerpt(tokens, mask),
+            }
+        )
+    return out
+
+
+def _efficiency(side: _Side, pack_size: int | None) -> float | None:
+    """Bridge's packing efficiency: runtime tokens (one less per sequence) over packs x pack size."""
+    if not pack_size or len(side.packs.nseq) == 0:
+        return None
+    runtime = int(side.seqs.length.sum()) - len(side.seqs.length)
+    return round(runtime / len(side.packs.nseq) / pack_size * 100, 2)
+
+
+def _pack_summary(side: _Side, entry: Mapping[str, Any] | None, spec: str) -> dict[str, Any]:
+    pack_size = entry.get("pack_size") if entry else packed_names([spec]).pack_size
+    return {
+        "count": len(side.packs.nseq),
+        "sequences": len(side.seqs.length),
+        "tokens": int(side.packs.length.sum()),
+        "pack_size": pack_size,
+        "efficiency": _efficiency(side, pack_size if isinstance(pack_size, int) else None),
+        "max_sequences_per_pack": int(side.packs.nseq.max()) if len(side.packs.nseq) else 0,
+    }
+
+
+def _metadata_section(a: _Side, b: _Side, entry_a: Any, entry_b: Any) -> dict[str, Any]:
+    diffs: dict[str, list[Any]] = {}
+    record_only_in: str | None = None
+    if entry_a is not None and entry_b is not None:
+        # A file written by Bridge (or another tool) has no seqpack record: compare Bridge's keys only.
+        has_a, has_b = SEQPACK_KEY in entry_a, SEQPACK_KEY in entry_b
+        if has_a != has_b:
+            record_only_in = "a" if has_a else "b"
+            entry_a = {k: v for k, v in entry_a.items() if k != SEQPACK_KEY}
+            entry_b = {k: v for k, v in entry_b.items() if k != SEQPACK_KEY}
+        flat_a, flat_b = _flatten(entry_a), _flatten(entry_b)
+        for key in sorted(set(flat_a) | set(flat_b)):
+            if key.startswith(f"{SEQPACK_KEY}.") and key.split(".")[1] in IGNORED_RECORD_KEYS:
+                continue
+            if flat_a.get(key) != flat_b.get(key):
+                diffs[key] = [flat_a.get(key), flat_b.get(key)]
+    if (entry_a is None) != (entry_b is None):  # a sidecar (or its split's entry) on one side only
+        diffs["(metadata entry)"] = ["present" if entry_a else None, "present" if entry_b else None]
+    return {
+        "a": a.metadata_path,
+        "b": b.metadata_path,
+        "compared": entry_a is not None and entry_b is not None,
+        "seqpack_record_only_in": record_only_in,
+        "differences": diffs,
+    }
+
+
+def _mask_section(
+    a: _Side, b: _Side, changed_a: npt.NDArray[np.int64], changed_b: npt.NDArray[np.int64]
+) -> dict[str, Any]:
+    delta = b.seqs.kinds[changed_b].astype(np.int64) - a.seqs.kinds[changed_a]
+    kinds: dict[str, Any] = {}
+    for column, kind in enumerate(MASK_KINDS):
+        d = delta[:, column]
+        gained, lost = int(d[d > 0].sum()), int(-d[d < 0].sum())
+        if gained or lost:
+            kinds[kind] = {
+                "label": KIND_LABELS[kind],
+                "supervised_in_b_not_a": gained,
+                "supervised_in_a_not_b": lost,
+                "sequences": int(np.count_nonzero(d)),
+            }
+    example = None
+    if len(changed_a):
+        pack_a, k_a, tok, mask_a = _sequence(a, int(changed_a[0]))
+        pack_b, k_b, _tok, mask_b = _sequence(b, int(changed_b[0]))
+        first = int(np.flatnonzero(mask_a != mask_b)[0])
+        start = max(0, first - EXCERPT_TOKENS // 2)
+        example = {
+            "first_position": first,
+            "a": {"pack": pack_a, "sequence": k_a, **_excerpt(tok, mask_a, start)},
+            "b": {"pack": pack_b, "sequence": k_b, **_excerpt(tok, mask_b, start)},
+        }
+    return {"sequences": len(changed_a), "kinds": kinds, "example": example}
+
+
+def _first_difference(ra: PackedRow, rb: PackedRow) -> tuple[str, int]:
+    """What differs first between two packs (field, position); ``("", -1)`` when equal."""
+    for field in ("input_ids", "loss_mask", "seq_start_id"):
+        x, y = getattr(ra, field), getattr(rb, field)
+        n = min(len(x), len(y))
+        diff = np.flatnonzero(np.asarray(x[:n], np.int64) != np.asarray(y[:n], np.int64))
+        if diff.size:
+            return field, int(diff[0])
+        if len(x) != len(y):
+            return field, n
+    return "", -1
+
+
+def _pack_sections(a: _Side, b: _Side) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    n = min(len(a.packs.nseq), len(b.packs.nseq))
+    ha, hb = a.packs.hashes[:n], b.packs.hashes[:n]
+    same_tokens = ha[:, 0] == hb[:, 0]
+    differs = np.any(ha != hb, axis=1)
+    sorted_a = np.sort(
+        a.packs.hashes.view([("t", "u8"), ("m", "u8"), ("s", "u8")]).ravel(), order=["t", "m", "s"]
+    )
+    sorted_b = np.sort(
+        b.packs.hashes.view([("t", "u8"), ("m", "u8"), ("s", "u8")]).ravel(), order=["t", "m", "s"]
+    )
+    boundaries = {
+        "compared_packs": n,
+        "differing_packs": int(np.count_nonzero(differs)) + abs(len(a.packs.nseq) - len(b.packs.nseq)),
+        "tokens_differ": int(np.count_nonzero(~same_tokens)),
+        "same_tokens_other_boundaries": int(np.count_nonzero(same_tokens & (ha[:, 2] != hb[:, 2]))),
+        "same_tokens_other_masks": int(np.count_nonzero(same_tokens & (ha[:, 1] != hb[:, 1]))),
+        "same_packs_other_order": bool(
+            len(sorted_a) == len(sorted_b) and bool(np.all(sorted_a == sorted_b)) and bool(np.any(differs))
+        ),
+    }
+    hits = np.flatnonzero(differs)
+    if hits.size:
+        index = int(hits[0])
+    elif len(a.packs.nseq) != len(b.packs.nseq):
+        index = n
+    else:
+        return boundaries, None
+    first: dict[str, Any] = {"index": index}
+    rows = {}
+    for side in (a, b):
+        if index < len(side.packs.nseq):
+            rows[side.label] = side.source.row(index)
+    if len(rows) == 2:
+        field, pos = _first_difference(rows["a"], rows["b"])
+        first.update(field=field, position=pos)
+    else:
+        first.update(field="pack count", position=-1)
+        pos = 0
+    for label, row in rows.items():
+        start = max(0, pos - EXCERPT_TOKENS // 2) if first["field"] in ("input_ids", "loss_mask") else 0
+        first[label] = {
+            "seq_start_id": [int(s) for s in row.seq_start_id],
+            **_excerpt(row.input_ids, row.loss_mask, start),
+        }
+    return boundaries, first
+
+
+def diff_packed(
+    spec_a: str, spec_b: str, *, eos_id: int | None = None, on_packs: ProgressHook = None
+) -> dict[str, Any]:
+    """Compare two packed sets; the JSON-ready report (``identical`` says whether anything differs).
+
+    ``on_packs(n)`` is called as packs of either side are scanned (a progress bar's advance).
+    """
+    src_a, path_a, meta_a = _open_side(spec_a)
+    try:
+        src_b, path_b, meta_b = _open_side(spec_b)
+    except BaseException:
+        src_a.close()
+        raise
+    try:
+        eos = eos_id if eos_id is not None else _eos_from_metadata(meta_a)
+        if eos is None:
+            eos = _eos_from_metadata(meta_b)
+        if eos is None:
+            first = next(src_a.blocks(), None)
+            if first is None:  # pragma: no cover - readers refuse empty files
+                raise InputError(f"{spec_a}: no packs")
+            eos = infer_eos_id(first)
+        a = _scan("a", src_a, meta_a, path_a, eos, on_packs)
+        b = _scan("b", src_b, meta_b, path_b, eos, on_packs)
+        entry_a = _entry_for(meta_a, spec_a) if meta_a else None
+        entry_b = _entry_for(meta_b, spec_b) if meta_b else None
+        match = match_sequences(a.seqs.tok, a.seqs.mask, b.seqs.tok, b.seqs.mask)
+        boundaries, first_pack = _pack_sections(a, b)
+        packs_a, packs_b = _pack_summary(a, entry_a, spec_a), _pack_summary(b, entry_b, spec_b)
+        metadata = _metadata_section(a, b, entry_a, entry_b)
+        same_tokens = len(match.only_a) == 0 and len(match.only_b) == 0
+        same_content = same_tokens and len(match.changed_a) == 0
+        identical = same_content and first_pack is None and not metadata["differences"]
+        if identical:
+            verdict = "identical"
+        elif first_pack is None:
+            verdict = "same packs; metadata differs"
+        elif same_content and boundaries["same_packs_other_order"]:
+            verdict = "same packs in another order"
+        elif same_content:
+            verdict = "same sequences and masks, packed differently (only the assignment differs)"
+        elif same_tokens:
+            verdict = "same sequences, different loss masks"
+        else:
+            verdict = "different sequences"
+        return {
+            "kind": "packed",
+            "identical": identical,
+            "verdict": verdict,
+            "eos_id": eos,
+            "a": {"path": spec_a, "files": src_a.paths, "fingerprint": a.fingerprint},
+            "b": {"path": spec_b, "files": src_b.paths, "fingerprint": b.fingerprint},
+            "metadata": metadata,
+            "packs": {
+                "a": packs_a,
+                "b": packs_b,
+                "pack_size_differs": None not in (packs_a["pack_size"], packs_b["pack_size"])
+                and packs_a["pack_size"] != packs_b["pack_size"],
+            },
+            "sequences": {
+                "a": len(a.seqs.tok),
+                "b": len(b.seqs.tok),
+                "identical": len(match.identical_a),
+                "same_tokens_other_mask": len(match.changed_a),
+                "only_in_a": len(match.only_a),
+                "only_in_b": len(match.only_b),
+                "only_in_a_examples": _examples(a, match.only_a),
+                "only_in_b_examples": _examples(b, match.only_b),
+            },
+            "loss_mask": _mask_section(a, b, match.changed_a, match.changed_b),
+            "boundaries": boundaries,
+            "first_differing_pack": first_pack,
+        }
+    finally:
+        src_a.close()
+        src_b.close()

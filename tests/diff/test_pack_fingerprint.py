@@ -1,0 +1,25 @@
+"""seqpack pack records the fingerprints of what it writes, equal to reading the file back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seqpack.data import SEQPACK_KEY, PackOptions, example_dataset_path, pack_files, read_metadata
+from seqpack.diff import diff_paths, fingerprint_packed
+
+
+def test_pack_writes_fingerprint_of_its_file(tmp_path: Path) -> None:
+    compat = pack_files(
+        PackOptions([example_dataset_path()], tmp_path / "compat", 512, bridge_compat=True, quiet=True)
+    )
+    best = pack_files(PackOptions([example_dataset_path()], tmp_path / "best", 512, quiet=True))
+    for result in (compat, best):
+        record = read_metadata(result.metadata_path)[0][SEQPACK_KEY]
+        assert record["fingerprint"] == fingerprint_packed(result.packed_path).to_dict()
+    a = read_metadata(compat.metadata_path)[0][SEQPACK_KEY]["fingerprint"]
+    b = read_metadata(best.metadata_path)[0][SEQPACK_KEY]["fingerprint"]
+    assert a["content"] == b["content"] and a["packs"] != b["packs"]
+    report = diff_paths(compat.packed_path, best.packed_path)
+    assert report["verdict"].startswith("same sequences and masks")
+    assert report["metadata"]["differences"]["seqpack.mode"] == ["bridge-compat", "seqpack"]
+    assert not any(key.startswith("seqpack.fingerprint") for key in report["metadata"]["differences"])
