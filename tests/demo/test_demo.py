@@ -201,3 +201,19 @@ def test_default_out_dir_is_new(tmp_path: Path) -> None:
     second = default_out_dir(tmp_path)
     assert second != first and not second.exists()
     assert second.name.startswith("seqpack-demo-")
+
+
+def test_missing_extras_are_named_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from seqpack.demo import _run
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == "matplotlib" else real(name)
+    )
+    with pytest.raises(UsageError, match=r"matplotlib: pip install 'seqpack\[demo\]'"):
+        _run.run_demo(_run.DemoOptions(out=tmp_path / "out", quick=True))
+    assert not (tmp_path / "out").exists()

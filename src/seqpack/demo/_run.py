@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -290,10 +291,24 @@ class _Run:
         )
 
 
+#: What the steps import beyond seqpack's core (the ``demo`` extra).
+NEEDED_MODULES = ("torch", "transformers", "tokenizers", "jinja2", "matplotlib")
+
+
+def check_extras() -> None:
+    """Say what to install before anything is written, instead of failing halfway with an ImportError."""
+    missing = [name for name in NEEDED_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(
+            f"seqpack demo needs {', '.join(missing)}: pip install 'seqpack[demo]' (CPU: torch==2.13.0)"
+        )
+
+
 def run_demo(options: DemoOptions, reporter: Reporter | None = None) -> DemoResult:
     """Run every step on the bundled data under ``options.out`` and return what happened."""
     if options.threads < 1:
         raise UsageError(f"--threads must be >= 1, got {options.threads}")
+    check_extras()
     sizes = QUICK if options.quick else FULL
     out = options.out if options.out is not None else default_out_dir()
     prepare_out_dir(out, overwrite=options.overwrite)
