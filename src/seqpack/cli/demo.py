@@ -15,8 +15,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.config import default_lang
-from seqpack.demo import DemoOptions, DemoResult, Reporter, SilentReporter, StepResult, run_demo
-from seqpack.demo._run import DEFAULT_THREADS
+from seqpack.demo import (
+    DEFAULT_THREADS,
+    DemoOptions,
+    DemoResult,
+    Reporter,
+    SilentReporter,
+    StepResult,
+    run_demo,
+)
 
 OK, FAILED = "[green]✓[/]", "[red]✗[/]"
 

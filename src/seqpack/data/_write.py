@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 if TYPE_CHECKING:
-    from seqpack.diff._fingerprint import PackedFingerprinter
+    from seqpack.diff import PackedFingerprinter
 
 #: Bridge's packed Parquet schema, column order and types (spec §3).
 PACKED_SCHEMA = pa.schema(

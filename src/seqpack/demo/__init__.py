@@ -9,10 +9,11 @@ compare the curves -- ending in a self-contained HTML report.
 from seqpack.demo._layout import Layout, default_out_dir
 from seqpack.demo._resources import EXPECTED_FINDING, config_path, dataset_path
 from seqpack.demo._result import SCHEMA_VERSION, DemoResult, Speedup, StepResult
-from seqpack.demo._run import STEPS, DemoOptions, Reporter, SilentReporter, run_demo
+from seqpack.demo._run import DEFAULT_THREADS, STEPS, DemoOptions, Reporter, SilentReporter, run_demo
 from seqpack.demo._sizes import FULL, QUICK, DemoSizes
 
 __all__ = [
+    "DEFAULT_THREADS",
     "EXPECTED_FINDING",
     "FULL",
     "QUICK",

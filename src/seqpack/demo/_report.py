@@ -84,9 +84,9 @@ def _table(header: Iterable[str], rows: Iterable[Iterable[str]], numeric: Iterab
 def render_packing_png(result: DemoResult) -> bytes:
     """Two panels: the sample-length histogram with the pack size, and each run's token slots split into
     real tokens and padding (the compute packing saves)."""
-    from seqpack.curves._report import _pyplot
+    from seqpack._plot import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     inspect = result.artefacts.inspect
     if inspect is not None:

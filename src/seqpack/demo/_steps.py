@@ -33,8 +33,7 @@ from seqpack.config import (
     load_config,
     suggest_fixes,
 )
-from seqpack.curves import Comparison, Curves, Profile, compare_curves, read_curves
-from seqpack.curves._names import LOSS
+from seqpack.curves import LOSS, Comparison, Curves, Profile, compare_curves, read_curves
 from seqpack.data import (
     PackedReader,
     PackedStats,
@@ -282,7 +281,7 @@ class CurvesOut:
 
 def compare(layout: Layout, *, overwrite: bool) -> CurvesOut:
     """Packed (reference) vs padded loss curves from the two Megatron-LM logs, plotted with the difference."""
-    from seqpack.curves._report import render_png
+    from seqpack.curves import render_png
 
     runs = [read_curves(layout.log(DataMode.packed.value)), read_curves(layout.log(DataMode.padded.value))]
     (comparison,) = compare_curves(runs[0], runs[1:], CURVES_PROFILE, metrics=[LOSS])
