@@ -82,6 +82,10 @@ def test_cp_derives_pad_multiple(tmp_path: Path, capsys: pytest.CaptureFixture[s
     meta = json.loads((tmp_path / "out" / "16_metadata.jsonl").read_text())[0]
     assert meta["seqpack"]["pad_seq_to_mult"] == 4
     assert "dataset.offline_packing_specs.pad_seq_to_mult=4" in summary["overrides"]
+    # The overrides carry the topology the packs were made for, with CP's loss rules (spec §8).
+    assert {"model.context_parallel_size=2", "model.calculate_per_token_loss=true"} <= set(
+        summary["overrides"]
+    )
     # SHORT (runtime 2) is pre-padded to runtime 4 with EOS and mask 0.
     assert ([5, 6, EOS, EOS, EOS], [1, 1, 0, 0, 0]) in sequences(tmp_path / "out" / "training_16.idx.parquet")
 

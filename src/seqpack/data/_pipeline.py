@@ -43,6 +43,7 @@ from seqpack.data.metadata import (
     read_metadata,
     write_metadata_entry,
 )
+from seqpack.data.overrides import offline_packing_overrides
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.packing import (
     BRIDGE_ALGORITHMS,
@@ -444,25 +445,23 @@ def hf_filename(split: str, pack_size: int) -> str:
     return f"{split}_{pack_size}.hf.parquet"
 
 
-def bridge_overrides(result: PackResult) -> list[str]:
+def bridge_overrides(
+    result: PackResult, *, cp: int = 1, tp: int = 1, sequence_parallel: bool = False
+) -> list[str]:
     """The Megatron-Bridge 0.6.2 overrides that train on this output directory (spec §1, §4)."""
     record = result.metadata[SEQPACK_KEY]
     if record.get("layout") == "hf":
         return []
     n = result.pack_size
-    specs = "dataset.offline_packing_specs"
     out = result.packed_path.parent
-    lines = [
-        "dataset.enable_offline_packing=true",
-        f"dataset.seq_length={n}",
-        f"model.seq_length={n}",
-        "train.micro_batch_size=1",
-        f"{specs}.packed_sequence_size={n}",
-        f"{specs}.pad_seq_to_mult={record['pad_seq_to_mult']}",
-    ]
-    for split, key in (("training", "packed_train_data_path"), ("validation", "packed_val_data_path")):
-        path = out / packed_filename(split, n)
-        if path.exists():
-            lines.append(f"{specs}.{key}={os.fspath(path)}")
-    lines.append(f"{specs}.packed_metadata_path={os.fspath(result.metadata_path)}")
-    return lines
+    paths = {split: out / packed_filename(split, n) for split in ("training", "validation")}
+    return offline_packing_overrides(
+        n,
+        int(record["pad_seq_to_mult"]),
+        cp=cp,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        train_path=paths["training"] if paths["training"].exists() else None,
+        val_path=paths["validation"] if paths["validation"].exists() else None,
+        metadata_path=result.metadata_path,
+    )
