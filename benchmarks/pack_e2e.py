@@ -8,7 +8,7 @@ sigma 1.0) clipped to [16, 4096], random ids in [3, 32000) ending with EOS = 2, 
 loss mask, written as JSONL (``{"input_ids": [...], "loss_mask": [...]}`` per line).
 
 Every side runs in a fresh subprocess; the timed region is the whole job, from the JSONL on disk to the
-Parquet and metadata files on disk, parsing included; peak RSS is the subprocess's ``ru_maxrss``.
+Parquet and metadata files on disk, parsing included; peak RSS is the subprocess's own ``VmHWM``.
 
 * **bridge**: Megatron-Bridge 0.6.2's offline steps (``data/packing/algorithms.py`` from the wheel, loaded
   by path): each JSONL line parsed with ``json.loads`` into the example dicts its ``tokenize_dataset``
@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import resource
+import re
 import subprocess
 import sys
 import time
@@ -185,13 +185,20 @@ def run_text(work: Path, n: int) -> dict[str, Any]:
     }
 
 
+def peak_rss_mb() -> float:
+    """This process's own peak RSS: ``VmHWM`` (Linux). Not ``ru_maxrss``, which survives fork + exec and
+    would report the (larger) parent's peak for a child."""
+    status = Path("/proc/self/status").read_text()
+    return int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+
+
 def child(args: argparse.Namespace) -> None:
     source, out = Path(args.source), Path(args.out)
     if args.tool == "bridge":
         record = run_bridge(source, out, args.pack)
     else:
         record = run_seqpack(source, out, args.pack, args.tool == "seqpack-compat", args.workers)
-    record["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    record["peak_rss_mb"] = peak_rss_mb()
     print(json.dumps(record))
 
 

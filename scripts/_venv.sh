@@ -1,5 +1,5 @@
 # Sourced by scripts/demo and scripts/test: create .venv (if needed) and install seqpack with its extras.
-# CPU machines: torch is pinned to 2.13.0 (an unpinned torch pulls a multi-GB CUDA build).
+# CPU machines: constraints-cpu.txt pins torch==2.13.0 (an unpinned torch pulls a multi-GB CUDA build).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-python3}"
@@ -9,9 +9,9 @@ fi
 # shellcheck disable=SC1091
 . "$ROOT/.venv/bin/activate"
 STAMP="$ROOT/.venv/.seqpack-installed"
-if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
+if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] || [ "$ROOT/constraints-cpu.txt" -nt "$STAMP" ]; then
   python -m pip install --quiet --upgrade pip
-  python -m pip install --quiet "torch==2.13.0"
-  python -m pip install --quiet -e "$ROOT[${SEQPACK_EXTRAS:-all,dev}]"
+  python -m pip install --quiet -c "$ROOT/constraints-cpu.txt" torch
+  python -m pip install --quiet -c "$ROOT/constraints-cpu.txt" -e "$ROOT[${SEQPACK_EXTRAS:-all,dev}]"
   touch "$STAMP"
 fi

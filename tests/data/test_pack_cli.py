@@ -82,6 +82,10 @@ def test_cp_derives_pad_multiple(tmp_path: Path, capsys: pytest.CaptureFixture[s
     meta = json.loads((tmp_path / "out" / "16_metadata.jsonl").read_text())[0]
     assert meta["seqpack"]["pad_seq_to_mult"] == 4
     assert "dataset.offline_packing_specs.pad_seq_to_mult=4" in summary["overrides"]
+    # The overrides carry the topology the packs were made for, with CP's loss rules (spec §8).
+    assert {"model.context_parallel_size=2", "model.calculate_per_token_loss=true"} <= set(
+        summary["overrides"]
+    )
     # SHORT (runtime 2) is pre-padded to runtime 4 with EOS and mask 0.
     assert ([5, 6, EOS, EOS, EOS], [1, 1, 0, 0, 0]) in sequences(tmp_path / "out" / "training_16.idx.parquet")
 
@@ -174,16 +178,12 @@ def test_hf_layout_positions_and_labels(tmp_path: Path, capsys: pytest.CaptureFi
     assert row["labels"] == [*long_labels, -100, 6, EOS]
 
 
-def test_scratch_out_of_disk_names_directory(tmp_path: Path) -> None:
-    class FullDisk:
-        def write(self, _data: object) -> int:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-        def close(self) -> None:
-            return None
+def test_scratch_out_of_disk_names_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*_args: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     store = ScratchStore(tmp_path / "scratch")
-    store._tokens._handle = FullDisk()  # type: ignore[assignment]
+    monkeypatch.setattr(os, "pwrite", full)
     with pytest.raises(InputError, match=r"scratch: no space left .* --scratch-dir"):
         store.append(np.zeros(4, np.int64), np.ones(4, np.uint8), np.array([4]))
     store.remove()

@@ -171,6 +171,7 @@ def test_jsonl_line_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytes
     from seqpack.data import _readers
 
     monkeypatch.setattr(_readers, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(_readers, "_READ_BLOCK", 32)  # the buffer grows 32 -> 64 bytes, then the limit
     line = b'{"input_ids": [' + b"5, " * 30 + b"2]}\n"
     message = _read("samples-jsonl", b'{"input_ids": [5, 2]}\n' + line, tmp_path)
     assert message.endswith("in.jsonl:2: line longer than 64 bytes")

@@ -87,11 +87,17 @@ def test_ctrl_c_stops_after_the_current_step_and_names_the_log(
         if record.iteration == 2:
             os.kill(os.getpid(), signal.SIGINT)
 
-    result = train(with_(base_config, steps=6, log=log), on_step=interrupt)
+    # Whatever handler was installed (a background CI job starts with SIGINT ignored) comes back after.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        result = train(with_(base_config, steps=6, log=log), on_step=interrupt)
+        restored = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert result.interrupted and result.steps_done == 2 and result.steps_planned == 6
     assert result.log_path == log
     assert "stopped on request after iteration 2 of 6" in log.read_text()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert restored is signal.default_int_handler
 
 
 @pytest.mark.parametrize(

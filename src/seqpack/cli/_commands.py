@@ -21,6 +21,7 @@ COMMAND_MODULES: list[str] = [
     "env",
     "verify",
     "clean",
+    "demo",
 ]
 
 

@@ -17,15 +17,16 @@ from seqpack.curves import (
     DEFAULT_PROFILE,
     DEFAULT_ULPS,
     FORMATS,
+    LOSS,
     PROFILES,
     Comparison,
     Curves,
     Profile,
+    canonical,
     compare_curves,
     read_curves,
     write_golden,
 )
-from seqpack.curves._names import LOSS, canonical
 from seqpack.errors import DataError, UsageError
 
 SCHEMA_VERSION = 1

@@ -9,8 +9,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, err_console, out_console
-from seqpack.config import DoctorOptions, Finding, Report, check, default_lang, load_config, suggest_fixes
-from seqpack.config._view import DatasetKind
+from seqpack.config import (
+    DatasetKind,
+    DoctorOptions,
+    Finding,
+    Report,
+    check,
+    default_lang,
+    load_config,
+    suggest_fixes,
+)
 from seqpack.errors import UsageError
 from seqpack.translate import Translation, load_model_args, mlm_to_bridge, split_mlm_args
 

@@ -18,6 +18,7 @@ from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metada
 from seqpack.diff import dump_batches
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.plan import (
+    DEFAULT_SAMPLER_SEED,
     CostModel,
     ModelDims,
     check_batch,
@@ -25,7 +26,6 @@ from seqpack.plan import (
     row_costs,
     step_imbalance,
 )
-from seqpack.plan._imbalance import DEFAULT_SAMPLER_SEED
 
 PERCENTILES = (50, 90, 99)
 

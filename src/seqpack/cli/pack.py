@@ -31,7 +31,7 @@ def _cost_model(balance: bool, model: str | None) -> CostModel | None:
     return resolve_cost_model(None if model is None else ModelDims.parse(model)) if balance else None
 
 
-def _summary(result: PackResult) -> dict[str, Any]:
+def _summary(result: PackResult, overrides: list[str]) -> dict[str, Any]:
     c = result.counts
     meta = {k: v for k, v in result.metadata.items() if k != "seqpack"}
     return {
@@ -50,7 +50,7 @@ def _summary(result: PackResult) -> dict[str, Any]:
         "padding_tokens": result.padding_tokens,
         "padding_tokens_saved": result.padding_saved,
         "bridge_metadata": meta,
-        "overrides": bridge_overrides(result),
+        "overrides": overrides,
         "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
     }
 
@@ -165,7 +165,8 @@ def pack(
         layout=layout,
     )
     result = pack_files(opts)
-    summary = _summary(result)
+    overrides = bridge_overrides(result, cp=cp or 1, tp=tp or 1, sequence_parallel=sequence_parallel)
+    summary = _summary(result, overrides)
     if output_format is OutputFormat.json:
         emit_json(summary)
     else:

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from seqpack._io import atomic_path
+from seqpack._plot import pyplot
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.plan import (
     DEFAULT_TOKEN_SLOTS,
@@ -95,11 +96,7 @@ def _table(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> 
 
 
 def _plot(candidates: list[Candidate], path: Path, overwrite: bool) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     sizes = [str(c.pack_size) for c in candidates]
     fig, left = plt.subplots(figsize=(6, 3.5))
     left.plot(sizes, [100 * c.efficiency for c in candidates], "o-", color="tab:blue", label="efficiency")

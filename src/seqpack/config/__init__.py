@@ -19,13 +19,14 @@ from seqpack.config._doctor import (
 from seqpack.config._findings import Finding, Rule
 from seqpack.config._load import LoadedConfig, LoadProblem, load_config, parse_override
 from seqpack.config._rules import RULES
-from seqpack.config._view import ConfigView
+from seqpack.config._view import ConfigView, DatasetKind
 
 __all__ = [
     "CATALOG",
     "RULES",
     "SCHEMA_VERSION",
     "ConfigView",
+    "DatasetKind",
     "DoctorOptions",
     "Finding",
     "LoadProblem",

@@ -19,6 +19,7 @@ from seqpack.curves._compare import (
     tolerated_failures,
 )
 from seqpack.curves._export import golden_document, write_golden
+from seqpack.curves._names import LOSS, canonical
 from seqpack.curves._read import detect_format, read_curves
 from seqpack.curves._report import render_html, render_png
 from seqpack.curves._series import FORMATS, Curves, Segment, Series, find_segments, resolve
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_PROFILE",
     "DEFAULT_ULPS",
     "FORMATS",
+    "LOSS",
     "PROFILES",
     "Comparison",
     "Curves",
@@ -35,6 +37,7 @@ __all__ = [
     "Segment",
     "Series",
     "bf16_ulp",
+    "canonical",
     "compare_curves",
     "compare_series",
     "detect_format",

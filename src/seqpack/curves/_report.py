@@ -18,24 +18,12 @@ import html
 import io
 import os
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from seqpack._plot import pyplot
 from seqpack.curves._compare import Comparison
 from seqpack.curves._series import Curves
-from seqpack.errors import UsageError
-
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise UsageError("plots need matplotlib: pip install 'seqpack[plot]'") from None
-    return plt
 
 
 def _labels(paths: list[str]) -> dict[str, str]:
@@ -56,7 +44,7 @@ def render_png(
     steps: tuple[int | None, int | None] = (None, None),
 ) -> bytes:
     """Draw ``metric`` of every run; with ``comparisons``, add the difference panel. Returns PNG bytes."""
-    plt = _pyplot()
+    plt = pyplot()
     with_diff = bool(comparisons)
     fig, axes = plt.subplots(
         2 if with_diff else 1,

@@ -24,7 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from seqpack.data._jsonscan import scan_lines
+from seqpack.data._jsonscan import scan_block
 from seqpack.data._readers import RawChunk
 from seqpack.data._scratch import MAX_TOKEN_ID
 from seqpack.errors import DataError, where
@@ -99,8 +99,8 @@ def pretokenized(path: str, chunk: RawChunk) -> Examples:
         fast = _from_arrow(path, chunk)
         if fast is not None:
             return fast
-    if chunk.lines is not None:
-        scanned = scan_lines(chunk.lines)
+    if chunk.data is not None and chunk.spans is not None:
+        scanned = scan_block(chunk.data, chunk.spans[:, 0], chunk.spans[:, 1])
         if scanned is not None:
             return Examples(chunk.source, chunk.locs, *scanned, line_based=True)
     return from_records(path, chunk, records_of(path, chunk), ints_only=_integer_literals_only(chunk))
@@ -112,10 +112,9 @@ def _integer_literals_only(chunk: RawChunk) -> bool:
     Then every number orjson returns is a Python int, and ``np.fromiter`` (3x faster than ``np.array``,
     but silently truncating floats) is exact; strings, nulls and nesting still make it raise.
     """
-    if chunk.lines is None:
+    if chunk.data is None:
         return False
-    joined = b"".join(chunk.lines)
-    return b"." not in joined and b"e" not in joined and b"E" not in joined
+    return b"." not in chunk.data and b"e" not in chunk.data and b"E" not in chunk.data
 
 
 def _is_int_list(batch: pa.RecordBatch, name: str) -> bool:

@@ -317,16 +317,21 @@ def _scan(
 
 def scan_lines(lines: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(tokens int64, mask uint8, lengths int64)`` for a chunk of plain pre-tokenized lines, else None."""
-    joined = b"".join(lines)
-    buf = np.frombuffer(joined, dtype=np.uint8)
     sizes = np.fromiter((len(line) for line in lines), dtype=np.int64, count=len(lines))
     ends = np.cumsum(sizes)
-    starts = ends - sizes
+    return scan_block(b"".join(lines), ends - sizes, ends)
+
+
+def scan_block(
+    data: bytes, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`scan_lines` on lines given as byte spans ``[starts[i], ends[i])`` of one buffer."""
+    buf = np.frombuffer(data, dtype=np.uint8)
     capacity = len(buf) // 2 + 1
     out_ids = np.empty(capacity, dtype=np.int64)
     out_mask = np.empty(capacity, dtype=np.int64)
-    ids_len = np.empty(len(lines), dtype=np.int64)
-    mask_len = np.empty(len(lines), dtype=np.int64)
+    ids_len = np.empty(len(starts), dtype=np.int64)
+    mask_len = np.empty(len(starts), dtype=np.int64)
     ok, n_ids, n_mask = _scan(buf, starts, ends, MAX_TOKEN_ID, out_ids, out_mask, ids_len, mask_len)
     if not ok:
         return None

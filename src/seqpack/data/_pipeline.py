@@ -2,7 +2,7 @@
 
 ::
 
-    inputs --pass 1--> stored examples --shape--> scratch store (memmap)   + lengths (RAM, O(samples))
+    inputs --pass 1--> stored examples --shape--> scratch store (disk)     + lengths (RAM, O(samples))
                                   \\--> rejects file (too long: rejected / truncated / split / dropped)
     lengths --pack_lengths--> PackPlan (integer arrays only)
     scratch store + plan --pass 2--> {split}_{N}.idx.parquet (row groups of 500) + {N}_metadata.jsonl
@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,7 +43,8 @@ from seqpack.data.metadata import (
     read_metadata,
     write_metadata_entry,
 )
-from seqpack.errors import DataError, UsageError
+from seqpack.data.overrides import offline_packing_overrides
+from seqpack.errors import DataError, InputError, UsageError
 from seqpack.packing import (
     BRIDGE_ALGORITHMS,
     BRIDGE_DEFAULT_ALGORITHM,
@@ -160,6 +162,31 @@ def _check_options(opts: PackOptions) -> tuple[int, str]:
     if opts.eos_id is not None and opts.eos_id < 0:
         raise UsageError(f"--eos-id must be >= 0, got {opts.eos_id}")
     return max_len, algorithm
+
+
+class _BackgroundHash:
+    """:func:`_hash_inputs` on a daemon thread (hashlib releases the GIL), overlapping with the passes.
+
+    A daemon thread never delays the exit of a failed or interrupted run.
+    """
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._result: list[str | BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(paths,), daemon=True, name="seqpack-hash")
+        self._thread.start()
+
+    def _run(self, paths: list[Path]) -> None:
+        try:
+            self._result.append(_hash_inputs(paths))
+        except BaseException as exc:  # reported by result()
+            self._result.append(exc)
+
+    def result(self) -> str:
+        self._thread.join()
+        value = self._result[0]
+        if isinstance(value, BaseException):
+            raise InputError(f"cannot hash the inputs ({value})")
+        return value
 
 
 def _hash_inputs(paths: list[Path]) -> str:
@@ -313,6 +340,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             bar = stack.enter_context(progress(opts.quiet))
             rejects = stack.enter_context(open(rejects_tmp, "wb"))
             t0 = time.perf_counter()
+            input_hash = _BackgroundHash(opts.inputs)
             pass1 = _Pass1(as_paths(opts.inputs), store, rejects)
             task = bar.add_task("read", total=None)
             spec: ShapeSpec | None = None
@@ -352,27 +380,20 @@ def pack_files(opts: PackOptions) -> PackResult:
             t2 = time.perf_counter()
             write_task = bar.add_task("write", total=plan.num_packs)
 
-            def row_group_done(packs: int, _tokens: int) -> None:
-                store.release_pages()
-                bar.advance(write_task, packs)
-
-            rejects.close()
             fingerprinter = PackedFingerprinter() if opts.layout == "bridge" else None
             write_packed(
                 packed_tmp,
-                store.tokens(),
-                store.mask(),
-                store.offsets(),
+                store.read,
                 plan.items,
                 plan.pack_offsets,
-                on_row_group=row_group_done,
+                on_row_group=lambda packs, _tokens: bar.advance(write_task, packs),
                 layout=opts.layout,
                 fingerprinter=fingerprinter,
             )
             if fingerprinter is not None:
                 record["fingerprint"] = fingerprinter.result().to_dict()
             seconds["write"] = time.perf_counter() - t2
-            record["input_sha256"] = _hash_inputs(opts.inputs)
+            record["input_sha256"] = input_hash.result()
             record["counts"] = {
                 "samples_in": counts.samples_in,
                 "packed": counts.packed,
@@ -424,25 +445,23 @@ def hf_filename(split: str, pack_size: int) -> str:
     return f"{split}_{pack_size}.hf.parquet"
 
 
-def bridge_overrides(result: PackResult) -> list[str]:
+def bridge_overrides(
+    result: PackResult, *, cp: int = 1, tp: int = 1, sequence_parallel: bool = False
+) -> list[str]:
     """The Megatron-Bridge 0.6.2 overrides that train on this output directory (spec §1, §4)."""
     record = result.metadata[SEQPACK_KEY]
     if record.get("layout") == "hf":
         return []
     n = result.pack_size
-    specs = "dataset.offline_packing_specs"
     out = result.packed_path.parent
-    lines = [
-        "dataset.enable_offline_packing=true",
-        f"dataset.seq_length={n}",
-        f"model.seq_length={n}",
-        "train.micro_batch_size=1",
-        f"{specs}.packed_sequence_size={n}",
-        f"{specs}.pad_seq_to_mult={record['pad_seq_to_mult']}",
-    ]
-    for split, key in (("training", "packed_train_data_path"), ("validation", "packed_val_data_path")):
-        path = out / packed_filename(split, n)
-        if path.exists():
-            lines.append(f"{specs}.{key}={os.fspath(path)}")
-    lines.append(f"{specs}.packed_metadata_path={os.fspath(result.metadata_path)}")
-    return lines
+    paths = {split: out / packed_filename(split, n) for split in ("training", "validation")}
+    return offline_packing_overrides(
+        n,
+        int(record["pad_seq_to_mult"]),
+        cp=cp,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        train_path=paths["training"] if paths["training"].exists() else None,
+        val_path=paths["validation"] if paths["validation"].exists() else None,
+        metadata_path=result.metadata_path,
+    )

@@ -11,7 +11,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,16 +31,30 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 @dataclass
 class RawChunk:
-    """Up to ``chunk_rows`` records of one input: JSON lines (``lines``) or an Arrow batch (``batch``)."""
+    """Up to ``chunk_rows`` records of one input: JSON lines or an Arrow batch (``batch``).
+
+    JSON lines arrive as one ``data`` buffer with each line's ``[start, end)`` byte span in ``spans``
+    (shape ``(n, 2)``), so a chunk costs one copy, not one Python object per line; :attr:`lines` slices
+    them out for the paths that parse line by line.
+    """
 
     source: int
     locs: np.ndarray  # int64: the line (JSONL, 1-based) or row (table, 0-based) of each record
-    lines: list[bytes] | None = None
+    data: bytes | None = None
+    spans: np.ndarray | None = None  # int64 (n, 2): byte span of each line in ``data``
     batch: pa.RecordBatch | None = None
 
     @property
     def is_lines(self) -> bool:
-        return self.lines is not None
+        return self.data is not None
+
+    @property
+    def lines(self) -> list[bytes] | None:
+        """The JSON lines as separate ``bytes`` (``None`` for an Arrow chunk)."""
+        if self.data is None or self.spans is None:
+            return None
+        data = self.data
+        return [data[start:end] for start, end in self.spans.tolist()]
 
     def __len__(self) -> int:
         return len(self.locs)
@@ -72,26 +88,101 @@ def iter_chunks(paths: list[Path], chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iter
             yield from _hf_chunks(source, path, chunk_rows)
 
 
+#: Bytes read from a JSONL file at a time (a buffer that grows only for a longer line).
+_READ_BLOCK = 16 << 20
+
+
 def _jsonl_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
-    lines: list[bytes] = []
-    locs: list[int] = []
-    limit = MAX_LINE_BYTES
+    """JSON lines in chunks, read in large blocks; blank lines are skipped but keep their line numbers."""
     try:
         with open(path, "rb") as handle:
-            for number, line in enumerate(iter(lambda: handle.readline(limit + 1), b""), start=1):
-                if len(line) > limit:
-                    raise InputError(f"{os.fspath(path)}:{number}: line longer than {limit} bytes")
-                if not line.strip():
-                    continue
-                lines.append(line)
-                locs.append(number)
-                if len(lines) >= chunk_rows:
-                    yield RawChunk(source, np.asarray(locs, dtype=np.int64), lines=lines)
-                    lines, locs = [], []
+            yield from _line_chunks(source, handle, chunk_rows, os.fspath(path))
     except OSError as exc:
         raise InputError(f"{os.fspath(path)}: cannot read ({exc.strerror})") from None
-    if lines:
-        yield RawChunk(source, np.asarray(locs, dtype=np.int64), lines=lines)
+
+
+def _line_chunks(source: int, handle: Any, chunk_rows: int, name: str) -> Iterator[RawChunk]:
+    buffer = bytearray(_READ_BLOCK)
+    filled = 0  # bytes at the start of ``buffer`` carried over: the unfinished last line
+    line_number = 0  # lines numbered so far (1-based numbers of the next block start after it)
+    pending: list[tuple[bytes, np.ndarray, np.ndarray]] = []  # (data, spans, locs) not yet yielded
+    pending_rows = 0
+    while True:
+        if filled == len(buffer):  # one line longer than the buffer: grow it, up to the line limit
+            if filled >= MAX_LINE_BYTES:
+                raise InputError(f"{name}:{line_number + 1}: line longer than {MAX_LINE_BYTES} bytes")
+            buffer.extend(bytes(len(buffer)))
+        with memoryview(buffer) as window:
+            read = handle.readinto(window[filled:])
+        total = filled + read
+        at_end = read == 0
+        view = np.frombuffer(buffer, dtype=np.uint8, count=total)
+        ends = np.flatnonzero(view == 10) + 1
+        if at_end and total and (ends.size == 0 or ends[-1] != total):
+            ends = np.append(ends, total)  # the last line has no newline
+        if ends.size:
+            complete = int(ends[-1])
+            starts = np.concatenate(([0], ends[:-1]))
+            locs = line_number + 1 + np.arange(ends.size, dtype=np.int64)
+            line_number += int(ends.size)
+            keep = _non_blank(view[:complete], starts, ends)
+            data = bytes(view[:complete])
+            spans = np.stack([starts[keep], ends[keep]], axis=1).astype(np.int64)
+            pending.append((data, spans, locs[keep]))
+            pending_rows += int(keep.sum())
+            rest = total - complete
+            buffer[:rest] = buffer[complete:total]
+            filled = rest
+        else:
+            filled = total
+        del view  # release the buffer export so the buffer may grow
+        while pending_rows >= chunk_rows or (at_end and pending_rows):
+            chunk, pending, pending_rows = _take_rows(source, pending, chunk_rows)
+            yield chunk
+        if at_end:
+            return
+
+
+@numba.njit(cache=True)
+def _non_blank(view: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which lines hold anything but whitespace (as ``bytes.strip`` counts it); stops at the first byte
+    that is not, so a line costs one byte to check, not its length."""
+    out = np.zeros(starts.shape[0], dtype=np.bool_)
+    for i in range(starts.shape[0]):
+        for j in range(starts[i], ends[i]):
+            c = view[j]
+            if c != 32 and not (9 <= c <= 13):
+                out[i] = True
+                break
+    return out
+
+
+def _take_rows(
+    source: int, pending: list[tuple[bytes, np.ndarray, np.ndarray]], rows: int
+) -> tuple[RawChunk, list[tuple[bytes, np.ndarray, np.ndarray]], int]:
+    """Cut a chunk of up to ``rows`` lines from the pending blocks; return it and what is left."""
+    parts: list[bytes] = []
+    spans: list[np.ndarray] = []
+    locs: list[np.ndarray] = []
+    offset = taken = 0
+    while pending and taken < rows:
+        data, block_spans, block_locs = pending[0]
+        n = min(rows - taken, len(block_spans))
+        head = block_spans[:n]
+        if n:
+            lo, hi = int(head[0, 0]), int(head[-1, 1])
+            parts.append(data[lo:hi])
+            spans.append(head - lo + offset)
+            locs.append(block_locs[:n])
+            offset += hi - lo
+            taken += n
+        if n == len(block_spans):
+            pending = pending[1:]
+        else:
+            pending = [(data, block_spans[n:], block_locs[n:]), *pending[1:]]
+    remaining = sum(len(p[1]) for p in pending)
+    chunk = RawChunk(source, np.concatenate(locs), data=b"".join(parts), spans=np.concatenate(spans))
+    return chunk, pending, remaining
 
 
 def _parquet_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:

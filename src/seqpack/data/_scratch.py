@@ -1,26 +1,27 @@
-"""The memory-mapped scratch store of pass 1: every stored example, flat, on disk.
+"""The on-disk scratch store of pass 1: every stored example, flat, in two files.
 
 Pass 1 appends examples here as they are read (and tokenized); the plan needs only their lengths, and
-pass 2 gathers each pack's tokens back by offset. So memory holds O(samples) integers, never the tokens::
+pass 2 reads each row group's examples back by offset. So memory holds O(samples) integers, never the
+tokens::
 
     tokens  (uint32, on disk)  [5 6 2 | 7 2 | 8 9 9 2]
     mask    (uint8,  on disk)  [0 1 1 | 1 1 | 0 0 1 1]     per input token, before the roll
     offsets (int64,  in RAM)   [0, 3, 5, 9]
 
-Pass 1 appends with plain writes; pass 2 maps the files read-only and drops the pages it has read after
-every row group, so neither pass holds the tokens in its resident memory. An out-of-disk error names the
-directory (``--scratch-dir``).
+Both directions use plain positional file I/O, never a memory map: a pack draws examples from all over
+the file, and mapping them (even with ``MADV_RANDOM``) lets the kernel map whole large folios per fault,
+so one row group of 500 packs could pull the entire file into this process's RSS. ``os.preadv`` into a
+per-row-group buffer keeps resident memory at one row group. A full disk is a clear error naming the
+directory (``--scratch-dir`` chooses another).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import mmap
 import os
 import shutil
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -31,66 +32,56 @@ from seqpack.errors import InputError
 MAX_TOKEN_ID = 2**32 - 1
 
 
-class _AppendFile:
-    """A 1-D array on disk, appended with plain writes; ``view()`` maps the written part read-only.
-
-    Plain appends (not writes through a map) keep pass 1's resident memory flat: the data sits in the page
-    cache, not in this process's RSS. A full disk is an ``OSError`` here, turned into a clear message.
-    """
-
-    def __init__(self, path: Path, dtype: npt.DTypeLike) -> None:
-        self.path = path
-        self.dtype = np.dtype(dtype)
-        self.size = 0
-        self._handle: BinaryIO | None = open(path, "wb")  # noqa: SIM115 - closed in close()
-        self._map: np.memmap | None = None
-
-    def append(self, values: np.ndarray) -> None:
-        assert self._handle is not None, "appending after view()"
-        data = np.ascontiguousarray(values, dtype=self.dtype)
-        try:
-            self._handle.write(data.data.cast("B"))
-        except OSError as exc:
-            raise _disk_error(self.path.parent, exc) from None
-        self.size += len(data)
-
-    def view(self) -> np.ndarray:
-        """The whole array, memory-mapped read-only (appends end here)."""
-        self._close_handle()
-        if self.size == 0:
-            return np.zeros(0, dtype=self.dtype)
-        if self._map is None:
-            self._map = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.size,))
-        return self._map
-
-    def release(self) -> None:
-        """Drop the mapped pages from this process (they stay in the page cache; reads fault them back)."""
-        raw = getattr(self._map, "_mmap", None)
-        if raw is not None and hasattr(raw, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
-            raw.madvise(mmap.MADV_DONTNEED)
-
-    def _close_handle(self) -> None:
-        if self._handle is not None:
-            try:
-                self._handle.close()
-            except OSError as exc:
-                raise _disk_error(self.path.parent, exc) from None
-            self._handle = None
-
-    def close(self) -> None:
-        if self._handle is not None:
-            with contextlib.suppress(OSError):
-                self._handle.close()
-            self._handle = None
-        self._map = None
-
-
 def _disk_error(directory: Path, exc: OSError) -> InputError:
     if exc.errno == errno.ENOSPC:
         return InputError(
             f"{directory}: no space left for the scratch store (choose another with --scratch-dir)"
         )
-    return InputError(f"{directory}: cannot write the scratch store ({exc.strerror})")
+    return InputError(f"{directory}: cannot use the scratch store ({exc.strerror})")
+
+
+class _FlatFile:
+    """A 1-D array on disk: appended with ``write``, read back by element ranges with ``preadv``."""
+
+    def __init__(self, path: Path, dtype: npt.DTypeLike) -> None:
+        self.path = path
+        self.dtype = np.dtype(dtype)
+        self.size = 0
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+
+    def append(self, values: np.ndarray) -> None:
+        data = np.ascontiguousarray(values, dtype=self.dtype)
+        view = data.data.cast("B")
+        offset = self.size * self.dtype.itemsize
+        try:
+            while view:
+                written = os.pwrite(self._fd, view, offset)
+                view, offset = view[written:], offset + written
+        except OSError as exc:
+            raise _disk_error(self.path.parent, exc) from None
+        self.size += len(data)
+
+    def read_ranges(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """Elements ``[starts[i], stops[i])`` for every ``i``, concatenated in that order."""
+        sizes = stops - starts
+        out = np.empty(int(sizes.sum()), dtype=self.dtype)
+        raw = out.data.cast("B")
+        item = self.dtype.itemsize
+        pos = 0
+        try:
+            for start, size in zip(starts.tolist(), sizes.tolist(), strict=True):
+                nbytes = size * item
+                got = os.preadv(self._fd, [raw[pos : pos + nbytes]], start * item)
+                if got != nbytes:  # pragma: no cover - a scratch file changed under us
+                    raise InputError(f"{self.path}: short read from the scratch store")
+                pos += nbytes
+        except OSError as exc:  # pragma: no cover - I/O error on the scratch disk
+            raise _disk_error(self.path.parent, exc) from None
+        return out
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
 
 
 class ScratchStore:
@@ -100,12 +91,12 @@ class ScratchStore:
         self.directory = directory
         try:
             directory.mkdir(parents=True, exist_ok=True)
+            self._tokens = _FlatFile(directory / "tokens.u32", np.uint32)
+            self._mask = _FlatFile(directory / "mask.u8", np.uint8)
         except OSError as exc:
             raise _disk_error(directory, exc) from None
-        self._tokens = _AppendFile(directory / "tokens.u32", np.uint32)
-        self._mask = _AppendFile(directory / "mask.u8", np.uint8)
         self._ends: list[np.ndarray] = []
-        self._count = 0
+        self._offsets: np.ndarray | None = None
 
     def append(self, tokens: np.ndarray, mask: np.ndarray, lengths: np.ndarray) -> None:
         """Append a chunk of examples: flat ``tokens``/``mask`` and the stored length of each example."""
@@ -115,32 +106,22 @@ class ScratchStore:
         self._tokens.append(tokens)
         self._mask.append(mask)
         self._ends.append(base + np.cumsum(lengths, dtype=np.int64))
-        self._count += len(lengths)
-
-    def __len__(self) -> int:
-        return self._count
-
-    @property
-    def num_tokens(self) -> int:
-        return self._tokens.size
+        self._offsets = None
 
     def offsets(self) -> np.ndarray:
-        """``int64[num_examples + 1]``: where each example starts in the flat buffers."""
-        return np.concatenate([np.zeros(1, dtype=np.int64), *self._ends])
+        """``int64[num_examples + 1]``: where each example starts in the flat files."""
+        if self._offsets is None:
+            self._offsets = np.concatenate([np.zeros(1, dtype=np.int64), *self._ends])
+        return self._offsets
 
-    def tokens(self) -> np.ndarray:
-        return self._tokens.view()
-
-    def mask(self) -> np.ndarray:
-        return self._mask.view()
-
-    def release_pages(self) -> None:
-        """Keep pass 2's resident memory bounded: drop the pages read so far (called per row group)."""
-        self._tokens.release()
-        self._mask.release()
+    def read(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Examples ``items`` (in that order): flat uint32 tokens, uint8 mask, stored lengths."""
+        offsets = self.offsets()
+        starts, stops = offsets[items], offsets[items + 1]
+        return self._tokens.read_ranges(starts, stops), self._mask.read_ranges(starts, stops), stops - starts
 
     def remove(self) -> None:
-        """Close the maps and delete the directory (called on success, error and Ctrl-C alike)."""
+        """Close the files and delete the directory (called on success, error and Ctrl-C alike)."""
         self._tokens.close()
         self._mask.close()
         shutil.rmtree(self.directory, ignore_errors=True)

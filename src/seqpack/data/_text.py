@@ -169,13 +169,10 @@ def _assistant_spans(tokenizer: Any, conversation: list[dict[str, Any]], text: s
         before = tokenizer.apply_chat_template(conversation[:i], tokenize=False, add_generation_prompt=True)
         through = tokenizer.apply_chat_template(conversation[: i + 1], tokenize=False)
         if not text.startswith(through) or not through.startswith(before):
+            name = getattr(tokenizer, "name_or_path", "tokenizer")
             raise DataError(
-                f"{spec_name(tokenizer)}: the chat template does not render conversations as prefixes of "
-                "each other; assistant masks cannot be derived"
+                f"{name}: the chat template does not render conversations as prefixes of each other; "
+                "assistant masks cannot be derived"
             )
         spans.append((len(before), len(through)))
     return spans
-
-
-def spec_name(tokenizer: Any) -> str:
-    return str(getattr(tokenizer, "name_or_path", "tokenizer"))

@@ -7,6 +7,10 @@ tokens; ``<pad>`` = 0, ``<unk>`` = 1, ``<eos>`` = 2, ``<bos>`` = 3. The chat tem
 prompt as ``<|assistant|>``::
 
     <|user|> hi there<eos><|assistant|> hello<eos>
+
+With ``split_digits=True`` every digit is its own token (``"406"`` -> ``4 0 6``), as in Llama's tokenizer:
+the vocabulary stays small and a tiny model can learn number patterns digit by digit instead of meeting
+each number as a rare word (the demo uses this).
 """
 
 from __future__ import annotations
@@ -23,15 +27,18 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_tokenizer(texts: Iterable[str], out_dir: str | os.PathLike[str]) -> Path:
+def build_tokenizer(
+    texts: Iterable[str], out_dir: str | os.PathLike[str], *, split_digits: bool = False
+) -> Path:
     """Train a word-level vocabulary on ``texts`` and save a fast tokenizer directory at ``out_dir``."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.WordLevel(unk_token=UNK))
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
-    )
+    steps = [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
+    if split_digits:
+        steps.append(pre_tokenizers.Digits(individual_digits=True))
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(steps)
     trainer = trainers.WordLevelTrainer(special_tokens=[PAD, UNK, EOS, BOS, *ROLE_TOKENS])
     tokenizer.train_from_iterator(list(texts), trainer=trainer)
     fast = PreTrainedTokenizerFast(

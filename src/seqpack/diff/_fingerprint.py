@@ -28,7 +28,7 @@ from seqpack.diff._hash import MASK_KINDS, content_sums, hash_packs, pack_chain
 from seqpack.errors import InputError
 
 #: Name and version of the fingerprint algorithm, stored beside every fingerprint.
-FINGERPRINT_ALGORITHM = "seqpack-fp1"
+FINGERPRINT_ALGORITHM = "seqpack-fp2"
 #: Start states of the two independent pack chains.
 _CHAIN_SEEDS = (np.uint64(0x243F6A8885A308D3), np.uint64(0x13198A2E03707344))
 #: Legacy packed files (Bridge <= v0.5) end in ``.npy``; everything else goes to the Parquet reader.

@@ -16,8 +16,11 @@ Worked example (EOS = 2), one pack ``input_ids=[5,6,2 | 7,2]``, ``loss_mask=[0,1
 ``seq_start_id=[0,3]``: two sequences ``[5,6,2]`` and ``[7,2]``; the first has one supervised position
 (index 1, whose label is the EOS token: kind ``eos_label``), the second one (index 0, label EOS again).
 
-The hash is a sequential multiply-xorshift chain finished by SplitMix64's mixer: deterministic across runs,
-machines and numba versions (integer arithmetic modulo 2**64 only), and sensitive to every token and bit.
+Per token, each stream takes one cheap step ``h = fold((h ^ v) * M)`` with ``fold(x) = x ^ (x >> 32)``: a
+bijection of ``h`` for a fixed input, so a sequence differing in any single token (or bit) always ends in a
+different state; each sequence's state is then finished by SplitMix64's mixer. Pack hashes chain the
+finished per-sequence hashes (and the start offsets), so they cost nothing per token. Deterministic across
+runs, machines and numba versions (integer arithmetic modulo 2**64 only).
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ _SEED_MASK1 = np.uint64(0x165667B19E3779F9)
 _SEED_MASK2 = np.uint64(0xD6E8FEB86659FD93)
 _SEED_STARTS = np.uint64(0xA0761D6478BD642F)
 _MUL = np.uint64(0xFF51AFD7ED558CCD)
+# Odd multipliers of the four per-token streams (tokens x2, mask bits x2).
+_MUL_TOK1 = np.uint64(0x9FB21C651E98DF25)
+_MUL_TOK2 = np.uint64(0xC6A4A7935BD1E995)
+_MUL_MASK1 = np.uint64(0xD6E8FEB86659FD93)
+_MUL_MASK2 = np.uint64(0xA0761D6478BD642F)
 
 
 @numba.njit(cache=True, inline="always")
@@ -57,6 +65,13 @@ def mix64(x: np.uint64) -> np.uint64:
 @numba.njit(cache=True, inline="always")
 def _step(h: np.uint64, value: np.uint64) -> np.uint64:
     return mix64((h ^ value) * _MUL)
+
+
+@numba.njit(cache=True, inline="always")
+def _token_step(h: np.uint64, value: np.uint64, mul: np.uint64) -> np.uint64:
+    """The per-token step: one multiply and one xor-shift, a bijection of ``h`` for a fixed ``value``."""
+    x = (h ^ value) * mul
+    return x ^ (x >> np.uint64(32))
 
 
 @numba.njit(cache=True)
@@ -113,12 +128,10 @@ def hash_packs(
                 tok = np.uint64(ids[j])
                 supervised = mask[j + shift] != 0
                 bit = np.uint64(1) if supervised else np.uint64(0)
-                t1 = _step(t1, tok)
-                t2 = _step(t2, tok + np.uint64(0x5BD1E995))
-                m1 = _step(m1, bit)
-                m2 = _step(m2, bit + np.uint64(0x27D4EB2F))
-                ptok = _step(ptok, tok)
-                pmask = _step(pmask, bit)
+                t1 = _token_step(t1, tok, _MUL_TOK1)
+                t2 = _token_step(t2, tok, _MUL_TOK2)
+                m1 = _token_step(m1, bit, _MUL_MASK1)
+                m2 = _token_step(m2, bit, _MUL_MASK2)
                 if supervised:
                     if j == b - 1:
                         seq_kinds[s, 0] += 1
@@ -132,6 +145,8 @@ def hash_packs(
             seq_hashes[s, 1] = mix64(t2)
             seq_hashes[s, 2] = mix64(m1)
             seq_hashes[s, 3] = mix64(m2)
+            ptok = _step(ptok, seq_hashes[s, 0])
+            pmask = _step(pmask, seq_hashes[s, 2])
             seq_lengths[s] = n
             s += 1
         pack_hashes[p, 0] = mix64(ptok)

@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack.batching.cp import pad_multiple
+from seqpack.data.overrides import offline_packing_overrides
 from seqpack.errors import UsageError
 from seqpack.packing import DEFAULT_ALGORITHM, PackPlan, pack_lengths
 from seqpack.plan._balance import balanced_pack
@@ -295,29 +296,14 @@ def balance_worthwhile(candidate: Candidate) -> bool:
 
 def bridge_overrides(candidate: Candidate, topology: Topology) -> list[str]:
     """The Megatron-Bridge 0.6.2 overrides for training on packs of ``candidate`` (spec §1, §4, §7, §8)."""
-    n = candidate.pack_size
-    specs = "dataset.offline_packing_specs"
-    lines = [
-        "dataset.enable_offline_packing=true",
-        f"dataset.seq_length={n}",
-        f"model.seq_length={n}",
-        "train.micro_batch_size=1",
-        f"train.global_batch_size={candidate.gbs}",
-        f"{specs}.packed_sequence_size={n}",
-        f"{specs}.pad_seq_to_mult={candidate.pad_multiple}",
-    ]
-    if topology.tp > 1:
-        lines.append(f"model.tensor_model_parallel_size={topology.tp}")
-    if topology.sequence_parallel:
-        lines.append("model.sequence_parallel=true")
-    if topology.cp > 1:
-        # spec §8: CP with SFT data needs per-token loss and no collective averaging
-        lines += [
-            f"model.context_parallel_size={topology.cp}",
-            "model.calculate_per_token_loss=true",
-            "ddp.average_in_collective=false",
-        ]
-    return lines
+    return offline_packing_overrides(
+        candidate.pack_size,
+        candidate.pad_multiple,
+        global_batch_size=candidate.gbs,
+        cp=topology.cp,
+        tp=topology.tp,
+        sequence_parallel=topology.sequence_parallel,
+    )
 
 
 def pack_command(

@@ -1,5 +1,7 @@
 """Runtime lengths of a dataset, read through ``seqpack pack``'s streaming ingest (pass 1 only).
 
+What ``seqpack plan`` (and anything else that decides from lengths alone) reads.
+
 Pre-tokenized records give their lengths directly; text records are tokenized with the same chat
 template / prompt-completion rules ``seqpack pack`` uses, so the plan sees exactly the lengths the packer
 will pack. Only an int64 array of lengths is kept (8 bytes per sample), never the tokens.

@@ -1,0 +1,34 @@
+"""``seqpack demo``: the whole toolkit on bundled data -- pack, inspect, doctor, train packed vs padded,
+compare the curves -- ending in a self-contained HTML report.
+
+>>> from seqpack.demo import DemoOptions, run_demo                      # doctest: +SKIP
+>>> result = run_demo(DemoOptions(out=Path("demo-out"), quick=True))
+>>> result.passed, result.layout.report, result.speedup.real_tokens_per_s
+"""
+
+from seqpack.demo._layout import Layout, default_out_dir
+from seqpack.demo._resources import EXPECTED_FINDING, config_path, dataset_path
+from seqpack.demo._result import SCHEMA_VERSION, DemoResult, Speedup, StepResult
+from seqpack.demo._run import DEFAULT_THREADS, STEPS, DemoOptions, Reporter, SilentReporter, run_demo
+from seqpack.demo._sizes import FULL, QUICK, DemoSizes
+
+__all__ = [
+    "DEFAULT_THREADS",
+    "EXPECTED_FINDING",
+    "FULL",
+    "QUICK",
+    "SCHEMA_VERSION",
+    "STEPS",
+    "DemoOptions",
+    "DemoResult",
+    "DemoSizes",
+    "Layout",
+    "Reporter",
+    "SilentReporter",
+    "Speedup",
+    "StepResult",
+    "config_path",
+    "dataset_path",
+    "default_out_dir",
+    "run_demo",
+]

@@ -1,0 +1,102 @@
+"""Where the demo writes: one output directory, never one that already holds something (unless told).
+
+::
+
+    seqpack-demo-20261130-014500/
+      tokenizer/                      built from the bundled conversations (nothing downloaded)
+      packed/training_512.idx.parquet packed data, Bridge's layout (spec §3)
+      packed/512_metadata.jsonl       its metadata sidecar
+      packed/rejects_training.jsonl   samples truncated to fit a pack
+      config/bridge_sft.yaml          the bundled config, as written (one deliberate mistake)
+      config/bridge_sft_fixed.yaml    the same with the doctor's fix applied
+      logs/packed.log, logs/padded.log  Megatron-LM log lines of the two training runs
+      curves.png, packing.png         the plots the report embeds
+      report.html                     the self-contained report
+      summary.json                    what ``--format json`` prints
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from seqpack.data import metadata_filename, packed_filename
+from seqpack.errors import UsageError
+
+DEFAULT_PREFIX = "seqpack-demo-"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The paths of one demo run under ``root``."""
+
+    root: Path
+    pack_size: int
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.root / "tokenizer"
+
+    @property
+    def packed_dir(self) -> Path:
+        return self.root / "packed"
+
+    @property
+    def packed(self) -> Path:
+        return self.packed_dir / packed_filename("training", self.pack_size)
+
+    @property
+    def metadata(self) -> Path:
+        return self.packed_dir / metadata_filename(self.pack_size)
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config" / "bridge_sft.yaml"
+
+    @property
+    def fixed_config(self) -> Path:
+        return self.root / "config" / "bridge_sft_fixed.yaml"
+
+    def log(self, mode: str) -> Path:
+        return self.root / "logs" / f"{mode}.log"
+
+    @property
+    def curves_png(self) -> Path:
+        return self.root / "curves.png"
+
+    @property
+    def packing_png(self) -> Path:
+        return self.root / "packing.png"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+
+def default_out_dir(cwd: Path | None = None) -> Path:
+    """A new ``seqpack-demo-YYYYMMDD-HHMMSS`` directory under ``cwd`` (``-2``, ``-3``... if taken)."""
+    base = (cwd or Path.cwd()) / (DEFAULT_PREFIX + time.strftime("%Y%m%d-%H%M%S"))
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def prepare_out_dir(out: Path, *, overwrite: bool) -> None:
+    """Create ``out``; refuse a file, or a non-empty directory unless ``overwrite`` (then files are replaced
+    one by one as the steps write them; nothing else in the directory is touched)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {os.fspath(out)}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise UsageError(
+            f"--out {os.fspath(out)}: directory is not empty (choose a new one, or pass --overwrite to "
+            "replace the demo's files in it)"
+        )
+    out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,311 @@
+"""The demo's steps, each a thin call into the public API of one seqpack area.
+
+Every step returns what it produced plus the ``seqpack`` command line that does the same by hand, so the
+report can show a newcomer how to run each step on their own data::
+
+    tokenizer  seqpack.data.toy_tokenizer.build_tokenizer   (word-level, digits split; nothing downloaded)
+    pack       seqpack.data.pack_files                      seqpack pack ...
+    inspect    seqpack.data.collect_stats/compare_metadata   seqpack inspect ...
+    doctor     seqpack.config.check/suggest_fixes            seqpack doctor ... --fix
+    train x2   seqpack.train.train (packed, then padded)     seqpack train --data / --padded-from ...
+    curves     seqpack.curves.compare_curves                 seqpack curves compare ...
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from seqpack._io import atomic_write_bytes, read_bytes
+from seqpack.config import (
+    DoctorOptions,
+    LoadedConfig,
+    Report,
+    apply_overrides,
+    check,
+    load_config,
+    suggest_fixes,
+)
+from seqpack.curves import LOSS, Comparison, Curves, Profile, compare_curves, read_curves
+from seqpack.data import (
+    PackedReader,
+    PackedStats,
+    PackOptions,
+    PackResult,
+    TooLong,
+    collect_stats,
+    compare_metadata,
+    pack_files,
+    read_metadata,
+)
+from seqpack.data.packed_stats import MetadataMismatch
+from seqpack.data.toy_tokenizer import build_tokenizer
+from seqpack.demo._layout import Layout
+from seqpack.demo._resources import EXPECTED_FINDING
+from seqpack.demo._sizes import DemoSizes, model_vocab
+from seqpack.errors import DataError
+from seqpack.train import DataMode, StepRecord, TrainConfig, TrainResult, train
+
+#: Packed vs padded losses are compared under the bf16 profile with a single ulp: |a - b| <= 1 bf16 ulp of
+#: the loss (2**-6 ~ 0.016 at a loss of 2-4, i.e. under 1 %). The two runs compute the same per-token mean
+#: in float32 with sums in another order, so they agree to ~1e-6; anything that changed which tokens are
+#: trained or how they are weighted moves the loss by far more than one ulp within a few steps.
+CURVES_PROFILE = Profile("bf16", ulps=1)
+#: Which doctor findings the fixed config may still have (none of these severities is acceptable).
+BLOCKING_SEVERITIES = ("error", "warning")
+
+
+def command(*parts: str | os.PathLike[str]) -> str:
+    """A shell-quoted command line."""
+    return shlex.join(os.fspath(p) for p in parts)
+
+
+# ---------------------------------------------------------------------------------------------- tokenizer
+
+
+@dataclass(frozen=True)
+class TokenizerOut:
+    path: Path
+    size: int
+    vocab: int
+
+
+def conversation_texts(dataset: Path) -> list[str]:
+    """Every message's content of a chat JSONL file (what the tokenizer's vocabulary is trained on)."""
+    texts: list[str] = []
+    for number, line in enumerate(read_bytes(dataset).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+            texts.extend(str(turn["content"]) for turn in record["messages"])
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise DataError(
+                f"{dataset}:{number}: expected {{'messages': [{{'content': ...}}, ...]}}"
+            ) from None
+    return texts
+
+
+def make_tokenizer(dataset: Path, layout: Layout) -> TokenizerOut:
+    """Build the word-level tokenizer (digits split) from the conversations; size rounded for the model."""
+    from tokenizers import Tokenizer
+
+    path = build_tokenizer(conversation_texts(dataset), layout.tokenizer, split_digits=True)
+    size = Tokenizer.from_file(os.fspath(path / "tokenizer.json")).get_vocab_size()
+    return TokenizerOut(path, size, model_vocab(size))
+
+
+# ------------------------------------------------------------------------------------------- pack/inspect
+
+
+def pack(dataset: Path, layout: Layout, sizes: DemoSizes, *, overwrite: bool) -> tuple[PackResult, str]:
+    """Pack the conversations at ``sizes.pack_size``; the few longer ones are truncated (and listed)."""
+    options = PackOptions(
+        inputs=[dataset],
+        out_dir=layout.packed_dir,
+        pack_size=sizes.pack_size,
+        tokenizer=layout.tokenizer,
+        too_long=TooLong.truncate,
+        overwrite=overwrite,
+        quiet=True,  # the demo's own progress display is live; a second one would clash
+    )
+    cli = command(
+        "seqpack", "pack", dataset, "--out", layout.packed_dir, "--pack-size", str(sizes.pack_size),
+        "--tokenizer", layout.tokenizer, "--too-long", "truncate",
+    )  # fmt: skip
+    return pack_files(options), cli
+
+
+@dataclass(frozen=True)
+class InspectOut:
+    stats: PackedStats
+    metadata_path: Path
+    mismatches: list[MetadataMismatch]
+    command: str
+
+
+def inspect(layout: Layout, sizes: DemoSizes) -> InspectOut:
+    """Validate every packed row and recompute Bridge's six metadata values from the rows."""
+    reader = PackedReader(layout.packed)
+    try:
+        stats = collect_stats(reader.iter_blocks(), pack_size=sizes.pack_size)
+    finally:
+        reader.close()
+    entry = read_metadata(layout.metadata)[0]
+    return InspectOut(
+        stats, layout.metadata, compare_metadata(entry, stats), command("seqpack", "inspect", layout.packed)
+    )
+
+
+# ------------------------------------------------------------------------------------------------ doctor
+
+
+@dataclass(frozen=True)
+class DoctorOut:
+    written: Report
+    fixes: list[str]
+    fixed: Report
+    overrides: list[str]
+    command: str
+    fixed_command: str
+
+    @property
+    def found_expected(self) -> bool:
+        return any(f.id == EXPECTED_FINDING and f.severity == "error" for f in self.written.findings)
+
+    @property
+    def fixed_passes(self) -> bool:
+        return not any(f.severity in BLOCKING_SEVERITIES for f in self.fixed.findings)
+
+
+def _fixed_yaml(fixed: LoadedConfig, fixes: Sequence[str], source: Path) -> bytes:
+    header = (
+        f"# {source.name} with the fix of `seqpack doctor --fix` applied (and the demo's data paths):\n"
+        + "".join(f"#   {item}\n" for item in fixes)
+    )
+    return (header + yaml.safe_dump(fixed.raw, sort_keys=False)).encode()
+
+
+def doctor(config: Path, layout: Layout, *, lang: str, overwrite: bool) -> DoctorOut:
+    """Check the bundled config pointed at the demo's packs: the mistake, the fix, the fixed config passing.
+
+    The config is copied into the output directory as written; the fixed one is written beside it.
+    """
+    atomic_write_bytes(layout.config, read_bytes(config), overwrite=overwrite)
+    overrides = [
+        f"dataset.offline_packing_specs.packed_train_data_path={os.fspath(layout.packed)}",
+        f"tokenizer.tokenizer_model={os.fspath(layout.tokenizer)}",
+    ]
+    options = DoctorOptions(world_size=1, lang=lang)
+    loaded = load_config(layout.config, overrides)
+    written = check(loaded, options)
+    fixes = suggest_fixes(loaded, options)
+    fixed_config = apply_overrides(loaded, fixes)
+    fixed = check(fixed_config, options)
+    atomic_write_bytes(layout.fixed_config, _fixed_yaml(fixed_config, fixes, config), overwrite=overwrite)
+    return DoctorOut(
+        written=written,
+        fixes=fixes,
+        fixed=fixed,
+        overrides=overrides,
+        command=command("seqpack", "doctor", layout.config, *overrides, "--world-size", "1", "--fix"),
+        fixed_command=command("seqpack", "doctor", layout.fixed_config, "--world-size", "1"),
+    )
+
+
+# ------------------------------------------------------------------------------------------------- train
+
+
+def planned_steps(sizes: DemoSizes, num_packs: int) -> int:
+    """Optimizer steps of a run: ``sizes.steps``, or one epoch of whole global batches."""
+    return sizes.steps if sizes.steps is not None else num_packs // sizes.gbs
+
+
+def train_config(
+    layout: Layout, sizes: DemoSizes, vocab: int, mode: DataMode, *, overwrite: bool
+) -> TrainConfig:
+    return TrainConfig(
+        data=layout.packed,
+        mode=mode,
+        hidden=sizes.hidden,
+        layers=sizes.layers,
+        heads=sizes.heads,
+        ffn=sizes.ffn,
+        vocab=vocab,
+        lr=sizes.lr,
+        steps=sizes.steps,
+        epochs=None if sizes.steps is not None else 1,
+        gbs=sizes.gbs,
+        mbs=1,
+        seed=sizes.seed,
+        log=layout.log(mode.value),
+        overwrite=overwrite,
+        pack_size=sizes.pack_size,
+        pad_multiple=1,
+        quiet=True,
+    )
+
+
+def train_command(config: TrainConfig) -> str:
+    data_flag = "--data" if config.mode is DataMode.packed else "--padded-from"
+    run = "--steps" if config.steps is not None else "--epochs"
+    count = config.steps if config.steps is not None else config.epochs
+    return command(
+        "seqpack", "train", data_flag, config.data, "--vocab", str(config.vocab),
+        "--hidden", str(config.hidden), "--layers", str(config.layers), "--heads", str(config.heads),
+        "--ffn", str(config.ffn), "--lr", str(config.lr), "--gbs", str(config.gbs), run, str(count),
+        "--log", os.fspath(config.log or ""),
+    )  # fmt: skip
+
+
+def run_training(
+    layout: Layout,
+    sizes: DemoSizes,
+    vocab: int,
+    mode: DataMode,
+    *,
+    overwrite: bool,
+    on_step: Callable[[StepRecord], None] | None = None,
+) -> tuple[TrainResult, str]:
+    config = train_config(layout, sizes, vocab, mode, overwrite=overwrite)
+    layout.log(mode.value).parent.mkdir(parents=True, exist_ok=True)
+    return train(config, on_step=on_step), train_command(config)
+
+
+def loss_fell(result: TrainResult) -> bool:
+    """The run learned something: its last loss is below its first."""
+    return len(result.losses) >= 2 and result.losses[-1] < result.losses[0]
+
+
+# ------------------------------------------------------------------------------------------------ curves
+
+
+@dataclass(frozen=True)
+class CurvesOut:
+    runs: list[Curves]
+    comparison: Comparison
+    png: bytes
+    command: str
+
+    @property
+    def passed(self) -> bool:
+        return self.comparison.passed
+
+
+def compare(layout: Layout, *, overwrite: bool) -> CurvesOut:
+    """Packed (reference) vs padded loss curves from the two Megatron-LM logs, plotted with the difference."""
+    from seqpack.curves import render_png
+
+    runs = [read_curves(layout.log(DataMode.packed.value)), read_curves(layout.log(DataMode.padded.value))]
+    (comparison,) = compare_curves(runs[0], runs[1:], CURVES_PROFILE, metrics=[LOSS])
+    png = render_png(runs, LOSS, [comparison])
+    atomic_write_bytes(layout.curves_png, png, overwrite=overwrite)
+    cli = command(
+        "seqpack", "curves", "compare", layout.log("packed"), layout.log("padded"),
+        "--tolerance", CURVES_PROFILE.name, "--ulps", str(CURVES_PROFILE.ulps), "--plot", layout.curves_png,
+    )  # fmt: skip
+    return CurvesOut(runs, comparison, png, cli)
+
+
+def comparison_numbers(comparison: Comparison) -> dict[str, Any]:
+    """The few numbers of a comparison the summary shows (from :meth:`Comparison.summary`)."""
+    s = comparison.summary()
+    max_abs: Any = s["max_abs_diff"]
+    max_rel: Any = s["max_rel_diff"]
+    return {
+        "profile": f"{comparison.profile.name} ({comparison.profile.ulps} ulp)",
+        "rule": comparison.rule,
+        "shared_steps": s["shared_steps"],
+        "failing_steps": s["failing_steps"],
+        "max_abs_diff": None if max_abs is None else max_abs["value"],
+        "max_rel_diff": None if max_rel is None else max_rel["value"],
+        "passed": comparison.passed,
+        "reasons": comparison.reasons,
+    }

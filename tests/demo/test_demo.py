@@ -1,0 +1,219 @@
+"""``seqpack demo --quick`` end to end: the files, the self-contained report, the summary, the exit codes."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from seqpack.cli import main
+from seqpack.curves import read_curves
+from seqpack.data import PackedReader
+from seqpack.demo import STEPS, DemoResult, Layout, StepResult
+from seqpack.demo._layout import prepare_out_dir
+from seqpack.errors import UsageError
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+STEP_NAMES = [name for name, _ in STEPS]
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def json_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], Path]:
+    out = tmp_path_factory.mktemp("demo") / "out"
+    code, stdout = _run(["demo", "--quick", "--out", str(out), "--format", "json", "--quiet"])
+    return code, orjson.loads(stdout), out
+
+
+def test_quick_run_passes_and_writes_every_file(json_run: tuple[int, dict[str, Any], Path]) -> None:
+    code, doc, out = json_run
+    assert code == 0
+    layout = Layout(out, doc["sizes"]["pack_size"])
+    for path in (
+        layout.tokenizer / "tokenizer.json",
+        layout.packed,
+        layout.metadata,
+        layout.config,
+        layout.fixed_config,
+        layout.log("packed"),
+        layout.log("padded"),
+        layout.curves_png,
+        layout.packing_png,
+        layout.report,
+        layout.summary,
+    ):
+        assert path.is_file(), path
+    assert not list(out.rglob(".seqpack-tmp-*"))
+
+
+def test_summary_json(json_run: tuple[int, dict[str, Any], Path]) -> None:
+    _, doc, out = json_run
+    assert doc["schema_version"] == 1
+    assert doc["command"] == "demo"
+    assert doc["passed"] is True and doc["interrupted"] is False
+    assert [s["name"] for s in doc["steps"]] == STEP_NAMES
+    assert all(s["ok"] for s in doc["steps"])
+    assert doc["sizes"]["name"] == "quick"
+    assert doc["report"] == str(out / "report.html")
+    # What --format json prints is what summary.json holds.
+    assert orjson.loads((out / "summary.json").read_bytes()) == doc
+    steps = {s["name"]: s["data"] for s in doc["steps"]}
+    packed, padded = steps["train packed"], steps["train padded"]
+    # Same samples, same steps: the same real tokens and losses, padded computes many more slots.
+    assert packed["real_tokens"] == padded["real_tokens"]
+    assert packed["steps"] == padded["steps"] == doc["sizes"]["steps"]
+    assert padded["positions"] > packed["positions"]
+    assert doc["speedup"]["padding_fraction"]["padded"] > doc["speedup"]["padding_fraction"]["packed"]
+    assert doc["speedup"]["compute_ratio"] == padded["positions"] / packed["positions"]
+    assert doc["speedup"]["real_tokens_per_s"] > 0
+    assert steps["curves"]["passed"] is True
+    assert steps["doctor"]["expected_finding"] in [f["id"] for f in steps["doctor"]["findings"]]
+    assert steps["doctor"]["fixed_findings"] == []
+    assert steps["inspect"]["metadata"] == "consistent"
+    assert steps["pack"]["samples"] == 2000
+
+
+def test_data_and_logs_are_real_outputs(json_run: tuple[int, dict[str, Any], Path]) -> None:
+    """The packs are Bridge packed Parquet and the logs are Megatron-LM lines seqpack curves reads."""
+    _, doc, out = json_run
+    steps = {s["name"]: s["data"] for s in doc["steps"]}
+    reader = PackedReader(out / steps["pack"]["packed"], validate=True)
+    try:
+        assert reader.num_rows == steps["pack"]["packs"]
+    finally:
+        reader.close()
+    for mode in ("packed", "padded"):
+        curves = read_curves(out / steps[f"train {mode}"]["log"])
+        losses = curves.metrics["lm loss"].values
+        assert len(losses) == steps[f"train {mode}"]["steps"]
+        assert losses[-1] < losses[0]
+
+
+def test_report_is_self_contained(json_run: tuple[int, dict[str, Any], Path]) -> None:
+    _, doc, out = json_run
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert (
+        "http://" not in page and "https://" not in page and "//" not in re.sub(r"base64,[^'\"]+", "", page)
+    )
+    assert "<script" not in page and "<link" not in page and "url(" not in page
+    images = re.findall(r"<img [^>]*src='([^']*)'", page)
+    assert len(images) == 2
+    for src in images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG_MAGIC)
+    assert "SP005" in page
+    speedup = doc["speedup"]["real_tokens_per_s"]
+    assert f"{speedup:.1f}x" in page
+    assert "match" in page
+
+
+def test_default_out_dir_and_text_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--quick", "--quiet"]) == 0
+    (made,) = list(tmp_path.iterdir())
+    assert made.name.startswith("seqpack-demo-")
+    text = capsys.readouterr().out
+    assert "every step did what it should" in text
+    assert f"report    {made.name}/report.html" in text.replace(str(tmp_path) + "/", "")
+    for name in STEP_NAMES:
+        assert name in text
+    # A second run into the same directory needs --overwrite, and then replaces the demo's files.
+    assert main(["demo", "--quick", "--quiet", "--out", str(made)]) == 2
+    assert main(["demo", "--quick", "--quiet", "--out", str(made), "--overwrite"]) == 0
+    assert len(orjson.loads((made / "packed" / "512_metadata.jsonl").read_bytes())) == 1
+    assert [p.name for p in tmp_path.iterdir()] == [made.name]
+
+
+def test_refuses_a_non_empty_out_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["demo", "--quick", "--out", str(tmp_path)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_out_dir_rules(tmp_path: Path) -> None:
+    prepare_out_dir(tmp_path / "new" / "deeper", overwrite=False)
+    assert (tmp_path / "new" / "deeper").is_dir()
+    prepare_out_dir(tmp_path / "new" / "deeper", overwrite=False)  # empty: fine
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError, match="not a directory"):
+        prepare_out_dir(tmp_path / "file", overwrite=True)
+    with pytest.raises(UsageError, match="--overwrite"):
+        prepare_out_dir(tmp_path, overwrite=False)
+    prepare_out_dir(tmp_path, overwrite=True)
+    assert (tmp_path / "file").read_text() == "x"
+
+
+def test_a_failed_step_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exit code follows the steps: one that did not do what it should makes the demo exit 1."""
+    from seqpack.cli import demo as cli_demo
+    from seqpack.demo import QUICK
+
+    def fake_run(options: Any, reporter: Any) -> DemoResult:
+        result = DemoResult(layout=Layout(tmp_path, QUICK.pack_size), sizes=QUICK, threads=1)
+        result.steps.append(StepResult("curves", False, 0.1, "packed vs padded: MISMATCH"))
+        return result
+
+    monkeypatch.setattr(cli_demo, "run_demo", fake_run)
+    code, stdout = _run(["demo", "--quick", "--out", str(tmp_path)])
+    assert code == 1
+    assert "MISMATCH" in stdout
+
+
+def test_bad_threads_is_usage_error(tmp_path: Path) -> None:
+    assert main(["demo", "--quick", "--threads", "0", "--out", str(tmp_path / "o")]) == 2
+
+
+def test_report_of_a_run_that_stopped_early(tmp_path: Path) -> None:
+    """A run that ended early (interrupted, or a step that failed) still renders, and says so."""
+    from seqpack.demo import QUICK
+    from seqpack.demo._report import render_packing_png, render_report
+
+    result = DemoResult(layout=Layout(tmp_path, QUICK.pack_size), sizes=QUICK, threads=1, interrupted=True)
+    result.steps.append(StepResult("tokenizer", True, 0.1, "85 tokens"))
+    result.steps.append(StepResult("pack", False, 0.2, "something went wrong"))
+    png = render_packing_png(result)
+    assert png.startswith(PNG_MAGIC)
+    page = render_report(result, packing_png=png)
+    assert "Stopped on request" in page and "FAILED" in page
+    assert "https://" not in page and "<script" not in page
+
+
+def test_default_out_dir_is_new(tmp_path: Path) -> None:
+    from seqpack.demo import default_out_dir
+
+    first = default_out_dir(tmp_path)
+    first.mkdir()
+    second = default_out_dir(tmp_path)
+    assert second != first and not second.exists()
+    assert second.name.startswith("seqpack-demo-")
+
+
+def test_missing_extras_are_named_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from seqpack.demo import _run
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == "matplotlib" else real(name)
+    )
+    with pytest.raises(UsageError, match=r"matplotlib: pip install 'seqpack\[demo\]'"):
+        _run.run_demo(_run.DemoOptions(out=tmp_path / "out", quick=True))
+    assert not (tmp_path / "out").exists()
