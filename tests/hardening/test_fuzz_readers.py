@@ -211,3 +211,24 @@ def test_golden_non_integer_start_step(tmp_path: Path) -> None:
     assert "field 'lm loss': 'start_step' must be an integer, found 'x'" in _read(
         "curves-golden", doc, tmp_path
     )
+
+
+def test_packed_footer_with_a_negative_row_count(tmp_path: Path) -> None:
+    """Found by atheris: a footer saying -2 rows made ``len(reader)`` raise ValueError."""
+    seed = target("packed-parquet").seeds[0]
+    size = int.from_bytes(seed[-8:-4], "little")
+    start = len(seed) - 8 - size
+    footer = seed[start:-8].replace(b"\x16\x04", b"\x16\x03", 1)  # num_rows (field 3, i64): zigzag 2 -> -2
+    message = _read("packed-parquet", seed[:start] + footer + seed[-8:], tmp_path)
+    assert "corrupt Parquet footer (row groups hold 2 rows, it says -2)" in message
+
+
+def test_legacy_npy_id_beyond_int64(tmp_path: Path) -> None:
+    """Found by atheris: an id of 2**70 raised OverflowError from numpy's conversion."""
+    rows = np.empty(1, dtype=object)
+    rows[0] = {"input_ids": [2**70], "loss_mask": [1], "seq_start_id": [0]}
+    sink = tmp_path / "rows.npy"
+    np.save(sink, rows, allow_pickle=True)
+    assert "field 'input_ids': expected a list of integers" in _read(
+        "legacy-npy", sink.read_bytes(), tmp_path
+    )

@@ -286,6 +286,12 @@ class PackedReader:
             if meta.num_rows == 0:
                 raise DataError(f"{path}: holds no rows (an empty packed file)")
             sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+            if meta.num_rows < 0 or min(sizes, default=0) < 0 or sum(sizes) != meta.num_rows:
+                # a crafted footer (found by fuzzing: a negative row count made len() raise ValueError)
+                raise InputError(
+                    f"{path}: corrupt Parquet footer "
+                    f"(row groups hold {sum(sizes)} rows, it says {meta.num_rows})"
+                )
             group_offsets.append(np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
             file_offsets.append(file_offsets[-1] + meta.num_rows)
         self.file_offsets = np.asarray(file_offsets, dtype=np.int64)
@@ -597,7 +603,7 @@ def read_legacy_npy(path: str | os.PathLike[str]) -> PackedBlock:
                 raise DataError(f"{where(text, row=index, field=name)}: missing")
             try:
                 values = np.asarray(item[name], dtype=np.int64).reshape(-1)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond int64
                 raise DataError(
                     f"{where(text, row=index, field=name)}: expected a list of integers"
                 ) from None
