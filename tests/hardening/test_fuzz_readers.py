@@ -232,3 +232,27 @@ def test_legacy_npy_id_beyond_int64(tmp_path: Path) -> None:
     assert "field 'input_ids': expected a list of integers" in _read(
         "legacy-npy", sink.read_bytes(), tmp_path
     )
+
+
+def test_csv_row_with_more_cells_than_the_header(tmp_path: Path) -> None:
+    assert "in.csv:3: more cells than the header has columns" in _read(
+        "curves-csv", b"step,lm loss\n1,9.5\n2,9.4,oops\n", tmp_path
+    )
+
+
+def test_log_records_without_fields_and_odd_step_times(tmp_path: Path) -> None:
+    """A record header with no ``key: value`` after it, and a ``Step Time`` that is not a number."""
+    chosen = target("curves-log")
+    path = chosen.path_in(tmp_path)
+    path.write_bytes(b" iteration 1/ 2 |\nStep Time : 2025-s\n iteration 2/ 2 | lm loss: 9.5 |\n")
+    curves = chosen.read(path)
+    assert curves.metrics["lm loss"].as_dict() == {2: 9.5}  # type: ignore[attr-defined]
+    check(chosen, b" iteration 1/ 2 |\n iteration 2/ 2 |\n", tmp_path)  # records, not one field
+
+
+def test_override_value_the_yaml_parser_rejects() -> None:
+    from seqpack.config import parse_override
+    from seqpack.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"override 'a=\[1,2': cannot parse"):
+        parse_override("a=[1,2")
