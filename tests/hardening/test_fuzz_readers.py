@@ -256,3 +256,10 @@ def test_override_value_the_yaml_parser_rejects() -> None:
 
     with pytest.raises(UsageError, match=r"override 'a=\[1,2': cannot parse"):
         parse_override("a=[1,2")
+
+
+def test_npy_header_with_mixed_key_types(tmp_path: Path) -> None:
+    """Found by atheris: a header dict with a bytes key made numpy's sort raise TypeError."""
+    body = b"{'descr': '|O', b'x': 1, 'fortran_order': False, 'shape': (1,), }"
+    header = b"\x93NUMPY\x01\x00" + len(body + b"\n").to_bytes(2, "little") + body + b"\n"
+    assert "not a .npy file" in _read("legacy-npy", header, tmp_path)

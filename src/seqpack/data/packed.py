@@ -581,12 +581,8 @@ def read_legacy_npy(path: str | os.PathLike[str]) -> PackedBlock:
             payload = handle.read()
     except FileNotFoundError:
         raise InputError(f"{text}: no such file") from None
-    except (
-        OSError,
-        ValueError,
-        SyntaxError,
-        tokenize.TokenError,
-    ) as exc:  # numpy parses the header as Python
+    # numpy parses the header dict as Python literals (TypeError: keys of mixed types it then sorts)
+    except (OSError, ValueError, TypeError, SyntaxError, tokenize.TokenError) as exc:
         raise InputError(f"{text}: not a .npy file ({exc.__class__.__name__}: {exc})") from None
     if dtype != np.dtype(object):
         raise DataError(f"{text}: expected a pickled object array of dicts, found dtype {dtype}")

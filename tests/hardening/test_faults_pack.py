@@ -1,0 +1,212 @@
+"""``seqpack pack`` killed, starved of disk and raced: nothing half-written ever looks complete.
+
+A run is killed (SIGKILL, in a child process) at a seeded random point of each pass -- pass 1 (``read``,
+per input chunk), planning, pass 2 (``write``, per row group) and the two commit steps -- through the
+``SEQPACK_FAULT`` hook (:mod:`seqpack._faults`). After each kill:
+
+1. ``seqpack inspect`` accepts nothing in the output directory (no packed file exists under a final name
+   unless it is the complete, committed one);
+2. the same command run again succeeds, reclaims the killed run's temp files, scratch and lock, and
+3. writes byte-identical files to an undisturbed run's.
+
+A full disk is simulated with ``RLIMIT_FSIZE`` in a child that ignores SIGXFSZ (writes fail with EFBIG);
+a real small tmpfs is used where this process may mount one.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from _support.pack_inputs import EOS, random_examples, write_jsonl
+from seqpack.cli import main
+from seqpack.data._lock import LOCK_NAME
+
+ROOT = Path(__file__).resolve().parents[2]
+PACK_SIZE = 16
+
+
+def _inputs(directory: Path) -> Path:
+    import numpy as np
+
+    rows = random_examples(np.random.default_rng(7), 3000, 20)  # some too long: a rejects file too
+    return write_jsonl(directory / "in.jsonl", rows)
+
+
+def _args(source: Path, out: Path) -> list[str]:
+    return ["pack", os.fspath(source), "--out", os.fspath(out), "--pack-size", str(PACK_SIZE),
+            "--eos-id", str(EOS), "--chunk-rows", "256", "--quiet"]  # fmt: skip
+
+
+def _child(
+    args: list[str], env: dict[str, str] | None = None, **kw: object
+) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "seqpack", *args],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,
+    )  # type: ignore[call-overload]
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
+    """The input and an undisturbed run's files (the input path is the same for every run)."""
+    base = tmp_path_factory.mktemp("faults")
+    source = _inputs(base)
+    out = base / "reference"
+    assert main(_args(source, out)) == 0
+    files = _files(out)
+    assert pq.ParquetFile(out / "training_16.idx.parquet").num_row_groups >= 3  # pass 2 has points to kill at
+    assert sorted(files) == [
+        f"{PACK_SIZE}_metadata.jsonl",
+        "rejects_training.jsonl",
+        "training_16.idx.parquet",
+    ]
+    return source, files
+
+
+def _kill_points() -> list[str]:
+    """One seeded random point per pass: the n-th chunk of pass 1, the n-th row group of pass 2, ..."""
+    rng = random.Random(11)
+    return [f"read:{rng.randint(1, 11)}", "plan:1", f"write:{rng.randint(1, 3)}", "commit:1", "rename:1"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", _kill_points())
+def test_sigkill_at_any_point_leaves_nothing_inspect_accepts(
+    point: str, reference: tuple[Path, dict[str, bytes]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, expected = reference
+    out = tmp_path / "out"
+    killed = _child(_args(source, out), {"SEQPACK_FAULT": f"{point}:kill"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert not (out / "training_16.idx.parquet").exists()
+    assert main(["inspect", os.fspath(out), "--quiet"]) != 0  # nothing there that inspect accepts
+    capsys.readouterr()
+    assert main(_args(source, out)) == 0, capsys.readouterr().err  # the same command, no --overwrite
+    assert _files(out) == expected
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".seqpack")]  # temp, scratch, lock
+    assert main(["inspect", os.fspath(out), "--quiet"]) == 0
+
+
+def _fsize_limit(limit: int) -> None:
+    """In the child before exec: writes past ``limit`` bytes fail with EFBIG instead of killing it."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.mark.parametrize("failing", ["scratch", "rejects"])
+def test_exhausted_disk_is_a_clear_error_and_leaves_nothing(
+    failing: str, reference: tuple[Path, dict[str, bytes]], tmp_path: Path
+) -> None:
+    """EFBIG (RLIMIT_FSIZE) is handled like ENOSPC: one line naming the directory, exit 2, no file left
+    under a final name, no temp file, no scratch, no lock. The limit is per file: 4 KiB stops pass 1's
+    scratch store; with mostly too-long samples (small scratch, long rejects file) it stops the rejects."""
+    source, expected = reference
+    limit = 4096
+    if failing == "rejects":
+        rows = [{"input_ids": [5] * 40 + [EOS]}] * 400 + [{"input_ids": [5, EOS]}] * 10
+        source = write_jsonl(tmp_path / "long.jsonl", rows)
+        limit = 16384
+        assert len(rows) * 60 > limit > 10 * 2 * 4
+    out = tmp_path / "out"
+    out.mkdir()
+    full = _child(_args(source, out), preexec_fn=lambda: _fsize_limit(limit))
+    assert full.returncode == 2, full.stderr
+    [line] = full.stderr.strip().splitlines()
+    assert line.startswith(f"error: {out}"), line  # the output directory, or the scratch directory in it
+    said = (
+        "no space left for the scratch store" if failing == "scratch" else "the disk is full (File too large)"
+    )
+    assert said in line, line
+    assert "Traceback" not in full.stderr
+    assert list(out.iterdir()) == []
+    assert main(_args(source, out)) == 0  # with room again, the same command succeeds
+    if failing == "scratch":
+        assert _files(out) == expected
+
+
+def test_small_tmpfs_fills_up_cleanly(reference: tuple[Path, dict[str, bytes]], tmp_path: Path) -> None:
+    """A real ENOSPC: a 64 KiB tmpfs, where this process may mount one (root in a permissive container)."""
+    source, _ = reference
+    mount = tmp_path / "small"
+    mount.mkdir()
+    tried = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", os.fspath(mount)], capture_output=True, text=True
+    ) if shutil.which("mount") else None  # fmt: skip
+    if tried is None or tried.returncode != 0:
+        reason = "no mount command" if tried is None else tried.stderr.strip() or "mount refused"
+        pytest.skip(f"cannot mount a tmpfs here ({reason}); EFBIG via RLIMIT_FSIZE covers the same code path")
+    try:
+        out = mount / "out"
+        full = _child(_args(source, out))
+        assert full.returncode == 2, full.stderr
+        assert "the disk is full (No space left on device)" in full.stderr
+        assert list(out.iterdir()) == []
+    finally:
+        subprocess.run(["umount", os.fspath(mount)], check=False)
+
+
+def test_two_runs_into_one_directory(reference: tuple[Path, dict[str, bytes]], tmp_path: Path) -> None:
+    """Run A is held (SIGSTOP) in pass 2; run B refuses, naming A. A then finishes: its output is whole.
+    Then A is killed while held: its lock file stays but B takes the directory over and succeeds."""
+    source, expected = reference
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
+           "SEQPACK_FAULT": "write:1:stop"}  # fmt: skip
+    for finish in ("continue", "kill"):
+        holder = subprocess.Popen(
+            [sys.executable, "-m", "seqpack", *_args(source, out), "--overwrite"],
+            env=env, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            _wait_stopped(holder.pid)
+            second = _child([*_args(source, out), "--overwrite"])
+            assert second.returncode == 2
+            [line] = second.stderr.strip().splitlines()
+            assert f"{out}: another seqpack pack (pid {holder.pid} on " in line
+        finally:
+            os.kill(holder.pid, signal.SIGCONT if finish == "continue" else signal.SIGKILL)
+            holder.wait(60)
+        if finish == "continue":
+            assert holder.returncode == 0
+            assert _files(out) == expected
+        else:
+            assert (out / LOCK_NAME).exists()  # left by the killed run
+            third = _child([*_args(source, out), "--overwrite"])
+            assert third.returncode == 0, third.stderr
+            assert _files(out) == expected
+            assert not (out / LOCK_NAME).exists()
+
+
+def _wait_stopped(pid: int) -> None:
+    """Until the process is in state T (stopped by the fault hook)."""
+    import time
+
+    for _ in range(600):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            state = "?"
+        if state == "T":
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} never stopped")
