@@ -263,3 +263,15 @@ def test_npy_header_with_mixed_key_types(tmp_path: Path) -> None:
     body = b"{'descr': '|O', b'x': 1, 'fortran_order': False, 'shape': (1,), }"
     header = b"\x93NUMPY\x01\x00" + len(body + b"\n").to_bytes(2, "little") + body + b"\n"
     assert "not a .npy file" in _read("legacy-npy", header, tmp_path)
+
+
+def test_validation_line_with_an_iteration_beyond_int64(tmp_path: Path) -> None:
+    """Found by atheris: ``validation loss at iteration 10**30`` overflowed the int64 iteration array."""
+    chosen = target("curves-log")
+    check(
+        chosen,
+        b" iteration 1/ 2 | lm loss: 9.5 |\n validation loss at iteration "
+        + b"9" * 30
+        + b" | lm loss value: 9.4 |\n",
+        tmp_path,
+    )

@@ -52,6 +52,8 @@ from seqpack.errors import InputError
 
 BLOCK_BYTES = 16 << 20  # bounds memory: the kernel keeps ~10 arrays of 8 bytes per ':' of a block
 MAX_NOTES = 20
+#: Largest iteration a validation line may name (int64 storage; found by fuzzing: 10**30 overflowed).
+MAX_ITERATION = 2**62
 #: Longest line kept while looking for its end (memory stays ~2 blocks + this); longer is an InputError.
 MAX_LINE_BYTES = 64 << 20
 
@@ -247,6 +249,8 @@ def _scan_validation(state: _State, block: bytes) -> None:
         if at is None:
             continue
         iteration = int(at.group(1))
+        if iteration > MAX_ITERATION:  # not a real step (iterations are stored as int64)
+            continue
         label = at.group(2).decode("utf-8", errors="replace").strip()
         if label.startswith("on "):
             label = label[3:]
