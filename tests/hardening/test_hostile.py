@@ -84,11 +84,15 @@ def test_legacy_npy_amplifiers_are_refused(tmp_path: Path) -> None:
         read_legacy_npy(_npy_with_pickle(tmp_path / "b.npy", reconstruct))
 
 
-@pytest.mark.parametrize("opcode", [b"B" + struct.pack("<I", 2**31), b"\x8e" + struct.pack("<Q", 2**33)])
+@pytest.mark.parametrize(
+    "opcode",
+    [b"B" + struct.pack("<I", 2**31), b"\x8e" + struct.pack("<Q", 2**33), b"\x96" + struct.pack("<Q", 2**33)],
+    ids=["BINBYTES", "BINBYTES8", "BYTEARRAY8"],
+)
 def test_legacy_npy_declared_lengths_allocate_nothing(tmp_path: Path, opcode: bytes) -> None:
-    """Found by fuzzing: BINBYTES/BINBYTES8 declare a length the C unpickler allocates before reading;
-    13 bytes of pickle claimed 4 GiB. Read now with the pure-Python unpickler: a truncation error and a
-    peak of a few KiB."""
+    """Found by fuzzing: BINBYTES/BINBYTES8 declare a length the C unpickler allocates before reading
+    (13 bytes of pickle claimed 4 GiB), BYTEARRAY8 one the pure-Python unpickler allocates. Now: a
+    truncation error and a peak of a few KiB."""
     bomb = _npy_with_pickle(tmp_path / "bomb.npy", b"\x80\x04" + opcode + b"x.")
     tracemalloc.start()
     try:
