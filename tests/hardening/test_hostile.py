@@ -177,7 +177,7 @@ def test_symlinks_in_the_output_directory_are_replaced_not_followed(
     is replaced by the new file, and what it pointed to is never written, truncated or deleted."""
     outside = tmp_path / "outside"
     outside.mkdir()
-    victims = {name: outside / name for name in ("packed", "meta", "rejects")}
+    victims = {name: outside / name for name in ("packed", "meta", "rejects", "tokens.u32")}
     for victim in victims.values():
         victim.write_bytes(b"precious")
     out = tmp_path / "out"
@@ -185,6 +185,10 @@ def test_symlinks_in_the_output_directory_are_replaced_not_followed(
     (out / "training_8.idx.parquet").symlink_to(victims["packed"])
     (out / "rejects_training.jsonl").symlink_to(victims["rejects"])
     (out / "8_metadata.jsonl").symlink_to(tmp_path / "missing.jsonl")  # dangling
+    scratch = outside / "scratch"
+    scratch.mkdir()
+    (scratch / "tokens.u32").symlink_to(victims["tokens.u32"])
+    (out / f".seqpack-scratch-{os.getpid()}").symlink_to(scratch)  # this process's scratch name
     source = write_jsonl(tmp_path / "in.jsonl", [{"input_ids": [5, 6, 2]}, {"input_ids": [5] * 12 + [2]}])
     code, _, err = run(
         [os.fspath(source), "--out", os.fspath(out), "--pack-size", "8", "--overwrite"], capsys

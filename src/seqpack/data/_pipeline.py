@@ -27,10 +27,12 @@ import numpy as np
 import orjson
 
 from seqpack import __version__
-from seqpack._io import atomic_path
+from seqpack._faults import fault_point
+from seqpack._io import atomic_path, disk_full_error, is_disk_full
 from seqpack._progress import progress
 from seqpack.data._examples import IDS_FIELD, Examples
 from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers
+from seqpack.data._lock import claim_output_dir
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, iter_chunks
 from seqpack.data._scratch import ScratchStore, default_scratch_dir
 from seqpack.data._shape import Action, ShapeSpec, TooLong, check_lengths, shape
@@ -331,12 +333,22 @@ def pack_files(opts: PackOptions) -> PackResult:
     if opts.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
     out.mkdir(parents=True, exist_ok=True)
-    store = ScratchStore((opts.scratch_dir or out) / default_scratch_dir(out).name)
+    # One run per output directory; a killed run's leftovers are reclaimed (docs/failure-behaviour.md).
+    lock = claim_output_dir(out, opts.scratch_dir)
+    try:
+        store = ScratchStore((opts.scratch_dir or out) / default_scratch_dir(out).name)
+    except BaseException:
+        lock.release()
+        raise
     seconds: dict[str, float] = {}
     try:
         with contextlib.ExitStack() as stack:
-            rejects_tmp = stack.enter_context(atomic_path(rejects_path, overwrite=True))
+            # Commit order (the stack exits in reverse): metadata, then rejects, then the packed file last,
+            # so a run killed at any point leaves no packed file under its final name that inspect accepts
+            # (inspect reads a lone packed file without its sidecar).
             packed_tmp = stack.enter_context(atomic_path(packed_path, overwrite=True))
+            stack.callback(fault_point, "rename")
+            rejects_tmp = stack.enter_context(atomic_path(rejects_path, overwrite=True))
             bar = stack.enter_context(progress(opts.quiet))
             rejects = stack.enter_context(open(rejects_tmp, "wb"))
             t0 = time.perf_counter()
@@ -358,6 +370,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                         opts.bridge_compat,
                     )
                 pass1.add(examples, spec, infer_eos)
+                fault_point("read")
                 bar.advance(task, len(examples.lengths))
                 _rate(bar, task, pass1.counts, t0)
             seconds["read"] = time.perf_counter() - t0
@@ -377,8 +390,13 @@ def pack_files(opts: PackOptions) -> PackResult:
             if opts.balance is not None:
                 record["cost_model"] = opts.balance.to_record()
             seconds["plan"] = time.perf_counter() - t1
+            fault_point("plan")
             t2 = time.perf_counter()
             write_task = bar.add_task("write", total=plan.num_packs)
+
+            def on_row_group(packs: int, _tokens: int) -> None:
+                bar.advance(write_task, packs)
+                fault_point("write")
 
             fingerprinter = PackedFingerprinter() if opts.layout == "bridge" else None
             write_packed(
@@ -386,7 +404,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 store.read,
                 plan.items,
                 plan.pack_offsets,
-                on_row_group=lambda packs, _tokens: bar.advance(write_task, packs),
+                on_row_group=on_row_group,
                 layout=opts.layout,
                 fingerprinter=fingerprinter,
             )
@@ -405,9 +423,15 @@ def pack_files(opts: PackOptions) -> PackResult:
                 "packs": plan.num_packs,
             }
             entry = {**plan.bridge_metadata(), SEQPACK_KEY: record}
-        write_metadata_entry(meta_path, entry)
+            write_metadata_entry(meta_path, entry)
+            fault_point("commit")
+    except OSError as exc:  # ENOSPC, EFBIG (a file-size limit), EDQUOT: the directory, in one line
+        if not is_disk_full(exc):
+            raise
+        raise disk_full_error(Path(exc.filename).parent if exc.filename else out, exc) from None
     finally:
         store.remove()
+        lock.release()
     return PackResult(
         packed_path,
         meta_path,

@@ -18,7 +18,6 @@ directory (``--scratch-dir`` chooses another).
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from seqpack._io import is_disk_full
 from seqpack.errors import InputError
 
 #: Largest token id the scratch store holds (uint32); vocabularies are far below it.
@@ -33,7 +33,7 @@ MAX_TOKEN_ID = 2**32 - 1
 
 
 def _disk_error(directory: Path, exc: OSError) -> InputError:
-    if exc.errno == errno.ENOSPC:
+    if is_disk_full(exc):
         return InputError(
             f"{directory}: no space left for the scratch store (choose another with --scratch-dir)"
         )
@@ -90,7 +90,8 @@ class ScratchStore:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            directory.mkdir()  # never an existing one: a link planted under this name is not followed
             self._tokens = _FlatFile(directory / "tokens.u32", np.uint32)
             self._mask = _FlatFile(directory / "mask.u8", np.uint8)
         except OSError as exc:
