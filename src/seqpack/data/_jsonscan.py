@@ -118,6 +118,20 @@ def _literal(buf: np.ndarray, pos: int, end: int, word: np.ndarray) -> int:
 
 
 @numba.njit(cache=True)
+def _key(buf: np.ndarray, pos: int, end: int) -> int:
+    """An object key and its colon (``"name" :``) starting at ``pos``; the position after, or -1."""
+    if pos >= end or buf[pos] != _QUOTE:
+        return -1
+    pos = _string(buf, pos, end)
+    if pos < 0:
+        return -1
+    pos = _ws(buf, pos, end)
+    if pos >= end or buf[pos] != _COLON:
+        return -1
+    return pos + 1
+
+
+@numba.njit(cache=True)
 def _value(buf: np.ndarray, pos: int, end: int) -> int:
     """Validate one JSON value of any kind (iteratively, depth <= 64); the position after it, or -1."""
     stack = np.zeros(_MAX_DEPTH, dtype=np.uint8)  # 1 = array, 2 = object
@@ -141,15 +155,9 @@ def _value(buf: np.ndarray, pos: int, end: int) -> int:
                 sp += 1
                 opened = True
                 if c == _LBRACE:
-                    if pos >= end or buf[pos] != _QUOTE:
-                        return -1
-                    pos = _string(buf, pos, end)
+                    pos = _key(buf, pos, end)
                     if pos < 0:
                         return -1
-                    pos = _ws(buf, pos, end)
-                    if pos >= end or buf[pos] != _COLON:
-                        return -1
-                    pos += 1
         elif c == _QUOTE:
             pos = _string(buf, pos, end)
         elif c == _MINUS or _ZERO <= c <= _NINE:
@@ -178,16 +186,9 @@ def _value(buf: np.ndarray, pos: int, end: int) -> int:
             if c == _COMMA:
                 pos += 1
                 if top == 2:
-                    pos = _ws(buf, pos, end)
-                    if pos >= end or buf[pos] != _QUOTE:
-                        return -1
-                    pos = _string(buf, pos, end)
+                    pos = _key(buf, _ws(buf, pos, end), end)
                     if pos < 0:
                         return -1
-                    pos = _ws(buf, pos, end)
-                    if pos >= end or buf[pos] != _COLON:
-                        return -1
-                    pos += 1
                 break
             if (c == _RBRACKET and top == 1) or (c == _RBRACE and top == 2):
                 sp -= 1
