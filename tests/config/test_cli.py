@@ -137,6 +137,22 @@ def test_translate_bridge_to_mlm(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert capsys.readouterr().out.splitlines() == ["--num-layers 2", "# untranslated: logger.foo=1"]
 
 
+def test_translate_json_both_ways(capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--seq-length", "4096", "--bf16", "--use-mcore-models"]
+    assert main(["translate", "mlm-to-bridge", "--format", "json", "--", *flags]) == 0
+    forward = json.loads(capsys.readouterr().out)
+    assert forward["schema_version"] == 1
+    assert forward["overrides"] == [
+        "dataset.seq_length=4096",
+        "model.seq_length=4096",
+        "mixed_precision=bf16_mixed",
+    ]
+    assert [u["flag"] for u in forward["untranslated"]] == ["--use-mcore-models"]
+    assert main(["translate", "bridge-to-mlm", "--format", "json", *forward["overrides"]]) == 0
+    back = json.loads(capsys.readouterr().out)
+    assert back["flags"] == ["--seq-length", "4096", "--bf16"] and back["untranslated"] == []
+
+
 @pytest.mark.shared
 def test_real_cp2_case_as_fine_tuning(capsys: pytest.CaptureFixture[str], shared_dir: Path) -> None:
     """The CP=2 functional case is a valid pretraining run; fine-tuning it needs per-token loss (SP012),

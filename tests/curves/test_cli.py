@@ -120,6 +120,15 @@ def test_export_golden_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["curves", "export", str(path), "--golden", str(out)]) == 2  # exists
 
 
+def test_export_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = log(tmp_path, "run.log", {10: 10.5, 20: 9.5})
+    out = tmp_path / "golden.json"
+    assert main(["curves", "export", str(path), "--golden", str(out), "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["schema_version"] == 1 and summary["golden"] == str(out) and summary["source"] == str(path)
+    assert json.loads(out.read_text())["lm loss"]["values"] == {"10": 10.5, "20": 9.5}
+
+
 def test_export_without_loss_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = log(tmp_path, "noloss.log", {10: None, 20: None})
     assert main(["curves", "export", str(path), "--golden", str(tmp_path / "g.json")]) == 1

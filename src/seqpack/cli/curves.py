@@ -335,6 +335,7 @@ def export(
     input_format: str | None = InputFormatOption,
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file."),
     quiet: bool = QuietOption,
+    output_format: OutputFormat = FormatOption,
 ) -> None:
     """Write a run's metrics as Megatron-LM golden-value JSON (exit 1 when it holds no 'lm loss').
 
@@ -342,7 +343,11 @@ def export(
     """
     with progress(quiet) as bar:
         run = read_curves(log, input_format, progress=bar)
-    for note in write_golden(run, golden, overwrite=overwrite):
+    notes = write_golden(run, golden, overwrite=overwrite)
+    if output_format is OutputFormat.json:
+        emit_json({"source": str(log), "golden": str(golden), "notes": notes})
+        return
+    for note in notes:
         err_console.print(f"note: {note}", markup=False)
     if not quiet:
         err_console.print(f"wrote {golden}")

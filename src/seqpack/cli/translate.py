@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from seqpack.cli._common import out_console
+from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
 from seqpack.config import load_config
 from seqpack.errors import UsageError
 from seqpack.translate import bridge_to_mlm_report, format_override, load_model_args, mlm_to_bridge
@@ -24,6 +24,7 @@ def mlm_to_bridge_cmd(
     flags: list[str] | None = typer.Argument(None, help="Megatron-LM flags (after --)."),
     model_config: Path | None = typer.Option(None, "--model-config", help="Megatron-LM model_config.yaml."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any flag has no Bridge equivalent."),
+    output_format: OutputFormat = FormatOption,
 ) -> None:
     """Print Bridge overrides (KEY=VALUE, one per line), then untranslated flags as # comments.
 
@@ -32,13 +33,25 @@ def mlm_to_bridge_cmd(
     if (model_config is None) == (not flags):
         raise UsageError("give exactly one of --model-config FILE or flags after --")
     translation = mlm_to_bridge(load_model_args(model_config) if model_config else list(flags or []))
-    for key, value in translation.overrides.items():
-        out_console.print(format_override(key, value), markup=False)
-    for line in translation.conflicts:
-        out_console.print(f"# conflict: {line}", markup=False)
-    for item in translation.untranslated:
-        reason = translation.reasons[item.split(" ", 1)[0]]
-        out_console.print(f"# untranslated: {item}  ({reason})", markup=False)
+    if output_format is OutputFormat.json:
+        emit_json(
+            {
+                "overrides": [format_override(key, value) for key, value in translation.overrides.items()],
+                "conflicts": translation.conflicts,
+                "untranslated": [
+                    {"flag": item, "reason": translation.reasons[item.split(" ", 1)[0]]}
+                    for item in translation.untranslated
+                ],
+            }
+        )
+    else:
+        for key, value in translation.overrides.items():
+            out_console.print(format_override(key, value), markup=False)
+        for line in translation.conflicts:
+            out_console.print(f"# conflict: {line}", markup=False)
+        for item in translation.untranslated:
+            reason = translation.reasons[item.split(" ", 1)[0]]
+            out_console.print(f"# untranslated: {item}  ({reason})", markup=False)
     if strict and translation.untranslated:
         raise typer.Exit(1)
 
@@ -48,6 +61,7 @@ def bridge_to_mlm_cmd(
     overrides: list[str] | None = typer.Argument(None, help="KEY=VALUE Bridge overrides."),
     config: Path | None = typer.Option(None, "--config", help="Bridge YAML config to translate."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any key has no Megatron-LM flag."),
+    output_format: OutputFormat = FormatOption,
 ) -> None:
     """Print Megatron-LM flags for Bridge overrides, then keys without a flag as # comments.
 
@@ -58,9 +72,12 @@ def bridge_to_mlm_cmd(
     loaded = load_config(config, overrides or [])
     flat = _flatten(loaded.raw)
     reverse = bridge_to_mlm_report(flat)
-    out_console.print(shlex.join(reverse.flags), markup=False)
-    for item in reverse.untranslated:
-        out_console.print(f"# untranslated: {item}", markup=False)
+    if output_format is OutputFormat.json:
+        emit_json({"flags": reverse.flags, "untranslated": reverse.untranslated})
+    else:
+        out_console.print(shlex.join(reverse.flags), markup=False)
+        for item in reverse.untranslated:
+            out_console.print(f"# untranslated: {item}", markup=False)
     if strict and reverse.untranslated:
         raise typer.Exit(1)
 
