@@ -94,6 +94,9 @@ def _distributed(device: torch.device) -> Iterator[tuple[int, int]]:
     dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     try:
         yield dist.get_rank(), dist.get_world_size()
+        # Every rank done talking before any tears the group down: without it a rank that destroys
+        # first can close gloo's sockets under its peer, which then aborts at exit (SIGABRT).
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
