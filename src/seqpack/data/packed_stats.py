@@ -82,6 +82,20 @@ class PackedStats:
         }
 
 
+def check_pack_capacity(block: PackedBlock, pack_size: int, pack_runtime: np.ndarray | None = None) -> None:
+    """A :class:`DataError` naming the first pack whose runtime tokens (stored - 1 per sequence, spec §2)
+    exceed ``pack_size``; ``pack_runtime`` may be passed when the caller has it already."""
+    if pack_runtime is None:
+        pack_runtime = block.row_lengths() - block.sequences_per_row()
+    over = np.flatnonzero(pack_runtime > pack_size)
+    if over.size:
+        r = int(over[0])
+        raise DataError(
+            f"{where(block.path, row=block.first_row + r)}: {pack_runtime[r]} runtime tokens exceed "
+            f"pack_size {pack_size}"
+        )
+
+
 def collect_stats(
     blocks: Iterable[PackedBlock], *, pack_size: int | None = None, strict: bool = True
 ) -> PackedStats:
@@ -98,13 +112,7 @@ def collect_stats(
         runtime = stored - 1
         pack_runtime = block.row_lengths() - per_pack
         if pack_size is not None:
-            over = np.flatnonzero(pack_runtime > pack_size)
-            if over.size:
-                r = int(over[0])
-                raise DataError(
-                    f"{where(block.path, row=block.first_row + r)}: {pack_runtime[r]} runtime tokens exceed "
-                    f"pack_size {pack_size}"
-                )
+            check_pack_capacity(block, pack_size, pack_runtime)
         stats.packs += block.num_rows
         stats.sequences += int(per_pack.sum())
         stats.stored_tokens += int(stored.sum())

@@ -19,6 +19,7 @@ import numpy as np
 
 from seqpack.batching import PackedDataset
 from seqpack.data import SEQPACK_KEY, combine_metadata, read_metadata
+from seqpack.data.packed_stats import check_pack_capacity
 from seqpack.errors import DataError, UsageError, where
 
 _PACKED_NAME = re.compile(r"_(\d+)\.idx\.(?:parquet|pq)$", re.IGNORECASE)
@@ -125,13 +126,7 @@ def open_packed(
                     "(the data was packed with another pad_seq_to_mult)"
                 )
         if pack_size is not None:
-            bad = np.flatnonzero(per_row > pack_size)
-            if bad.size:
-                row = int(bad[0])
-                raise DataError(
-                    f"{where(block.path, row=block.first_row + row)}: pack holds {int(per_row[row])} runtime "
-                    f"tokens, more than the pack size {pack_size}"
-                )
+            check_pack_capacity(block, pack_size, per_row)
         ids_max = int(block.input_ids.max()) if block.input_ids.size else 0
         if ids_max >= vocab:
             pos = int(np.argmax(block.input_ids >= vocab))
