@@ -119,7 +119,11 @@ def pack(
     completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
     messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
     workers: int = typer.Option(
-        None, "--workers", "-j", help="Processes for tokenizing text (default: all cores)."
+        None,
+        "--workers",
+        "-j",
+        help="Parallel workers (default: all cores): processes to tokenize text, threads to scan "
+        "pre-tokenized input and to encode row groups. The output is identical for any number.",
     ),
     layout: str = typer.Option("bridge", "--layout", help="bridge (packed Parquet) or hf (flattened)."),
     chunk_rows: int = typer.Option(1024, "--chunk-rows", help="Records per chunk handed to a worker."),

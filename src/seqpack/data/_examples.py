@@ -44,6 +44,12 @@ class Examples:
     lengths: np.ndarray  # int64, stored tokens per example (runtime length + 1)
     line_based: bool = True  # locs are 1-based JSONL lines (else 0-based table rows)
 
+    def without_tokens(self) -> Examples:
+        """The same examples' lengths and locations only: what a worker sends back once it has shaped
+        the tokens (they travel once, as the shaped pieces)."""
+        empty = np.zeros(0, dtype=np.int64)
+        return Examples(self.source, self.locs, empty, empty.astype(np.uint8), self.lengths, self.line_based)
+
     def where(self, path: str, index: int, field: str | None = None) -> str:
         """``file:line`` or ``file row N`` (plus the field) of example ``index``."""
         loc = int(self.locs[index])

@@ -14,12 +14,31 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from seqpack._ordered import WorkerLost, map_ordered
 from seqpack.data._examples import Examples, pretokenized
 from seqpack.data._readers import RawChunk
 from seqpack.data._text import TextSpec, tokenize_chunk
 from seqpack.errors import DataError
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class ChunkJob(Protocol[T_co]):
+    """Work done on every chunk by a worker: picklable, names its inputs, says where it runs best."""
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The input files, by source index (for error messages)."""
+        ...
+
+    @property
+    def needs_processes(self) -> bool:
+        """True when the work holds the GIL (tokenizers), so only processes run it in parallel."""
+        ...
+
+    def __call__(self, chunk: RawChunk) -> T_co: ...
 
 
 @dataclass(frozen=True)
@@ -28,6 +47,10 @@ class Converter:
 
     paths: tuple[str, ...]
     text: TextSpec | None = None
+
+    @property
+    def needs_processes(self) -> bool:
+        return self.text is not None
 
     def __call__(self, chunk: RawChunk) -> Examples:
         path = self.paths[chunk.source]
@@ -49,18 +72,18 @@ def _range(paths: tuple[str, ...], chunk: RawChunk) -> str:
     return f"{paths[chunk.source]} {unit} {int(chunk.locs[0])}-{int(chunk.locs[-1])}"
 
 
-def convert_all(chunks: Iterator[RawChunk], converter: Converter, workers: int) -> Iterator[Examples]:
-    """Convert every chunk, in order; ``workers <= 1`` converts in this process.
+def convert_all(chunks: Iterator[RawChunk], job: ChunkJob[T_co], workers: int) -> Iterator[T_co]:
+    """Run ``job`` on every chunk, results in order; ``workers <= 1`` runs it in this process.
 
     Pre-tokenized chunks go to threads: the scanner is a numba kernel that releases the GIL, and a chunk
     handed to a thread costs nothing to ship. Text goes to processes: tokenizers hold the GIL.
     """
     if workers <= 1:
         for chunk in chunks:
-            yield converter(chunk)
+            yield job(chunk)
         return
     executor: Executor
-    if converter.text is None:
+    if not job.needs_processes:
         executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seqpack-scan")
     else:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -68,11 +91,11 @@ def convert_all(chunks: Iterator[RawChunk], converter: Converter, workers: int) 
         executor = ProcessPoolExecutor(max_workers=workers, mp_context=context)
     with executor:
         try:
-            yield from map_ordered(executor, converter, chunks, 2 * workers)
+            yield from map_ordered(executor, job, chunks, 2 * workers)
         except WorkerLost as lost:
             first, last = (
-                _range(converter.paths, lost.in_flight[0]),
-                _range(converter.paths, lost.in_flight[-1]),
+                _range(job.paths, lost.in_flight[0]),
+                _range(job.paths, lost.in_flight[-1]),
             )
             held = first if len(lost.in_flight) == 1 else f"{first} .. {last}"
             raise DataError(f"{held}: a worker process died while converting these samples") from None

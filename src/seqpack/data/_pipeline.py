@@ -18,7 +18,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -33,9 +33,9 @@ from seqpack._progress import progress
 from seqpack.data._examples import IDS_FIELD, Examples
 from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers
 from seqpack.data._lock import claim_output_dir
-from seqpack.data._readers import DEFAULT_CHUNK_ROWS, iter_chunks
+from seqpack.data._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks
 from seqpack.data._scratch import ScratchStore, default_scratch_dir
-from seqpack.data._shape import Action, ShapeSpec, TooLong, check_lengths, shape
+from seqpack.data._shape import Action, Shaped, ShapeSpec, TooLong, check_lengths, shape
 from seqpack.data._text import TextSpec, load_tokenizer, tokenizer_hash
 from seqpack.data._write import write_packed
 from seqpack.data.metadata import (
@@ -220,6 +220,47 @@ def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: di
                 )
 
 
+def check_eos(examples: Examples, eos_id: int, paths: tuple[str, ...]) -> None:
+    """Pre-tokenized input without a given EOS: every row must end with the same token."""
+    last = examples.tokens[np.cumsum(examples.lengths) - 1]
+    bad = np.flatnonzero(last != eos_id)
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(
+            f"{examples.where(paths[examples.source], i, IDS_FIELD)}: last token {int(last[i])} "
+            f"differs from {eos_id}, the last token of the rows before it (pass --eos-id, or fix the row)"
+        )
+
+
+@dataclass(frozen=True)
+class _ShapeChunk:
+    """A worker's whole share of pass 1 for one chunk: convert, check the EOS, shape.
+
+    Picklable (it runs in processes for text). It returns the examples without their tokens: the shaped
+    pieces carry them, and only those go to the scratch store.
+    """
+
+    converter: Converter
+    spec: ShapeSpec
+    infer_eos: bool
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return self.converter.paths
+
+    @property
+    def needs_processes(self) -> bool:
+        return self.converter.needs_processes
+
+    def __call__(self, chunk: RawChunk) -> tuple[Examples, Shaped]:
+        return self.shape(self.converter(chunk))
+
+    def shape(self, examples: Examples) -> tuple[Examples, Shaped]:
+        if self.infer_eos:
+            check_eos(examples, self.spec.eos_id, self.paths)
+        return examples.without_tokens(), shape(examples.tokens, examples.mask, examples.lengths, self.spec)
+
+
 class _Pass1:
     """Consumes converted chunks: checks EOS, shapes, appends to the store, writes rejects, counts."""
 
@@ -230,26 +271,13 @@ class _Pass1:
         self.counts = Counts()
         self.lengths: list[np.ndarray] = []
 
-    def check_eos(self, examples: Examples, eos_id: int) -> None:
-        """Pre-tokenized input without a given EOS: every row must end with the same token."""
-        last = examples.tokens[np.cumsum(examples.lengths) - 1]
-        bad = np.flatnonzero(last != eos_id)
-        if bad.size:
-            i = int(bad[0])
-            raise DataError(
-                f"{examples.where(self.paths[examples.source], i, IDS_FIELD)}: last token {int(last[i])} "
-                f"differs from {eos_id}, the last token of the rows before it (pass --eos-id, or fix the row)"
-            )
-
-    def add(self, examples: Examples, spec: ShapeSpec, infer_eos: bool) -> None:
-        if infer_eos:
-            self.check_eos(examples, spec.eos_id)
-        shaped = shape(examples.tokens, examples.mask, examples.lengths, spec)
+    def add(self, examples: Examples, shaped: Shaped, spec: ShapeSpec) -> None:
+        """Store one chunk's shaped pieces (in input order), count them, list what was not kept as is."""
         self.store.append(shaped.tokens, shaped.mask, shaped.lengths)
         self.lengths.append(shaped.lengths - 1)
         c = self.counts
         c.samples_in += len(examples.lengths)
-        c.tokens_in += len(examples.tokens)
+        c.tokens_in += int(examples.lengths.sum())
         c.pieces += len(shaped.lengths)
         actions = shaped.actions
         c.packed += int(np.count_nonzero(shaped.pieces > 0))
@@ -353,20 +381,15 @@ def pack_files(opts: PackOptions) -> PackResult:
             pass1 = _Pass1(as_paths(opts.inputs), store, rejects)
             task = bar.add_task("read", total=None)
             spec: ShapeSpec | None = None
-            infer_eos = eos_id is None
-            converted: Iterator[Examples] = convert_all(
-                iter_chunks(opts.inputs, opts.chunk_rows), Converter(pass1.paths, text_spec), workers
-            )
-            for examples in converted:
-                if spec is None:
-                    spec = ShapeSpec(
-                        max_len,
-                        opts.pad_seq_to_mult,
-                        int(examples.tokens[examples.lengths[0] - 1]) if eos_id is None else int(eos_id),
-                        opts.too_long or TooLong.reject,
-                        opts.bridge_compat,
-                    )
-                pass1.add(examples, spec, infer_eos)
+
+            def spec_for(eos: int) -> ShapeSpec:
+                too_long = opts.too_long or TooLong.reject
+                return ShapeSpec(max_len, opts.pad_seq_to_mult, eos, too_long, opts.bridge_compat)
+
+            chunks = iter_chunks(opts.inputs, opts.chunk_rows)
+            converter = Converter(pass1.paths, text_spec)
+            for examples, shaped, spec in _shaped_chunks(chunks, converter, spec_for, eos_id, workers):
+                pass1.add(examples, shaped, spec)
                 fault_point("read")
                 bar.advance(task, len(examples.lengths))
                 _rate(bar, task, pass1.counts, t0)
@@ -442,6 +465,31 @@ def pack_files(opts: PackOptions) -> PackResult:
         opts.pack_size,
         seconds,
     )
+
+
+def _shaped_chunks(
+    chunks: Iterator[RawChunk],
+    converter: Converter,
+    spec_for: Callable[[int], ShapeSpec],
+    eos_id: int | None,
+    workers: int,
+) -> Iterator[tuple[Examples, Shaped, ShapeSpec]]:
+    """Pass 1's chunks, converted and shaped on the workers, in input order.
+
+    Without a known EOS (pre-tokenized input, no ``--eos-id``) the first chunk is converted here: the last
+    token of its first row is the EOS every row must end with, and the shaping pads with it.
+    """
+    if eos_id is None:
+        first_chunk = next(chunks, None)
+        if first_chunk is None:
+            return
+        first = converter(first_chunk)
+        job = _ShapeChunk(converter, spec_for(int(first.tokens[first.lengths[0] - 1])), infer_eos=True)
+        yield (*job.shape(first), job.spec)
+    else:
+        job = _ShapeChunk(converter, spec_for(int(eos_id)), infer_eos=False)
+    for examples, shaped in convert_all(chunks, job, workers):
+        yield examples, shaped, job.spec
 
 
 def _plan(lengths: np.ndarray, opts: PackOptions, algorithm: str) -> PackPlan:

@@ -139,7 +139,7 @@ def _ceil_to(values: np.ndarray, m: int) -> np.ndarray:
     return -(-values // m) * m
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # nogil: chunks are shaped on several threads
 def _fill_kernel(
     tokens: np.ndarray,
     mask: np.ndarray,
@@ -178,7 +178,7 @@ def _fill(
     eos_id: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     out_starts = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(out_len)])
-    out_tokens = np.empty(int(out_starts[-1]), dtype=np.int64)
+    out_tokens = np.empty(int(out_starts[-1]), dtype=np.uint32)  # the scratch store's dtype: no copy there
     out_mask = np.empty(int(out_starts[-1]), dtype=np.uint8)
     _fill_kernel(
         tokens.astype(np.int64, copy=False),
