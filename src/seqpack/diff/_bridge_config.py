@@ -205,6 +205,7 @@ def compare(
             row["configs"][variant] = {
                 "doctor": "error" if doctor[key] else "silent",
                 "bridge": outcome["outcome"],
+                "bridge_stage": outcome["stage"],
                 "bridge_error": outcome["error"],
             }
             if outcome["outcome"] in ("unbuilt", "error"):

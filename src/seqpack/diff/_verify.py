@@ -10,7 +10,12 @@ counted as passed):
 2. **collate** -- Bridge's ``GPTSFTPackedParquetDataset`` + ``collate_fn`` on seqpack's packed file vs
    seqpack's ``PackedDataset`` + ``PackedCollator``, batch for batch, every key; needs Bridge importable
    (Megatron-Core, torch). seqpack's collate variant follows the installed release (:func:`collate_variant`).
-3. **config** -- Bridge's ``ConfigContainer.validate`` on doctor's rule cases; needs Bridge importable.
+3. **config** -- doctor's rule cases (:data:`seqpack.diff._bridge_config.CASES`: per rule that mirrors a check
+   Bridge makes, a config breaking it and a passing twin) built into Bridge's own config classes and run
+   through ``ConfigContainer.validate`` in a child interpreter; the verdicts are compared case by case
+   (agree / doctor-only / bridge-only; configs this Bridge cannot express are listed as unbuilt). Needs an
+   importable Bridge, or ``--bridge-wheel`` plus a Megatron-Core with ``megatron.training``
+   (``--megatron-core-wheel``); see :mod:`seqpack.diff._bridge_config_child` for how a wheel is loaded.
 """
 
 from __future__ import annotations
