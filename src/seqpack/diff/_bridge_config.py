@@ -129,6 +129,8 @@ CASES: tuple[RuleCase, ...] = (
     RuleCase(
         "SP023", (f"{SPECS}.max_single_sequence_length=1024",), (f"{SPECS}.max_single_sequence_length=512",)
     ),
+    # Bridge checks that the pretrained checkpoint exists: "/" exists on every machine
+    RuleCase("SP031", ("peft=lora",), ("peft=lora", "checkpoint.pretrained_checkpoint=/")),
     RuleCase("SP024", (CP2, "model.seq_length=510", "dataset.seq_length=510"), (CP2,), base=IN_BATCH),
 )
 

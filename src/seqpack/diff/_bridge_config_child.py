@@ -144,9 +144,21 @@ class _Classes:
             body["source"] = self.source(**body["source"])
         return self.datasets[kind](**body)
 
+    @staticmethod
+    def peft(body: Any) -> Any:
+        """``peft: lora`` (or a mapping of its fields): Bridge's LoRA (layers need Transformer Engine)."""
+        from megatron.bridge.peft.lora import LoRA
+
+        return LoRA(**body) if isinstance(body, dict) else LoRA()
+
     def build(self, raw: dict[str, Any]) -> Any:
+        unknown = sorted(set(raw) - set(self.sections) - {"dataset", "peft"})
+        if unknown:
+            raise KeyError(f"no Bridge class is mapped for section(s) {', '.join(unknown)}")
         kwargs = {name: cls(**raw.get(name, {})) for name, cls in self.sections.items()}
         kwargs["dataset"] = self.dataset(raw.get("dataset", {}))
+        if raw.get("peft") is not None:
+            kwargs["peft"] = self.peft(raw["peft"])
         return self.container(**kwargs)
 
 
