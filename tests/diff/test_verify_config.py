@@ -108,8 +108,11 @@ def test_config_part_is_skipped_with_the_reason_when_bridge_is_absent(
         "megatron-bridge is not installed",
     )
     monkeypatch.setattr(bc, "_installed_mcore_training", lambda: None)
-    source, reason = bc.config_source("bridge.whl", None, tmp_path, False, "not installed")
-    assert source is None and "--megatron-core-wheel" in reason
+    for importable in (False, True):  # a given wheel is what is verified, installed Bridge or not
+        source, reason = bc.config_source("bridge.whl", None, tmp_path, importable, "not installed")
+        assert source is None and "--megatron-core-wheel" in reason
+    installed, _ = bc.config_source(None, None, tmp_path, True, "")
+    assert installed == BridgeConfigSource("installed megatron-bridge")
 
 
 def test_a_bridge_that_does_not_load_skips_the_part(tmp_path: Path) -> None:

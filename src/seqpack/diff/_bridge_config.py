@@ -252,13 +252,12 @@ def config_source(
 ) -> tuple[BridgeConfigSource | None, str]:
     """Which Bridge the config part validates with, or why it cannot run here.
 
-    The installed Bridge when it imports; else the ``--bridge-wheel`` with a Megatron-Core that has
-    ``megatron.training`` (``--megatron-core-wheel``, or the installed one when recent enough).
+    The ``--bridge-wheel`` when given (as for the packing part), with a Megatron-Core that has
+    ``megatron.training`` (``--megatron-core-wheel``, or the installed one when recent enough); else the
+    installed Bridge when it imports.
     """
-    if importable:
-        return BridgeConfigSource("installed megatron-bridge"), ""
     if bridge_wheel is None:
-        return None, why
+        return (BridgeConfigSource("installed megatron-bridge"), "") if importable else (None, why)
     paths: tuple[Path, ...] = ()
     if mcore_wheel is not None:
         root = work / "megatron-core"
