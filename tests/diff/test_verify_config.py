@@ -98,6 +98,9 @@ def test_cases_bridge_cannot_build_are_listed_and_never_pass_alone() -> None:
     assert unbuilt["counts"] == {"agree": 0, "doctor-only": 0, "bridge-only": 0, "unbuilt": 1}
     assert unbuilt["cases"][0]["configs"]["bad"]["bridge_error"] == "TypeError: no such field"
     assert bc.config_status(unbuilt)[0] == "skipped"
+    # a disagreement on the other config still fails the part
+    wrong = bc.compare([case], doctor, {"SP005:bad": _outcome("accepted"), "SP005:good": _outcome("unbuilt")})
+    assert wrong["cases"][0]["verdict"] == "doctor-only" and bc.config_status(wrong)[0] == "failed"
 
 
 def test_config_part_is_skipped_with_the_reason_when_bridge_is_absent(

@@ -34,7 +34,7 @@ from seqpack.diff._bridge_peer import unpack_wheel
 
 #: The child script, run by path so it imports nothing from seqpack.
 CHILD = Path(__file__).with_name("_bridge_config_child.py")
-#: Seconds the child may take (imports of torch + Megatron-Core + Bridge dominate: ~5 s on 2 cores).
+#: Seconds the child may take (imports of torch + Megatron-Core + Bridge dominate: ~7 s on 2 cores).
 CHILD_TIMEOUT_S = 300
 
 SPECS = "dataset.offline_packing_specs"
@@ -200,7 +200,8 @@ def compare(
     """Case by case: ``agree``, ``doctor-only`` / ``bridge-only`` (on which config), or ``unbuilt``."""
     rows = []
     for case in cases:
-        row: dict[str, Any] = {"rule": case.rule, "verdict": "agree", "configs": {}}
+        row: dict[str, Any] = {"rule": case.rule, "configs": {}}
+        verdicts: list[str] = []
         for key in case.configs():
             outcome = bridge[key]
             variant = key.split(":", 1)[1]
@@ -211,9 +212,11 @@ def compare(
                 "bridge_error": outcome["error"],
             }
             if outcome["outcome"] in ("unbuilt", "error"):
-                row["verdict"] = "unbuilt"
-            elif row["verdict"] == "agree" and doctor[key] != (outcome["outcome"] == "rejected"):
-                row["verdict"] = "doctor-only" if doctor[key] else "bridge-only"
+                verdicts.append("unbuilt")
+            elif doctor[key] != (outcome["outcome"] == "rejected"):
+                verdicts.append("doctor-only" if doctor[key] else "bridge-only")
+        # a disagreement on one config is reported even when the other could not be built
+        row["verdict"] = next((v for v in verdicts if v != "unbuilt"), verdicts[0] if verdicts else "agree")
         rows.append(row)
     counts = {
         v: sum(r["verdict"] == v for r in rows) for v in ("agree", "doctor-only", "bridge-only", "unbuilt")
