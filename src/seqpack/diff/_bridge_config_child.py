@@ -80,6 +80,9 @@ def _placeholder_module(name: str) -> types.ModuleType:
 def _load_from_wheel(bridge_root: Path) -> list[str]:
     """Prepare ``sys.modules`` so ``megatron.bridge.training.config`` imports from an unpacked wheel."""
     stand_ins: list[str] = []
+    # Bridge's package_info appends the git HEAD of the directory it sits in: an unpacked wheel inside some
+    # repository would report that repository's commit as Bridge's
+    os.environ["NO_VCS_VERSION"] = "1"
     if sys.version_info < (3, 12):
         import typing
 
