@@ -1,21 +1,21 @@
-"""Pass 1's conversion of raw chunks into stored examples, in order, over ``K`` worker processes.
+"""Pass 1's conversion of raw chunks into stored examples, in order, over ``K`` workers.
 
 Chunks go to workers through a bounded window (``2 K`` chunks in flight) and come back in submission
-order, so the result is identical for every ``K`` and memory stays bounded by the window. A worker
-that dies (killed, out of memory) fails the run naming the input and line/row range it held.
+order (:func:`seqpack._ordered.map_ordered`), so the result is identical for every ``K`` and memory stays
+bounded by the window. A worker process that dies (killed, out of memory) fails the run naming the input
+and line/row range it held.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from seqpack._ordered import WorkerLost, map_ordered
 from seqpack.data._examples import Examples, pretokenized
 from seqpack.data._readers import RawChunk
 from seqpack.data._text import TextSpec, tokenize_chunk
@@ -50,38 +50,32 @@ def _range(paths: tuple[str, ...], chunk: RawChunk) -> str:
 
 
 def convert_all(chunks: Iterator[RawChunk], converter: Converter, workers: int) -> Iterator[Examples]:
-    """Convert every chunk, in order; ``workers <= 1`` converts in this process."""
+    """Convert every chunk, in order; ``workers <= 1`` converts in this process.
+
+    Pre-tokenized chunks go to threads: the scanner is a numba kernel that releases the GIL, and a chunk
+    handed to a thread costs nothing to ship. Text goes to processes: tokenizers hold the GIL.
+    """
     if workers <= 1:
         for chunk in chunks:
             yield converter(chunk)
         return
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    pending: deque[tuple[RawChunk, Future[Examples]]] = deque()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    executor: Executor
+    if converter.text is None:
+        executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seqpack-scan")
+    else:
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+        executor = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    with executor:
         try:
-            for chunk in chunks:
-                pending.append((chunk, pool.submit(converter, chunk)))
-                if len(pending) >= 2 * workers:
-                    yield _result(converter.paths, pending)
-            while pending:
-                yield _result(converter.paths, pending)
-        finally:
-            for _, future in pending:
-                future.cancel()
-
-
-def _result(paths: tuple[str, ...], pending: deque[tuple[RawChunk, Future[Examples]]]) -> Examples:
-    """The oldest chunk's result; a dead worker fails the run naming the samples that were in flight."""
-    try:
-        return pending[0][1].result()
-    except BrokenProcessPool:
-        first, last = _range(paths, pending[0][0]), _range(paths, pending[-1][0])
-        held = first if len(pending) == 1 else f"{first} .. {last}"
-        raise DataError(f"{held}: a worker process died while converting these samples") from None
-    finally:
-        if pending and pending[0][1].done():
-            pending.popleft()
+            yield from map_ordered(executor, converter, chunks, 2 * workers)
+        except WorkerLost as lost:
+            first, last = (
+                _range(converter.paths, lost.in_flight[0]),
+                _range(converter.paths, lost.in_flight[-1]),
+            )
+            held = first if len(lost.in_flight) == 1 else f"{first} .. {last}"
+            raise DataError(f"{held}: a worker process died while converting these samples") from None
 
 
 def as_paths(inputs: list[Path]) -> tuple[str, ...]:

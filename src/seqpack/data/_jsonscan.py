@@ -243,7 +243,7 @@ def _key_is(buf: np.ndarray, start: int, stop: int, key: np.ndarray) -> bool:
     return True
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # nogil: chunks are scanned on several threads at once
 def _scan(
     buf: np.ndarray,
     starts: np.ndarray,

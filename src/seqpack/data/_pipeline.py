@@ -327,9 +327,6 @@ def pack_files(opts: PackOptions) -> PackResult:
     workers = opts.workers if opts.workers is not None else default_workers()
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
-    if text_spec is None:
-        # Pre-tokenized chunks are scanned faster in this process than they can be shipped to another.
-        workers = 1
     if opts.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
     out.mkdir(parents=True, exist_ok=True)
@@ -393,6 +390,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             fault_point("plan")
             t2 = time.perf_counter()
             write_task = bar.add_task("write", total=plan.num_packs)
+            store.offsets()  # computed once, here: pass 2 reads the store from several threads
 
             def on_row_group(packs: int, _tokens: int) -> None:
                 bar.advance(write_task, packs)
@@ -407,6 +405,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 on_row_group=on_row_group,
                 layout=opts.layout,
                 fingerprinter=fingerprinter,
+                threads=workers,
             )
             if fingerprinter is not None:
                 record["fingerprint"] = fingerprinter.result().to_dict()

@@ -10,18 +10,23 @@ tokens::
 
 Both directions use plain positional file I/O, never a memory map: a pack draws examples from all over
 the file, and mapping them (even with ``MADV_RANDOM``) lets the kernel map whole large folios per fault,
-so one row group of 500 packs could pull the entire file into this process's RSS. ``os.preadv`` into a
-per-row-group buffer keeps resident memory at one row group. A full disk is a clear error naming the
-directory (``--scratch-dir`` chooses another).
+so one row group of 500 packs could pull the entire file into this process's RSS. ``pread`` into a
+per-row-group buffer keeps resident memory at one row group. A row group is thousands of small reads,
+so they are issued from a numba kernel calling libc's ``pread`` (no Python per read, no GIL: pass 2
+builds row groups on several threads). Reading is thread-safe; appending is not (pass 1 appends from
+one thread). A full disk is a clear error naming the directory (``--scratch-dir`` chooses another).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
+import numba
 import numpy as np
 import numpy.typing as npt
 
@@ -38,6 +43,34 @@ def _disk_error(directory: Path, exc: OSError) -> InputError:
             f"{directory}: no space left for the scratch store (choose another with --scratch-dir)"
         )
     return InputError(f"{directory}: cannot use the scratch store ({exc.strerror})")
+
+
+def _libc_pread() -> Any:
+    """libc's ``pread(fd, buf, count, offset)`` as a ctypes function numba can call."""
+    function = ctypes.CDLL(None, use_errno=True).pread
+    function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64]
+    function.restype = ctypes.c_ssize_t
+    return function
+
+
+_PREAD = _libc_pread()
+
+
+@numba.njit(cache=True, nogil=True)
+def _pread_ranges(pread: Any, fd: int, starts: np.ndarray, sizes: np.ndarray, out: np.ndarray) -> int:
+    """Read byte ranges ``[starts[i], starts[i] + sizes[i])`` of ``fd`` into ``out``, concatenated.
+
+    ``pread`` comes in as an argument (not a global) so the compiled kernel can be cached on disk.
+    Returns -1, or the index of the first range that came back short (the caller re-reads it to raise).
+    """
+    base = out.ctypes.data
+    pos = 0
+    for i in range(starts.shape[0]):
+        size = sizes[i]
+        if size > 0 and pread(fd, base + pos, size, starts[i]) != size:
+            return i
+        pos += size
+    return -1
 
 
 class _FlatFile:
@@ -63,20 +96,16 @@ class _FlatFile:
 
     def read_ranges(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Elements ``[starts[i], stops[i])`` for every ``i``, concatenated in that order."""
-        sizes = stops - starts
-        out = np.empty(int(sizes.sum()), dtype=self.dtype)
-        raw = out.data.cast("B")
         item = self.dtype.itemsize
-        pos = 0
-        try:
-            for start, size in zip(starts.tolist(), sizes.tolist(), strict=True):
-                nbytes = size * item
-                got = os.preadv(self._fd, [raw[pos : pos + nbytes]], start * item)
-                if got != nbytes:  # pragma: no cover - a scratch file changed under us
-                    raise InputError(f"{self.path}: short read from the scratch store")
-                pos += nbytes
-        except OSError as exc:  # pragma: no cover - I/O error on the scratch disk
-            raise _disk_error(self.path.parent, exc) from None
+        sizes = (stops - starts) * item
+        out = np.empty(int(sizes.sum()) // item, dtype=self.dtype)
+        failed = _pread_ranges(_PREAD, self._fd, starts * item, sizes, out.view(np.uint8))
+        if failed >= 0:  # pragma: no cover - I/O error on the scratch disk, or the file changed under us
+            try:
+                got = os.pread(self._fd, int(sizes[failed]), int(starts[failed]) * item)
+            except OSError as exc:
+                raise _disk_error(self.path.parent, exc) from None
+            raise InputError(f"{self.path}: short read from the scratch store ({len(got)} bytes)")
         return out
 
     def close(self) -> None:
@@ -110,7 +139,10 @@ class ScratchStore:
         self._offsets = None
 
     def offsets(self) -> np.ndarray:
-        """``int64[num_examples + 1]``: where each example starts in the flat files."""
+        """``int64[num_examples + 1]``: where each example starts in the flat files.
+
+        Call it once after the last ``append`` and before reading from several threads.
+        """
         if self._offsets is None:
             self._offsets = np.concatenate([np.zeros(1, dtype=np.int64), *self._ends])
         return self._offsets

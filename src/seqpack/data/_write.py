@@ -11,23 +11,30 @@ examples ``[5 6 2]`` (mask ``[0 1 1]``) and ``[7 2]`` (mask ``[1 1]``)::
 
 The roll over the whole buffer is ``rolled[j] = mask[j + 1]`` followed by a 0 at every example's last
 position, which is exact because those are the only positions where ``j + 1`` crosses into the next
-example. The buffers are wrapped zero-copy as Arrow list arrays and written as one row group each, so
-memory is bounded by one row group whatever the dataset size.
+example. The buffers are wrapped zero-copy as Arrow list arrays and encoded as one row group each.
+
+Row groups are independent, so each one is read, built, fingerprinted and encoded on a thread of its own
+(``threads``), and :class:`~seqpack.data._row_groups.RowGroupStitcher` writes them to the file in order:
+the file is byte for byte what one thread would write. Memory is bounded by the ``2 * threads`` row
+groups in flight, whatever the dataset size.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from seqpack._ordered import map_ordered
+from seqpack.data._row_groups import RowGroupStitcher, encode_row_group
 
 if TYPE_CHECKING:
-    from seqpack.diff import PackedFingerprinter
+    from seqpack.diff import BlockHashes, PackedFingerprinter
 
 #: Bridge's packed Parquet schema, column order and types (spec §3).
 PACKED_SCHEMA = pa.schema(
@@ -61,6 +68,16 @@ def _list(offsets: np.ndarray, values: np.ndarray) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values))
 
 
+@dataclass(frozen=True)
+class _EncodedGroup:
+    """One row group, ready to append: its Parquet bytes, size, and (Bridge layout) its hashes."""
+
+    packs: int
+    tokens: int
+    parquet: pa.Buffer
+    hashes: BlockHashes | None
+
+
 def write_packed(
     path: Path,
     read: Reader,
@@ -69,27 +86,32 @@ def write_packed(
     on_row_group: Callable[[int, int], None] | None = None,
     layout: str = "bridge",
     fingerprinter: PackedFingerprinter | None = None,
+    threads: int = 1,
 ) -> None:
     """Write packs ``pack_offsets`` over ``items`` (indices of examples in the store) to ``path``.
 
-    ``fingerprinter`` sees every row group's buffers as written (seqpack's content/packs fingerprints; Bridge
-    layout only).
+    ``read`` must be safe to call from ``threads`` threads at once. ``fingerprinter`` sees every row
+    group's buffers as written (seqpack's content/packs fingerprints; Bridge layout only).
     """
     num_packs = len(pack_offsets) - 1
     schema = HF_SCHEMA if layout == "hf" else PACKED_SCHEMA
-    # Encoding a row group (pyarrow, GIL released) overlaps with reading and preparing the next one.
-    with pq.ParquetWriter(path, schema, compression=COMPRESSION) as writer, ThreadPoolExecutor(1) as encoder:
-        pending: Future[None] | None = None
-        for p0 in range(0, num_packs, ROW_GROUP_SIZE):
-            p1 = min(p0 + ROW_GROUP_SIZE, num_packs)
-            batch = _row_group(read, items, pack_offsets, p0, p1, layout, schema, fingerprinter)
-            if pending is not None:
-                pending.result()
-            pending = encoder.submit(writer.write_batch, batch, row_group_size=ROW_GROUP_SIZE)
+    eos_id = None if fingerprinter is None else fingerprinter.eos_id
+
+    def encode(p0: int) -> _EncodedGroup:
+        p1 = min(p0 + ROW_GROUP_SIZE, num_packs)
+        batch, hashes = _row_group(read, items, pack_offsets, p0, p1, layout, schema, eos_id)
+        tokens = int(batch.column(0).offsets[-1].as_py())
+        return _EncodedGroup(p1 - p0, tokens, encode_row_group(batch, COMPRESSION), hashes)
+
+    with open(path, "wb") as handle, ThreadPoolExecutor(max(1, threads), "seqpack-encode") as pool:
+        sink = RowGroupStitcher(handle, schema, COMPRESSION)
+        for group in map_ordered(pool, encode, range(0, num_packs, ROW_GROUP_SIZE), 2 * max(1, threads)):
+            sink.append(group.parquet)
+            if fingerprinter is not None and group.hashes is not None:
+                fingerprinter.add(group.hashes)
             if on_row_group is not None:
-                on_row_group(p1 - p0, int(batch.column(0).offsets[-1].as_py()))
-        if pending is not None:
-            pending.result()
+                on_row_group(group.packs, group.tokens)
+        sink.finish()
 
 
 def _row_group(
@@ -100,9 +122,11 @@ def _row_group(
     p1: int,
     layout: str,
     schema: pa.Schema,
-    fingerprinter: PackedFingerprinter | None,
-) -> pa.RecordBatch:
-    """Packs ``p0 .. p1-1`` as one Arrow record batch of ``schema``."""
+    eos_id: int | None,
+) -> tuple[pa.RecordBatch, BlockHashes | None]:
+    """Packs ``p0 .. p1-1`` as one Arrow record batch of ``schema``, hashed when ``eos_id`` is given."""
+    from seqpack.diff import hash_block  # not at module level: seqpack.diff reads seqpack.data
+
     lo, hi = int(pack_offsets[p0]), int(pack_offsets[p1])
     tokens, mask, lens = read(items[lo:hi])
     ids = tokens.astype(np.int64)
@@ -110,6 +134,7 @@ def _row_group(
     seq_starts = seq_ends - lens
     seq_offsets = pack_offsets[p0 : p1 + 1] - lo  # sequences per row
     row_offsets = np.concatenate([np.zeros(1, np.int64), seq_ends])[seq_offsets]  # tokens per row
+    hashes = None
     if layout == "hf":
         positions = np.arange(len(ids), dtype=np.int64) - np.repeat(seq_starts, lens)
         labels = np.where((positions == 0) | (mask == 0), IGNORE_INDEX, ids)
@@ -130,6 +155,6 @@ def _row_group(
             _list(row_offsets, rolled),
             _list(seq_offsets, starts_in_row),
         ]
-        if fingerprinter is not None:
-            fingerprinter.update(row_offsets, ids, row_offsets, rolled, seq_offsets, starts_in_row)
-    return pa.record_batch(columns, schema=schema)
+        if eos_id is not None:
+            hashes = hash_block(row_offsets, ids, row_offsets, rolled, seq_offsets, starts_in_row, eos_id)
+    return pa.record_batch(columns, schema=schema), hashes

@@ -13,10 +13,12 @@ from seqpack.diff._env import (
 )
 from seqpack.diff._fingerprint import (
     FINGERPRINT_ALGORITHM,
+    BlockHashes,
     Fingerprint,
     PackedFingerprinter,
     PackedSource,
     fingerprint_packed,
+    hash_block,
 )
 from seqpack.diff._hash import MASK_KINDS
 from seqpack.diff._packed_diff import recorded_fingerprint
@@ -25,6 +27,7 @@ from seqpack.diff._verify import PartResult, VerifyOptions, verify_bridge
 __all__ = [
     "FINGERPRINT_ALGORITHM",
     "MASK_KINDS",
+    "BlockHashes",
     "EnvFinding",
     "EnvReport",
     "Fingerprint",
@@ -39,6 +42,7 @@ __all__ = [
     "env_findings",
     "env_report",
     "fingerprint_packed",
+    "hash_block",
     "parse_version",
     "recorded_fingerprint",
     "verify_bridge",

@@ -64,6 +64,47 @@ def _hex128(a: np.uint64, b: np.uint64) -> str:
     return f"{int(a):016x}{int(b):016x}"
 
 
+@dataclass(frozen=True)
+class BlockHashes:
+    """The per-sequence and per-pack hashes of consecutive packs (:func:`hash_block`)."""
+
+    seq_hashes: npt.NDArray[np.uint64]  # (n_seq, 4): tok1, tok2, mask1, mask2
+    seq_lengths: npt.NDArray[np.int64]
+    seq_kinds: npt.NDArray[np.int32]  # (n_seq, len(MASK_KINDS))
+    pack_hashes: npt.NDArray[np.uint64]  # (n_pack, 3): tokens, mask, starts
+    pack_nseq: npt.NDArray[np.int64]
+    pack_lengths: npt.NDArray[np.int64]
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.pack_lengths.sum())
+
+
+def hash_block(
+    input_offsets: npt.NDArray[np.integer[Any]],
+    input_ids: npt.NDArray[np.integer[Any]],
+    mask_offsets: npt.NDArray[np.integer[Any]],
+    loss_mask: npt.NDArray[Any],
+    start_offsets: npt.NDArray[np.integer[Any]],
+    seq_start_id: npt.NDArray[np.integer[Any]],
+    eos_id: int = -1,
+) -> BlockHashes:
+    """Hash consecutive packs given as three CSR columns; independent of any other block, so blocks can
+    be hashed on several threads and added to a :class:`PackedFingerprinter` in order."""
+    seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq = hash_packs(
+        np.ascontiguousarray(input_ids, dtype=np.int64),
+        np.ascontiguousarray(input_offsets, dtype=np.int64),
+        np.ascontiguousarray(loss_mask, dtype=np.int8),
+        np.ascontiguousarray(mask_offsets, dtype=np.int64),
+        np.ascontiguousarray(seq_start_id, dtype=np.int64),
+        np.ascontiguousarray(start_offsets, dtype=np.int64),
+        int(eos_id),
+    )
+    offsets = np.asarray(input_offsets, dtype=np.int64)
+    pack_lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
+    return BlockHashes(seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq, pack_lengths)
+
+
 @dataclass
 class PackedFingerprinter:
     """Fingerprints computed incrementally, block by block, in the order the packs are stored.
@@ -93,29 +134,29 @@ class PackedFingerprinter:
         seq_start_id: npt.NDArray[np.integer[Any]],
     ) -> None:
         """Add consecutive packs given as three CSR columns (offsets index the flat values directly)."""
-        seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq = hash_packs(
-            np.ascontiguousarray(input_ids, dtype=np.int64),
-            np.ascontiguousarray(input_offsets, dtype=np.int64),
-            np.ascontiguousarray(loss_mask, dtype=np.int8),
-            np.ascontiguousarray(mask_offsets, dtype=np.int64),
-            np.ascontiguousarray(seq_start_id, dtype=np.int64),
-            np.ascontiguousarray(start_offsets, dtype=np.int64),
-            int(self.eos_id),
+        self.add(
+            hash_block(
+                input_offsets, input_ids, mask_offsets, loss_mask, start_offsets, seq_start_id, self.eos_id
+            )
         )
-        c1, c2 = content_sums(seq_hashes)
+
+    def add(self, block: BlockHashes) -> None:
+        """Add the next packs' hashes (:func:`hash_block`, which may run on another thread), in order."""
+        c1, c2 = content_sums(block.seq_hashes)
         with np.errstate(over="ignore"):
             self._c1 = np.uint64(self._c1 + np.uint64(c1))
             self._c2 = np.uint64(self._c2 + np.uint64(c2))
-        self._chain1 = np.uint64(pack_chain(self._chain1, pack_hashes))
-        self._chain2 = np.uint64(pack_chain(self._chain2, pack_hashes))
-        self._counts[0] += len(seq_lengths)
-        self._counts[1] += len(pack_nseq)
-        self._counts[2] += int(input_offsets[-1] - input_offsets[0])
-        self._counts[3] += int(seq_kinds.sum(dtype=np.int64))
+        self._chain1 = np.uint64(pack_chain(self._chain1, block.pack_hashes))
+        self._chain2 = np.uint64(pack_chain(self._chain2, block.pack_hashes))
+        self._counts[0] += len(block.seq_lengths)
+        self._counts[1] += len(block.pack_nseq)
+        self._counts[2] += block.num_tokens
+        self._counts[3] += int(block.seq_kinds.sum(dtype=np.int64))
         if self.keep_sequences:
-            pack_len = np.diff(np.asarray(input_offsets, dtype=np.int64))
-            self._seq_parts.append((seq_hashes[:, 0], seq_hashes[:, 2], seq_lengths, seq_kinds))
-            self._pack_parts.append((pack_hashes, pack_nseq, pack_len))
+            self._seq_parts.append(
+                (block.seq_hashes[:, 0], block.seq_hashes[:, 2], block.seq_lengths, block.seq_kinds)
+            )
+            self._pack_parts.append((block.pack_hashes, block.pack_nseq, block.pack_lengths))
 
     def update_block(self, block: PackedBlock) -> None:
         """Add a block read by :class:`seqpack.data.packed.PackedReader` (already validated)."""

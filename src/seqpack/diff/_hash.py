@@ -74,7 +74,7 @@ def _token_step(h: np.uint64, value: np.uint64, mul: np.uint64) -> np.uint64:
     return x ^ (x >> np.uint64(32))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)  # nogil: row groups are hashed on several threads
 def hash_packs(
     ids: npt.NDArray[np.int64],
     id_offsets: npt.NDArray[np.int64],
