@@ -1,4 +1,4 @@
-"""Load a peer's code (Megatron-Bridge 0.6.2) by file path from its PyPI wheel, for equality tests.
+"""Load a peer's code (Megatron-Bridge 0.6.2, and the Megatron-Core 0.19.2 its config needs) from PyPI wheels.
 
 Bridge >= 0.4 needs Python 3.12 and megatron-core, so it is never installed: the wheel is downloaded with
 ``pip download --no-deps --python-version 3.12 --only-binary=:all:`` into a cache directory, unpacked, and
@@ -22,6 +22,9 @@ from typing import Any
 import pytest
 
 BRIDGE_VERSION = "0.6.2"
+#: The Megatron-Core whose ``megatron.training`` Bridge 0.6.2's ``training/config.py`` imports with (0.17.x
+#: lacks TokenizerConfig, 0.18.x lacks ``megatron.training.models.gpt``).
+MCORE_VERSION = "0.19.2"
 CACHE_DIR = Path(os.environ.get("SEQPACK_TEST_CACHE", Path.home() / ".cache" / "seqpack-tests"))
 
 
@@ -38,7 +41,26 @@ def bridge_wheel_root(version: str = BRIDGE_VERSION) -> Path:
 
     Safe under parallel test workers: the download and unpacking happen under an exclusive file lock.
     """
-    root = CACHE_DIR / f"megatron_bridge-{version}"
+    return _cached_wheel_root("megatron-bridge", version)
+
+
+def megatron_core_wheel_root(version: str = MCORE_VERSION) -> Path:
+    """Directory holding the unpacked cp312 ``megatron-core`` wheel that Bridge 0.6.2's config imports with
+    (``<root>/megatron/core``, ``<root>/megatron/training``); put on a *subprocess's* path only."""
+    return _cached_wheel_root("megatron-core", version)
+
+
+def wheel_file(project: str, version: str) -> Path:
+    """The downloaded ``.whl`` of ``project==version`` (downloading it first when needed)."""
+    _cached_wheel_root(project, version)
+    wheels = sorted((CACHE_DIR / "wheels").glob(f"{project.replace('-', '_')}-{version}-*.whl"))
+    if not wheels:
+        _unavailable(f"the {project}=={version} wheel is not in the test cache")
+    return wheels[0]
+
+
+def _cached_wheel_root(project: str, version: str) -> Path:
+    root = CACHE_DIR / f"{project.replace('-', '_')}-{version}"
     marker = root / ".complete"
     if marker.exists():
         return root
@@ -46,12 +68,12 @@ def bridge_wheel_root(version: str = BRIDGE_VERSION) -> Path:
     with open(CACHE_DIR / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not marker.exists():
-            _download_and_unpack(root, version)
+            _download_and_unpack(root, project, version)
             marker.touch()
     return root
 
 
-def _download_and_unpack(root: Path, version: str) -> None:
+def _download_and_unpack(root: Path, project: str, version: str) -> None:
     download = CACHE_DIR / "wheels"
     download.mkdir(parents=True, exist_ok=True)
     cmd = [
@@ -65,12 +87,12 @@ def _download_and_unpack(root: Path, version: str) -> None:
         "--only-binary=:all:",
         "-d",
         str(download),
-        f"megatron-bridge=={version}",
+        f"{project}=={version}",
     ]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    wheels = sorted(download.glob(f"megatron_bridge-{version}-*.whl"))
+    wheels = sorted(download.glob(f"{project.replace('-', '_')}-{version}-*.whl"))
     if result.returncode != 0 or not wheels:
-        _unavailable(f"cannot download megatron-bridge=={version}: {result.stderr.strip()[-300:]}")
+        _unavailable(f"cannot download {project}=={version}: {result.stderr.strip()[-300:]}")
     with zipfile.ZipFile(wheels[0]) as archive:
         archive.extractall(root)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -41,6 +42,35 @@ def _print_text(results: list[PartResult]) -> None:
             )
             for m in d["mismatches"]:
                 out_console.print(f"         batch {m['batch']}: key {m['key']} differs")
+        if part.name == "config" and "counts" in d:
+            _print_config(d)
+
+
+def _print_config(d: dict[str, Any]) -> None:
+    """One summary line, the agreeing rules, then every other case with both configs' verdicts."""
+    counts = d["counts"]
+    out_console.print(
+        f"{'':9}Bridge {d['bridge_version']} with Megatron-Core {d['megatron_core_version']} "
+        f"(Python {d['python']}; {d['origin']})"
+    )
+    out_console.print(
+        f"{'':9}{len(d['cases'])} rule cases: {counts['agree']} agree, {counts['doctor-only']} doctor-only, "
+        f"{counts['bridge-only']} bridge-only, {counts['unbuilt']} unbuilt"
+    )
+    agreeing = [c["rule"] for c in d["cases"] if c["verdict"] == "agree"]
+    if agreeing:
+        out_console.print(f"{'':9}agree: {' '.join(agreeing)}", soft_wrap=True)
+    for case in d["cases"]:
+        if case["verdict"] == "agree":
+            continue
+        out_console.print(f"{'':9}{case['rule']} {case['verdict']}:")
+        for variant, c in case["configs"].items():
+            error = f" ({c['bridge_error']})" if c["bridge_error"] else ""
+            out_console.print(
+                f"{'':11}{variant}: doctor {c['doctor']}, Bridge {c['bridge']}{error}", soft_wrap=True
+            )
+    if d["stand_ins"]:
+        out_console.print(f"{'':9}stand-ins: {'; '.join(d['stand_ins'])}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -52,6 +82,11 @@ def register(app: typer.Typer) -> None:
         bridge_wheel: Path = typer.Option(
             None, "--bridge-wheel", help="A megatron-bridge .whl to use instead of the installed package."
         ),
+        megatron_core_wheel: Path = typer.Option(
+            None,
+            "--megatron-core-wheel",
+            help="A megatron-core .whl (with megatron.training) for the config part with --bridge-wheel.",
+        ),
         samples: int = typer.Option(2000, "--samples", help="Generated samples to pack."),
         pack_size: int = typer.Option(512, "--pack-size", help="Pack capacity in runtime tokens."),
         seed: int = typer.Option(0, "--seed", help="Seed of the generated data and of both packings."),
@@ -59,10 +94,12 @@ def register(app: typer.Typer) -> None:
         keep: Path = typer.Option(None, "--keep", help="Keep the generated data and both packings here."),
         output_format: OutputFormat = FormatOption,
     ) -> None:
-        """Pack a generated dataset with seqpack --bridge-compat and with Bridge's own packing, and diff them.
+        """Pack a generated dataset with seqpack --bridge-compat and with Bridge's own packing, and diff them;
+        collate with both; validate doctor's rule cases with Bridge's ConfigContainer.
 
-        Parts that need an importable Bridge (collate, ConfigContainer.validate) are reported as skipped
-        with the reason, never as passed. Exit 1 when any part fails.
+        Parts that cannot run here (collate needs an importable Bridge; config needs an importable Bridge, or
+        --bridge-wheel with a Megatron-Core that has megatron.training, e.g. --megatron-core-wheel) are
+        reported as skipped with the reason, never as passed. Exit 1 when any part fails.
 
         Example: seqpack verify --bridge --bridge-wheel megatron_bridge-0.6.2-py3-none-any.whl
         """
@@ -72,6 +109,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--samples must be >= 1, --pack-size >= 2 and --pad-seq-to-mult >= 1")
         opts = VerifyOptions(
             wheel=None if bridge_wheel is None else str(bridge_wheel),
+            megatron_core_wheel=None if megatron_core_wheel is None else str(megatron_core_wheel),
             samples=samples,
             pack_size=pack_size,
             seed=seed,

@@ -50,24 +50,41 @@ def _wheel_version(archive: zipfile.ZipFile, wheel: Path) -> str:
     return parts[1] if len(parts) > 2 else "unknown"
 
 
-def _extract_wheel(wheel: Path, into: Path) -> str:
-    """Unpack the packing files of a Bridge wheel into ``into``; returns the wheel's version."""
+@contextlib.contextmanager
+def _open_wheel(wheel: Path) -> Iterator[zipfile.ZipFile]:
+    """Open a wheel; a missing file or a non-zip is unreadable input (exit 2)."""
     try:
         with zipfile.ZipFile(wheel) as archive:
-            for name in PACKING_FILES:
-                member = (PACKING_DIR / name).as_posix()
-                try:
-                    data = archive.read(member)
-                except KeyError:
-                    raise InputError(f"{wheel}: not a megatron-bridge wheel (no {member})") from None
-                target = into / PACKING_DIR / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            return _wheel_version(archive, wheel)
+            yield archive
     except FileNotFoundError:
         raise InputError(f"{wheel}: no such file") from None
     except zipfile.BadZipFile:
         raise InputError(f"{wheel}: not a wheel (zip) file") from None
+
+
+def _extract_wheel(wheel: Path, into: Path) -> str:
+    """Unpack the packing files of a Bridge wheel into ``into``; returns the wheel's version."""
+    with _open_wheel(wheel) as archive:
+        for name in PACKING_FILES:
+            member = (PACKING_DIR / name).as_posix()
+            try:
+                data = archive.read(member)
+            except KeyError:
+                raise InputError(f"{wheel}: not a megatron-bridge wheel (no {member})") from None
+            target = into / PACKING_DIR / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return _wheel_version(archive, wheel)
+
+
+def unpack_wheel(wheel: Path, into: Path, must_hold: str) -> str:
+    """Unpack a whole wheel into ``into`` (``zipfile`` drops absolute and ``..`` parts of member names);
+    ``must_hold`` is a file the wheel must contain (else it is the wrong wheel). Returns its version."""
+    with _open_wheel(wheel) as archive:
+        if must_hold not in archive.namelist():
+            raise InputError(f"{wheel}: not the expected wheel (no {must_hold})")
+        archive.extractall(into)
+        return _wheel_version(archive, wheel)
 
 
 def _installed_root() -> tuple[Path, str] | None:

@@ -10,7 +10,12 @@ counted as passed):
 2. **collate** -- Bridge's ``GPTSFTPackedParquetDataset`` + ``collate_fn`` on seqpack's packed file vs
    seqpack's ``PackedDataset`` + ``PackedCollator``, batch for batch, every key; needs Bridge importable
    (Megatron-Core, torch). seqpack's collate variant follows the installed release (:func:`collate_variant`).
-3. **config** -- Bridge's ``ConfigContainer.validate`` on doctor's rule cases; needs Bridge importable.
+3. **config** -- doctor's rule cases (:data:`seqpack.diff._bridge_config.CASES`: per rule that mirrors a check
+   Bridge makes, a config breaking it and a passing twin) built into Bridge's own config classes and run
+   through ``ConfigContainer.validate`` in a child interpreter; the verdicts are compared case by case
+   (agree / doctor-only / bridge-only; configs this Bridge cannot express are listed as unbuilt). Needs an
+   importable Bridge, or ``--bridge-wheel`` plus a Megatron-Core with ``megatron.training``
+   (``--megatron-core-wheel``); see :mod:`seqpack.diff._bridge_config_child` for how a wheel is loaded.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import orjson
 
 from seqpack.data import PackOptions, pack_files
 from seqpack.data.metadata import BRIDGE_METADATA_KEYS, read_metadata
+from seqpack.diff._bridge_config import config_source, run_config_part
 from seqpack.diff._bridge_peer import bridge_available, load_offline_packing, temporary_workdir
 from seqpack.diff._env import parse_version
 from seqpack.diff._packed_diff import diff_packed
@@ -49,6 +55,7 @@ class VerifyOptions:
     """What ``seqpack verify --bridge`` takes."""
 
     wheel: str | None = None
+    megatron_core_wheel: str | None = None
     samples: int = 2000
     pack_size: int = 512
     seed: int = 0
@@ -237,6 +244,14 @@ def _collate_part(opts: VerifyOptions, packed: Path, version: str) -> PartResult
     return PartResult("collate", "failed" if mismatches else "passed", "", details)
 
 
+def _config_part(opts: VerifyOptions, work: Path, importable: bool, why: str) -> PartResult:
+    source, reason = config_source(opts.wheel, opts.megatron_core_wheel, work, importable, why)
+    if source is None:
+        return PartResult("config", "skipped", reason)
+    status, reason, details = run_config_part(source, work)
+    return PartResult("config", status, reason, details)
+
+
 def verify_bridge(opts: VerifyOptions) -> list[PartResult]:
     """Run every part; parts that cannot run here come back ``skipped`` with the reason."""
     with temporary_workdir() as tmp:
@@ -249,6 +264,5 @@ def verify_bridge(opts: VerifyOptions) -> list[PartResult]:
             results.append(_collate_part(opts, packed, packing.details["bridge_version"]))
         else:
             results.append(PartResult("collate", "skipped", why))
-    config_reason = why if not importable else "not implemented in this seqpack build yet"
-    results.append(PartResult("config", "skipped", config_reason))
+        results.append(_config_part(opts, work, importable, why))
     return results

@@ -1,0 +1,139 @@
+"""The config part of seqpack verify --bridge: doctor's rule cases against Bridge 0.6.2's
+ConfigContainer.validate (its real classes, from the 0.6.2 wheel with the Megatron-Core 0.19.2 wheel, run in a
+child interpreter)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _support import peers
+from seqpack.cli import main
+from seqpack.config import RULES
+from seqpack.diff import _bridge_config as bc
+from seqpack.diff._bridge_config import CASES, BridgeConfigSource, RuleCase
+
+#: Cases Bridge 0.6.2 cannot build here: no dataset class has both packing switches (SP001); Bridge's LoRA
+#: imports Transformer Engine (SP031), so PEFT builds only where it is installed.
+UNBUILT = ["SP001"] + (["SP031"] if importlib.util.find_spec("transformer_engine") is None else [])
+
+
+def wheel_source() -> BridgeConfigSource:
+    return BridgeConfigSource("test cache", peers.bridge_wheel_root(), (peers.megatron_core_wheel_root(),))
+
+
+@pytest.fixture(scope="module")
+def bridge_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Bridge 0.6.2's verdict on every config of the case table (one child interpreter, ~7 s)."""
+    return bc.bridge_verdicts(CASES, wheel_source(), tmp_path_factory.mktemp("bridge-config"))
+
+
+@pytest.fixture(scope="module")
+def doctor() -> dict[str, bool]:
+    return bc.doctor_verdicts(CASES)
+
+
+def test_case_table_names_each_error_rule_once_and_doctor_sees_each_twin() -> None:
+    errors = {r.id for r in RULES if r.severity == "error"}
+    rules = [case.rule for case in CASES]
+    assert len(rules) == len(set(rules)) and set(rules) <= errors
+    verdicts = bc.doctor_verdicts(CASES)
+    assert [k for k, fired in verdicts.items() if fired != k.endswith(":bad")] == []
+
+
+@pytest.mark.network
+def test_doctor_and_bridge_062_agree_on_every_case_bridge_can_build(
+    bridge_run: dict[str, Any], doctor: dict[str, bool]
+) -> None:
+    assert (bridge_run["bridge_version"], bridge_run["megatron_core_version"]) == ("0.6.2", "0.19.2")
+    comparison = bc.compare(CASES, doctor, bridge_run["results"])
+    assert bc.config_status(comparison) == ("passed", "")
+    rows = {row["rule"]: row for row in comparison["cases"]}
+    assert [r for r, row in rows.items() if row["verdict"] != "agree"] == UNBUILT
+    assert rows["SP001"]["configs"]["bad"]["bridge"] == "unbuilt"
+    assert "enable_offline_packing" in rows["SP001"]["configs"]["bad"]["bridge_error"]
+    both_fire = rows["SP011"]["configs"]["bad"]
+    assert (both_fire["doctor"], both_fire["bridge"]) == ("error", "rejected")
+    assert "2 * context parallel size" in both_fire["bridge_error"]
+    neither = rows["SP011"]["configs"]["good"]
+    assert (neither["doctor"], neither["bridge"], neither["bridge_error"]) == ("silent", "accepted", "")
+    # rejected while building (PackedSequenceSpecs.__post_init__) counts as a refusal too
+    assert bridge_run["results"]["SP021:bad"]["stage"] == "build"
+
+
+@pytest.mark.network
+@pytest.mark.parametrize(("key", "verdict"), [("SP011:good", "doctor-only"), ("SP005:bad", "bridge-only")])
+def test_a_flipped_doctor_verdict_fails_the_part(
+    bridge_run: dict[str, Any], doctor: dict[str, bool], key: str, verdict: str
+) -> None:
+    flipped = {**doctor, key: not doctor[key]}
+    comparison = bc.compare(CASES, flipped, bridge_run["results"])
+    assert bc.config_status(comparison)[0] == "failed"
+    bad = [
+        (row["rule"], row["verdict"])
+        for row in comparison["cases"]
+        if row["verdict"] not in ("agree", "unbuilt")
+    ]
+    assert bad == [(key.split(":")[0], verdict)]
+
+
+def _outcome(outcome: str) -> dict[str, str]:
+    return {
+        "outcome": outcome,
+        "stage": "build",
+        "error": "TypeError: no such field" if outcome == "unbuilt" else "",
+    }
+
+
+def test_cases_bridge_cannot_build_are_listed_and_never_pass_alone() -> None:
+    case = RuleCase("SP005", ("train.micro_batch_size=2",))
+    doctor = {"SP005:bad": True, "SP005:good": False}
+    unbuilt = bc.compare(
+        [case], doctor, {"SP005:bad": _outcome("unbuilt"), "SP005:good": _outcome("accepted")}
+    )
+    assert unbuilt["counts"] == {"agree": 0, "doctor-only": 0, "bridge-only": 0, "unbuilt": 1}
+    assert unbuilt["cases"][0]["configs"]["bad"]["bridge_error"] == "TypeError: no such field"
+    assert bc.config_status(unbuilt)[0] == "skipped"
+    # a disagreement on the other config still fails the part
+    wrong = bc.compare([case], doctor, {"SP005:bad": _outcome("accepted"), "SP005:good": _outcome("unbuilt")})
+    assert wrong["cases"][0]["verdict"] == "doctor-only" and bc.config_status(wrong)[0] == "failed"
+
+
+def test_config_part_is_skipped_with_the_reason_when_bridge_is_absent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert bc.config_source(None, None, tmp_path, False, "megatron-bridge is not installed") == (
+        None,
+        "megatron-bridge is not installed",
+    )
+    monkeypatch.setattr(bc, "_installed_mcore_training", lambda: None)
+    for importable in (False, True):  # a given wheel is what is verified, installed Bridge or not
+        source, reason = bc.config_source("bridge.whl", None, tmp_path, importable, "not installed")
+        assert source is None and "--megatron-core-wheel" in reason
+    installed, _ = bc.config_source(None, None, tmp_path, True, "")
+    assert installed == BridgeConfigSource("installed megatron-bridge")
+
+
+def test_a_bridge_that_does_not_load_skips_the_part(tmp_path: Path) -> None:
+    empty = tmp_path / "not-bridge"
+    (empty / "megatron" / "bridge").mkdir(parents=True)
+    status, reason, _ = bc.run_config_part(BridgeConfigSource("empty dir", empty), tmp_path, CASES[:1])
+    assert status == "skipped" and "did not load (empty dir)" in reason and "ModuleNotFoundError" in reason
+
+
+@pytest.mark.network
+def test_verify_runs_the_config_part_from_the_two_wheels(capsys: pytest.CaptureFixture[str]) -> None:
+    bridge = peers.wheel_file("megatron-bridge", peers.BRIDGE_VERSION)
+    mcore = peers.wheel_file("megatron-core", peers.MCORE_VERSION)
+    args = ["verify", "--bridge", "--bridge-wheel", str(bridge), "--megatron-core-wheel", str(mcore)]
+    assert main([*args, "--samples", "60", "--pack-size", "64", "--format", "json"]) == 0
+    parts = {p["part"]: p for p in json.loads(capsys.readouterr().out)["parts"]}
+    config = parts["config"]
+    assert config["status"] == "passed", config
+    assert config["details"]["counts"]["agree"] == len(CASES) - len(UNBUILT)
+    assert "megatron.bridge: package without its __init__" in config["details"]["stand_ins"]
+    assert f"megatron-core {peers.MCORE_VERSION} from wheel" in config["details"]["origin"]
