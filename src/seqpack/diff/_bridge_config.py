@@ -181,7 +181,7 @@ def bridge_verdicts(cases: Sequence[RuleCase], source: BridgeConfigSource, work:
     )
     result.unlink(missing_ok=True)
     proc = subprocess.run(
-        [sys.executable, "-P", os.fspath(CHILD), os.fspath(request), os.fspath(result)],
+        [sys.executable, os.fspath(CHILD), os.fspath(request), os.fspath(result)],
         capture_output=True,
         text=True,
         timeout=CHILD_TIMEOUT_S,

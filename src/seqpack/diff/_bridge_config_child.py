@@ -1,8 +1,9 @@
 """Build Megatron-Bridge ``ConfigContainer`` objects and run ``validate()`` on each: the child process of the
 ``config`` part of ``seqpack verify --bridge``.
 
-Run as a script, in its own interpreter (``python -P _bridge_config_child.py REQUEST.json RESULT.json``), so
-the imports below never touch the calling process's ``sys.modules``; it imports nothing from seqpack.
+Run as a script, in its own interpreter (``python _bridge_config_child.py REQUEST.json RESULT.json``), so
+the imports below never touch the calling process's ``sys.modules``; it imports nothing from seqpack (and
+takes its own directory off ``sys.path``, so no sibling module can shadow a real one).
 
 REQUEST: ``{"bridge_root": DIR | null, "paths": [DIR, ...], "configs": [{"key", "world_size", "raw"}]}``;
 ``raw`` is a config as nested sections (``model``, ``train``, ``dataset``, ...), the same mapping seqpack's
@@ -36,6 +37,10 @@ import warnings
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
+
+# A script's directory is sys.path[0]; seqpack's diff modules there must not shadow anything Bridge imports.
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
 
 #: Packages registered without their ``__init__`` in wheel mode (see the module docstring).
 BARE_PACKAGES = (
