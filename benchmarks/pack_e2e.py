@@ -7,8 +7,10 @@ Input (built here, fixed seed): ``n`` stored examples whose runtime lengths are 
 sigma 1.0) clipped to [16, 4096], random ids in [3, 32000) ending with EOS = 2, a random prompt/answer
 loss mask, written as JSONL (``{"input_ids": [...], "loss_mask": [...]}`` per line).
 
-Every side runs in a fresh subprocess; the timed region is the whole job, from the JSONL on disk to the
-Parquet and metadata files on disk, parsing included; peak RSS is the subprocess's own ``VmHWM``.
+Every run is a fresh subprocess; the timed region is the whole job, from the JSONL on disk to the
+Parquet and metadata files on disk, parsing included; peak RSS is the subprocess's own ``VmHWM``. Each
+side runs ``--repeat`` times (default 3; Bridge ``--bridge-repeat``, default 1: one run is ~45 s and long
+enough to average out a shared machine's noise) and the table shows the **median** run, the JSON every run.
 
 * **bridge**: Megatron-Bridge 0.6.2's offline steps (``data/packing/algorithms.py`` from the wheel, loaded
   by path): each JSONL line parsed with ``json.loads`` into the example dicts its ``tokenize_dataset``
@@ -203,6 +205,7 @@ def child(args: argparse.Namespace) -> None:
 
 
 def spawn(tool: str, source: Path, out: Path, pack: int, workers: int) -> dict[str, Any]:
+    subprocess.run(["rm", "-rf", str(out)], check=True)
     cmd = [sys.executable, __file__, "--child", tool, "--source", str(source), "--out", str(out)]
     cmd += ["--pack", str(pack), "--workers", str(workers)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -210,6 +213,20 @@ def spawn(tool: str, source: Path, out: Path, pack: int, workers: int) -> dict[s
         raise SystemExit(f"{tool} failed:\n{done.stderr[-2000:]}")
     record: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return record
+
+
+def spawn_repeated(
+    tool: str, source: Path, out: Path, pack: int, workers: int, repeat: int
+) -> dict[str, Any]:
+    """The median of ``repeat`` fresh runs (by seconds), with every run's seconds and peak RSS kept."""
+    runs = sorted((spawn(tool, source, out, pack, workers) for _ in range(max(1, repeat))), key=seconds_of)
+    median = dict(runs[len(runs) // 2])
+    median["runs"] = [{"seconds": r["seconds"], "peak_rss_mb": r["peak_rss_mb"]} for r in runs]
+    return median
+
+
+def seconds_of(record: dict[str, Any]) -> float:
+    return float(record["seconds"])
 
 
 def identical(a: Path, b: Path) -> bool:
@@ -225,6 +242,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0, help="seqpack workers (0 = all cores)")
     parser.add_argument("--text-n", type=int, default=20_000, help="text samples (0 = skip)")
     parser.add_argument("--skip-bridge", action="store_true", help="seqpack only (scale runs)")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh runs per seqpack tool (median shown)")
+    parser.add_argument("--bridge-repeat", type=int, default=1, help="fresh runs of Bridge (median shown)")
     parser.add_argument("--work-dir", default=str(RESULTS / "pack_e2e_work"))
     parser.add_argument("--child", dest="tool", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
@@ -250,9 +269,8 @@ def main() -> None:
         ("seqpack-compat", "seqpack-bfd") if args.skip_bridge else ("bridge", "seqpack-compat", "seqpack-bfd")
     )
     for tool in tools:
-        out = work / tool
-        subprocess.run(["rm", "-rf", str(out)], check=True)
-        runs[tool] = spawn(tool, source, out, args.pack, workers)
+        repeat = args.bridge_repeat if tool == "bridge" else args.repeat
+        runs[tool] = spawn_repeated(tool, source, work / tool, args.pack, workers, repeat)
     name = f"training_{args.pack}.idx.parquet"
     if not args.skip_bridge:
         compat = work / "seqpack-compat" / name

@@ -39,7 +39,7 @@ class Examples:
 
     source: int
     locs: np.ndarray
-    tokens: np.ndarray  # int64
+    tokens: np.ndarray  # int64 or uint32 (the JSON scanner), ids in [0, MAX_TOKEN_ID]
     mask: np.ndarray  # uint8
     lengths: np.ndarray  # int64, stored tokens per example (runtime length + 1)
     line_based: bool = True  # locs are 1-based JSONL lines (else 0-based table rows)

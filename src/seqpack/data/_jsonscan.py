@@ -317,7 +317,7 @@ def _scan(
 
 
 def scan_lines(lines: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(tokens int64, mask uint8, lengths int64)`` for a chunk of plain pre-tokenized lines, else None."""
+    """``(tokens uint32, mask uint8, lengths int64)`` for a chunk of plain pre-tokenized lines, else None."""
     sizes = np.fromiter((len(line) for line in lines), dtype=np.int64, count=len(lines))
     ends = np.cumsum(sizes)
     return scan_block(b"".join(lines), ends - sizes, ends)
@@ -326,11 +326,16 @@ def scan_lines(lines: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray] 
 def scan_block(
     data: bytes, starts: np.ndarray, ends: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """:func:`scan_lines` on lines given as byte spans ``[starts[i], ends[i])`` of one buffer."""
+    """:func:`scan_lines` on lines given as byte spans ``[starts[i], ends[i])`` of one buffer.
+
+    Tokens come back as uint32 and the mask as uint8, the scratch store's types, written once: views of
+    buffers sized for the worst case (a one-digit number per two bytes), whose untouched tail the OS never
+    backs with memory.
+    """
     buf = np.frombuffer(data, dtype=np.uint8)
     capacity = len(buf) // 2 + 1
-    out_ids = np.empty(capacity, dtype=np.int64)
-    out_mask = np.empty(capacity, dtype=np.int64)
+    out_ids = np.empty(capacity, dtype=np.uint32)
+    out_mask = np.empty(capacity, dtype=np.uint8)
     ids_len = np.empty(len(starts), dtype=np.int64)
     mask_len = np.empty(len(starts), dtype=np.int64)
     ok, n_ids, n_mask = _scan(buf, starts, ends, MAX_TOKEN_ID, out_ids, out_mask, ids_len, mask_len)
@@ -340,9 +345,9 @@ def scan_block(
     if has_mask.all():
         if not np.array_equal(mask_len, ids_len):
             return None
-        mask = out_mask[:n_mask].astype(np.uint8)
+        mask = out_mask[:n_mask]
     elif not has_mask.any():
         mask = np.ones(n_ids, dtype=np.uint8)
     else:
         return None
-    return out_ids[:n_ids].copy(), mask, ids_len
+    return out_ids[:n_ids], mask, ids_len

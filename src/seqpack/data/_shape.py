@@ -92,8 +92,11 @@ def shape(tokens: np.ndarray, mask: np.ndarray, lengths: np.ndarray, spec: Shape
     """Apply the too-long rule and pre-padding to a chunk of stored examples."""
     m, cap = spec.pad_multiple, spec.cap
     runtime = lengths - 1
-    starts = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lengths)[:-1]])
     long = runtime > cap
+    if m == 1 and not long.any():  # the common case: every sample stored as it came, nothing to copy
+        kept = np.full(len(lengths), Action.kept, dtype=np.int8)
+        return Shaped(tokens, mask, lengths, kept, np.ones(len(lengths), dtype=np.int64))
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lengths)[:-1]])
     actions = np.zeros(len(lengths), dtype=np.int8)
     pieces = np.ones(len(lengths), dtype=np.int64)
     copy_len = lengths.copy()
@@ -181,7 +184,7 @@ def _fill(
     out_tokens = np.empty(int(out_starts[-1]), dtype=np.uint32)  # the scratch store's dtype: no copy there
     out_mask = np.empty(int(out_starts[-1]), dtype=np.uint8)
     _fill_kernel(
-        tokens.astype(np.int64, copy=False),
+        tokens,
         mask,
         src.astype(np.int64),
         n_copy.astype(np.int64),

@@ -1,5 +1,7 @@
 """Regression tools: content fingerprints, packed-data and batch comparison, the environment report."""
 
+from typing import Any
+
 from seqpack.diff._compare import diff_paths
 from seqpack.diff._dump import dump_batches
 from seqpack.diff._env import (
@@ -22,7 +24,6 @@ from seqpack.diff._fingerprint import (
 )
 from seqpack.diff._hash import MASK_KINDS
 from seqpack.diff._packed_diff import recorded_fingerprint
-from seqpack.diff._verify import PartResult, VerifyOptions, verify_bridge
 
 __all__ = [
     "FINGERPRINT_ALGORITHM",
@@ -47,3 +48,16 @@ __all__ = [
     "recorded_fingerprint",
     "verify_bridge",
 ]
+
+
+#: Loaded on first use: verification pulls in doctor's rule table, which ``seqpack pack`` (a user of this
+#: package's fingerprints) does not need at start-up.
+_VERIFY_NAMES = ("PartResult", "VerifyOptions", "verify_bridge")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _VERIFY_NAMES:
+        from seqpack.diff import _verify
+
+        return getattr(_verify, name)
+    raise AttributeError(f"module 'seqpack.diff' has no attribute {name!r}")
