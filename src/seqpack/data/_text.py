@@ -18,6 +18,7 @@ Nothing is downloaded: the tokenizer is a local directory loaded with ``local_fi
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,28 +94,48 @@ def tokenize_chunk(path: str, chunk: RawChunk, spec: TextSpec) -> Examples:
     tokenizer = load_tokenizer(Path(spec.tokenizer))
     records = records_of(path, chunk)
     if spec.is_chat:
-        ids_list, mask_list = _chat(path, chunk, records, spec, tokenizer)
+        tokens, mask, lengths = _chat(path, chunk, records, spec, tokenizer)
     else:
-        ids_list, mask_list = _prompt_completion(path, chunk, records, spec, tokenizer)
-    lengths = np.fromiter((len(ids) for ids in ids_list), dtype=np.int64, count=len(ids_list))
-    tokens = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in ids_list])
-    mask = np.concatenate([np.asarray(m, dtype=np.uint8) for m in mask_list])
+        tokens, mask, lengths = _prompt_completion(path, chunk, records, spec, tokenizer)
     return Examples(chunk.source, chunk.locs, tokens, mask, lengths, line_based=chunk.is_lines)
+
+
+def _flat(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The tokenizer's id lists as one flat int64 array and their lengths (no per-token Python objects)."""
+    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(lengths.sum()))
+    return flat, lengths
+
+
+def _segment_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``[starts[i], starts[i] + lengths[i])`` for every ``i``, concatenated."""
+    offsets = np.cumsum(lengths) - lengths
+    return np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
 
 
 def _prompt_completion(
     path: str, chunk: RawChunk, records: list[dict[str, Any]], spec: TextSpec, tokenizer: Any
-) -> tuple[list[list[int]], list[list[int]]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Example ``i`` = prompt ``i`` + completion ``i`` + EOS; mask 0 on the prompt, 1 on the rest::
+
+        prompt [7 8] completion [9]  ->  tokens [7 8 9 EOS]  mask [0 0 1 1]
+    """
     assert spec.prompt_field is not None and spec.completion_field is not None
     prompts = [_text(path, chunk, i, r, spec.prompt_field) for i, r in enumerate(records)]
     completions = [_text(path, chunk, i, r, spec.completion_field) for i, r in enumerate(records)]
-    prompt_ids = tokenizer(prompts)["input_ids"]
-    completion_ids = tokenizer(completions, add_special_tokens=False)["input_ids"]
-    ids_list, mask_list = [], []
-    for p, c in zip(prompt_ids, completion_ids, strict=True):
-        ids_list.append([*p, *c, spec.eos_id])
-        mask_list.append([0] * len(p) + [1] * (len(c) + 1))
-    return ids_list, mask_list
+    prompt_ids, prompt_len = _flat(tokenizer(prompts)["input_ids"])
+    completion_ids, completion_len = _flat(tokenizer(completions, add_special_tokens=False)["input_ids"])
+    lengths = prompt_len + completion_len + 1
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    tokens = np.empty(int(lengths.sum()), dtype=np.int64)
+    mask = np.ones(len(tokens), dtype=np.uint8)
+    in_prompt = _segment_positions(starts, prompt_len)
+    tokens[in_prompt] = prompt_ids
+    mask[in_prompt] = 0
+    tokens[_segment_positions(starts + prompt_len, completion_len)] = completion_ids
+    tokens[ends - 1] = spec.eos_id
+    return tokens, mask, lengths
 
 
 def _messages(
@@ -133,7 +154,7 @@ def _messages(
 
 def _chat(
     path: str, chunk: RawChunk, records: list[dict[str, Any]], spec: TextSpec, tokenizer: Any
-) -> tuple[list[list[int]], list[list[int]]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not getattr(tokenizer, "chat_template", None):
         raise InputError(
             f"{spec.tokenizer}: the tokenizer has no chat template (needed for 'messages' input)"
@@ -141,23 +162,23 @@ def _chat(
     conversations = [_messages(path, chunk, i, r, spec.messages_field) for i, r in enumerate(records)]
     texts = tokenizer.apply_chat_template(conversations, tokenize=False)
     encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
-    ids_list, mask_list = [], []
+    ids_parts, mask_parts = [], []
     for conversation, text, ids, offsets in zip(
         conversations, texts, encoded["input_ids"], encoded["offset_mapping"], strict=True
     ):
         spans = _assistant_spans(tokenizer, conversation, text)
         starts = np.fromiter((start for start, _ in offsets), dtype=np.int64, count=len(offsets))
-        mask = np.zeros(len(ids), dtype=np.uint8)
+        token_ids = np.asarray(ids, dtype=np.int64)
+        mask = np.zeros(len(token_ids), dtype=np.uint8)
         for lo, hi in spans:
             mask[(starts >= lo) & (starts < hi)] = 1
-        ids = list(ids)
-        mask_values = mask.tolist()
-        if not ids or ids[-1] != spec.eos_id:
-            ids.append(spec.eos_id)
-            mask_values.append(int(conversation[-1]["role"] == "assistant"))
-        ids_list.append(ids)
-        mask_list.append(mask_values)
-    return ids_list, mask_list
+        if not len(token_ids) or token_ids[-1] != spec.eos_id:
+            token_ids = np.append(token_ids, spec.eos_id)
+            mask = np.append(mask, np.uint8(conversation[-1]["role"] == "assistant"))
+        ids_parts.append(token_ids)
+        mask_parts.append(mask)
+    lengths = np.fromiter(map(len, ids_parts), dtype=np.int64, count=len(ids_parts))
+    return np.concatenate(ids_parts), np.concatenate(mask_parts), lengths
 
 
 def _assistant_spans(tokenizer: Any, conversation: list[dict[str, Any]], text: str) -> list[tuple[int, int]]:
