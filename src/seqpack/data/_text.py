@@ -116,9 +116,9 @@ def _segment_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def _prompt_completion(
     path: str, chunk: RawChunk, records: list[dict[str, Any]], spec: TextSpec, tokenizer: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Example ``i`` = prompt ``i`` + completion ``i`` + EOS; mask 0 on the prompt, 1 on the rest::
+    """Example ``i`` = prompt ``i`` + completion ``i`` + EOS; mask 0 on the prompt, 1 on the rest.
 
-        prompt [7 8] completion [9]  ->  tokens [7 8 9 EOS]  mask [0 0 1 1]
+    E.g. prompt ``[7 8]`` and completion ``[9]`` give tokens ``[7 8 9 EOS]`` and mask ``[0 0 1 1]``.
     """
     assert spec.prompt_field is not None and spec.completion_field is not None
     prompts = [_text(path, chunk, i, r, spec.prompt_field) for i, r in enumerate(records)]
