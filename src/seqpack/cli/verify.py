@@ -102,6 +102,10 @@ def register(app: typer.Typer) -> None:
         reported as skipped with the reason, never as passed. Exit 1 when any part fails.
 
         Example: seqpack verify --bridge --bridge-wheel megatron_bridge-0.6.2-py3-none-any.whl
+
+        Example (every part on a CPU machine, from wheels): seqpack verify --bridge --bridge-wheel
+        megatron_bridge-0.6.2-py3-none-any.whl --megatron-core-wheel
+        megatron_core-0.19.2-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl
         """
         if not bridge:
             raise UsageError("nothing to verify: pass --bridge")

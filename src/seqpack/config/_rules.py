@@ -291,7 +291,8 @@ def pack_size_matches_seq_length(ctx: Context) -> CheckResult:
     return Hit({"size": size, "seq": seq, "slots": slots if slots is not None else "?"}, fix)
 
 
-@rule("SP017", ERROR, (GBS, MBS, "data_parallel_size"), RUNTIME)
+# Bridge 0.6.2's validate() already refuses it (its eval batch check; found by `seqpack verify --bridge`).
+@rule("SP017", ERROR, (GBS, MBS, "data_parallel_size"), RAISES)
 def batch_divisibility(ctx: Context) -> CheckResult:
     t = ctx.view.train
     if t.global_batch_size is None or t.micro_batch_size is None or t.micro_batch_size <= 0:
