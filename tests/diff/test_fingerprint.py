@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from _support.diff_samples import chat, packs_of, write_packed
 from seqpack.cli import main
-from seqpack.diff import PackedFingerprinter, fingerprint_packed
+from seqpack.diff import PackedFingerprinter, fingerprint_packed, hash_block
 
 SAMPLES = [chat([10 + i, 11, 12 + i % 3], [20 + i] * (1 + i % 4)) for i in range(12)]
 
@@ -96,13 +96,15 @@ def test_incremental_equals_whole(cuts: list[int], rnd) -> None:
             ids = np.concatenate([seqs[k] for k in chosen])
             mask = np.concatenate([masks[k] for k in chosen])
             starts = np.cumsum([0] + [len(seqs[k]) for k in chosen[:-1]])
-            fp.update(
-                np.array([0, len(ids)]),
-                ids,
-                np.array([0, len(mask)]),
-                mask,
-                np.array([0, len(starts)]),
-                starts,
+            fp.add(
+                hash_block(
+                    np.array([0, len(ids)]),
+                    ids,
+                    np.array([0, len(mask)]),
+                    mask,
+                    np.array([0, len(starts)]),
+                    starts,
+                )
             )
         return fp
 

@@ -109,8 +109,8 @@ def hash_block(
 class PackedFingerprinter:
     """Fingerprints computed incrementally, block by block, in the order the packs are stored.
 
-    The pack writer feeds each row group as it writes it (:meth:`update`), so fingerprinting costs no
-    second read. With ``keep_sequences=True`` the per-sequence hashes are also kept (what ``seqpack diff``
+    The pack writer feeds each row group's hashes as it writes it (:meth:`add`), so fingerprinting costs
+    no second read. With ``keep_sequences=True`` the per-sequence hashes are also kept (what ``seqpack diff``
     compares): 8 + 8 + 8 + 16 bytes per sequence, never the tokens.
     """
 
@@ -123,22 +123,6 @@ class PackedFingerprinter:
     _counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # seqs, packs, tokens, supervised
     _seq_parts: list[tuple[npt.NDArray[Any], ...]] = field(default_factory=list)
     _pack_parts: list[tuple[npt.NDArray[Any], ...]] = field(default_factory=list)
-
-    def update(
-        self,
-        input_offsets: npt.NDArray[np.integer[Any]],
-        input_ids: npt.NDArray[np.integer[Any]],
-        mask_offsets: npt.NDArray[np.integer[Any]],
-        loss_mask: npt.NDArray[Any],
-        start_offsets: npt.NDArray[np.integer[Any]],
-        seq_start_id: npt.NDArray[np.integer[Any]],
-    ) -> None:
-        """Add consecutive packs given as three CSR columns (offsets index the flat values directly)."""
-        self.add(
-            hash_block(
-                input_offsets, input_ids, mask_offsets, loss_mask, start_offsets, seq_start_id, self.eos_id
-            )
-        )
 
     def add(self, block: BlockHashes) -> None:
         """Add the next packs' hashes (:func:`hash_block`, which may run on another thread), in order."""
@@ -160,13 +144,16 @@ class PackedFingerprinter:
 
     def update_block(self, block: PackedBlock) -> None:
         """Add a block read by :class:`seqpack.data.packed.PackedReader` (already validated)."""
-        self.update(
-            block.input_offsets,
-            block.input_ids,
-            block.mask_offsets,
-            block.loss_mask,
-            block.start_offsets,
-            block.seq_start_id,
+        self.add(
+            hash_block(
+                block.input_offsets,
+                block.input_ids,
+                block.mask_offsets,
+                block.loss_mask,
+                block.start_offsets,
+                block.seq_start_id,
+                self.eos_id,
+            )
         )
 
     def result(self) -> Fingerprint:
