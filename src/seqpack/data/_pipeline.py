@@ -262,7 +262,7 @@ class _ShapeChunk:
 
 
 class _Pass1:
-    """Consumes converted chunks: checks EOS, shapes, appends to the store, writes rejects, counts."""
+    """Consumes shaped chunks in input order: appends them to the store, writes rejects, counts."""
 
     def __init__(self, paths: tuple[str, ...], store: ScratchStore, rejects: BinaryIO) -> None:
         self.paths = paths
