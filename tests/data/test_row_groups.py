@@ -139,6 +139,25 @@ def test_parts_that_cannot_be_stitched_are_refused(make: Callable[[], bytes], me
         sink.append(make())
 
 
+def with_inline_metadata(part: bytes) -> bytes:
+    """``part`` as pyarrow < 18 would mark it: ``ColumnChunk.file_offset`` set (an inline metadata copy)."""
+    footer_start = len(part) - 8 - struct.unpack("<I", part[-8:-4])[0]
+    meta, _ = read_struct(part[footer_start:-8])
+    group = next(f for f in meta if f.id == 4).value.items[0]
+    chunk = next(f for f in group if f.id == 1).value.items[0]
+    next(f for f in chunk if f.id == 2).value = footer_start - 100
+    footer = bytearray()
+    write_struct(footer, meta)
+    return part[:footer_start] + bytes(footer) + struct.pack("<I", len(footer)) + b"PAR1"
+
+
+def test_parts_with_inline_column_metadata_are_refused() -> None:
+    good = part(30)  # one row group of 30 rows
+    RowGroupStitcher(io.BytesIO(), PACKED_SCHEMA, "snappy").append(good)
+    with pytest.raises(StitchError, match="inline column metadata"):
+        RowGroupStitcher(io.BytesIO(), PACKED_SCHEMA, "snappy").append(with_inline_metadata(good))
+
+
 def test_parts_of_another_schema_are_refused() -> None:
     sink = RowGroupStitcher(io.BytesIO(), PACKED_SCHEMA, "snappy")
     sink.append(encode_row_group(random_batches(1, 5, [], PACKED_SCHEMA)[0], "snappy"))

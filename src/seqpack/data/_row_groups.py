@@ -15,10 +15,13 @@ result is **byte for byte the file pyarrow's sequential ``ParquetWriter`` writes
 with the same options -- the tests check exactly that.
 
 Only what moves is rewritten (field ids from parquet.thrift): ``RowGroup.file_offset``,
-``ColumnMetaData.data_page_offset`` / ``index_page_offset`` / ``dictionary_page_offset``, a non-zero
-``ColumnChunk.file_offset`` (pyarrow writes 0 there: the field is deprecated), and
+``ColumnMetaData.data_page_offset`` / ``index_page_offset`` / ``dictionary_page_offset``, and
 ``FileMetaData.num_rows``. Parts with page indexes, bloom filters or encryption (structures outside the
-column chunks) are refused: :func:`encode_row_group` never writes them.
+column chunks) are refused: :func:`encode_row_group` never writes them. So are parts whose
+``ColumnChunk.file_offset`` (deprecated) is set: pyarrow before 18 wrote a copy of each column's metadata,
+absolute offsets included, right after its pages, where stitching would leave stale offsets behind
+(readers use the footer, but the file would not be pyarrow's). pyarrow 18 and later write 0 there, and
+seqpack requires it.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ _META_OUTSIDE = (14,)  # bloom_filter_offset
 def encode_row_group(batch: pa.RecordBatch, compression: str) -> pa.Buffer:
     """``batch`` as a complete one-row-group Parquet file in memory (pyarrow releases the GIL)."""
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, batch.schema, compression=compression) as writer:
+    with pq.ParquetWriter(sink, batch.schema, compression=compression, write_page_index=False) as writer:
         writer.write_batch(batch, row_group_size=max(1, batch.num_rows))
     return sink.getvalue()
 
@@ -55,7 +58,7 @@ def encode_row_group(batch: pa.RecordBatch, compression: str) -> pa.Buffer:
 def encode_empty(schema: pa.Schema, compression: str) -> pa.Buffer:
     """A Parquet file with ``schema`` and no row groups, as pyarrow writes it."""
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, schema, compression=compression):
+    with pq.ParquetWriter(sink, schema, compression=compression, write_page_index=False):
         pass
     return sink.getvalue()
 
@@ -88,9 +91,9 @@ def _refuse(fields: list[Field], ids: tuple[int, ...], what: str) -> None:
         raise StitchError(f"part carries {what} outside its column chunks; cannot stitch it")
 
 
-def _move(fields: list[Field], field_id: int, delta: int, only_if_set: bool = False) -> None:
+def _move(fields: list[Field], field_id: int, delta: int) -> None:
     found = get_field(fields, field_id)
-    if found is not None and not (only_if_set and found.value == 0):
+    if found is not None:
         found.value += delta
 
 
@@ -129,7 +132,9 @@ class RowGroupStitcher:
         delta = self._offset - len(MAGIC)
         for chunk in _require(group, _GROUP_COLUMNS, "column chunks").value.items:
             _refuse(chunk, _CHUNK_OUTSIDE, "a page index or encrypted metadata")
-            _move(chunk, _CHUNK_FILE_OFFSET, delta, only_if_set=True)
+            inline = get_field(chunk, _CHUNK_FILE_OFFSET)
+            if inline is not None and inline.value != 0:
+                raise StitchError("part carries inline column metadata (written by pyarrow < 18)")
             column = _require(chunk, _CHUNK_META, "column metadata").value
             _refuse(column, _META_OUTSIDE, "a bloom filter")
             for field_id in _META_PAGE_OFFSETS:
