@@ -72,6 +72,15 @@ def test_chat_mask_covers_assistant_turns_only(tmp_path: Path, tokenizer_dir: Pa
     assert mask == expected_mask
 
 
+def prompt_completion_args(
+    source: Path, out: Path, tokenizer_dir: Path, workers: str, chunk_rows: str
+) -> list[str]:
+    """``seqpack pack`` arguments for prompt-completion JSONL into packs of 64."""
+    args = [str(source), "--out", str(out), "--pack-size", "64", "--tokenizer", str(tokenizer_dir)]
+    args += ["--prompt-field", "prompt", "--completion-field", "completion"]
+    return [*args, "--workers", workers, "--chunk-rows", chunk_rows]
+
+
 def test_cli_text_workers_give_identical_bytes(
     tmp_path: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -84,9 +93,8 @@ def test_cli_text_workers_give_identical_bytes(
     outputs = []
     for workers in ("1", "2"):
         out = tmp_path / f"out{workers}"
-        args = [str(source), "--out", str(out), "--pack-size", "64", "--tokenizer", str(tokenizer_dir)]
-        args += ["--prompt-field", "prompt", "--completion-field", "completion", "--workers", workers]
-        code, _, err = run([*args, "--chunk-rows", "16"], capsys)  # two workers really share it
+        args = prompt_completion_args(source, out, tokenizer_dir, workers=workers, chunk_rows="16")
+        code, _, err = run(args, capsys)  # two workers really share it
         assert code == 0, err
         outputs.append((out / "training_64.idx.parquet").read_bytes())
     assert outputs[0] == outputs[1]
@@ -101,17 +109,7 @@ def test_worker_error_names_row(
     rows = [{"prompt": "hello", "completion": "hi"}] * 30 + [{"prompt": "hello"}]
     source = write_jsonl(tmp_path / "pc.jsonl", rows)
     out = tmp_path / "out"
-    args = [str(source), "--out", str(out), "--pack-size", "64", "--tokenizer", str(tokenizer_dir)]
-    args += [
-        "--prompt-field",
-        "prompt",
-        "--completion-field",
-        "completion",
-        "--workers",
-        "2",
-        "--chunk-rows",
-        "8",
-    ]
+    args = prompt_completion_args(source, out, tokenizer_dir, workers="2", chunk_rows="8")
     code, _, err = run(args, capsys)
     assert code == 1 and "pc.jsonl:31: field 'completion': missing" in err
     assert list(out.iterdir()) == []
@@ -134,17 +132,7 @@ def test_killed_worker_fails_with_its_range(
     monkeypatch.setattr(_ingest, "tokenize_chunk", dies_on_second_chunk)
     source = write_jsonl(tmp_path / "pc.jsonl", [{"prompt": "hello", "completion": "hi"}] * 20)
     out = tmp_path / "out"
-    args = [str(source), "--out", str(out), "--pack-size", "64", "--tokenizer", str(tokenizer_dir)]
-    args += [
-        "--prompt-field",
-        "prompt",
-        "--completion-field",
-        "completion",
-        "--workers",
-        "2",
-        "--chunk-rows",
-        "8",
-    ]
+    args = prompt_completion_args(source, out, tokenizer_dir, workers="2", chunk_rows="8")
     code, _, err = run(args, capsys)
     # The samples in flight when the worker died are named (which chunk killed it is not knowable).
     assert code == 1 and "a worker process died while converting these samples" in err

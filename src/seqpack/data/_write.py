@@ -103,9 +103,10 @@ def write_packed(
         tokens = int(batch.column(0).offsets[-1].as_py())
         return _EncodedGroup(p1 - p0, tokens, encode_row_group(batch, COMPRESSION), hashes)
 
-    with open(path, "wb") as handle, ThreadPoolExecutor(max(1, threads), "seqpack-encode") as pool:
+    threads = max(1, threads)
+    with open(path, "wb") as handle, ThreadPoolExecutor(threads, "seqpack-encode") as pool:
         sink = RowGroupStitcher(handle, schema, COMPRESSION)
-        for group in map_ordered(pool, encode, range(0, num_packs, ROW_GROUP_SIZE), 2 * max(1, threads)):
+        for group in map_ordered(pool, encode, range(0, num_packs, ROW_GROUP_SIZE), 2 * threads):
             sink.append(group.parquet)
             if fingerprinter is not None and group.hashes is not None:
                 fingerprinter.add(group.hashes)
