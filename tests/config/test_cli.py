@@ -211,3 +211,62 @@ def test_env_option_adds_installed_stack_findings(
     assert findings["ENV001"]["allowed"] is True
     assert findings["ENV001"]["upstream"] == "installed versions (seqpack env)"
     assert not [i for i in findings if i.startswith("SP0")]
+
+
+def test_json_carries_the_librarys_schema_version(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI emits the version the library's report states, not a default of its own."""
+    import seqpack.config._doctor as doctor_module
+
+    monkeypatch.setattr(doctor_module, "SCHEMA_VERSION", 7)
+    _, doc = _json(capsys, ["doctor", "--cp", "2", "--seq-length", "512", "--format", "json"])
+    assert doc["schema_version"] == 7
+
+
+@pytest.mark.parametrize(
+    ("section", "suggested"),
+    [
+        ("model_config", "model"),
+        ("train_config", "train"),
+        ("optimizer_cfg", "optimizer"),
+        ("modle", "model"),
+    ],
+)
+def test_unknown_section_suggests_the_real_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, section: str, suggested: str
+) -> None:
+    config = tmp_path / "old.yaml"
+    config.write_text(f"{section}:\n  micro_batch_size: 1\n")
+    _, doc = _json(capsys, ["doctor", str(config), "--format", "json"])
+    (finding,) = [f for f in doc["findings"] if f["id"] == "SP100"]
+    expected = f"unknown config section '{section}' ({config}:1) (did you mean '{suggested}'?)"
+    assert finding["message"] == expected
+    assert finding["upstream"] == "skipped at merge (YAML), refused as an override"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_unknown_section_without_a_close_name_suggests_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, lang: str
+) -> None:
+    config = tmp_path / "odd.yaml"
+    config.write_text("zzz_settings:\n  a: 1\n")
+    _, doc = _json(capsys, ["doctor", str(config), "--format", "json", "--lang", lang])
+    (finding,) = [f for f in doc["findings"] if f["id"] == "SP100"]
+    assert "zzz_settings" in finding["message"]
+    assert not any(hint in finding["message"] for hint in ("'-'", "mean", "是否"))
+
+
+def test_a_config_container_wrapper_is_read_as_the_config_inside(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Bridge's performance scripts write the whole config under one ``ConfigContainer:`` key."""
+    inner = "model:\n  context_parallel_size: 2\n  seq_length: 510\ndataset:\n  seq_length: 510\n"
+    wrapped = tmp_path / "wrapped.yaml"
+    wrapped.write_text("ConfigContainer:\n" + "".join(f"  {line}\n" for line in inner.splitlines()))
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(inner)
+    code_wrapped, doc_wrapped = _json(capsys, ["doctor", str(wrapped), "--format", "json"])
+    code_plain, doc_plain = _json(capsys, ["doctor", str(plain), "--format", "json"])
+    assert code_wrapped == code_plain == 1
+    assert [f["id"] for f in doc_wrapped["findings"]] == [f["id"] for f in doc_plain["findings"]] == ["SP011"]

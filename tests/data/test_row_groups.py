@@ -100,13 +100,30 @@ def test_thrift_round_trip_of_a_real_footer_is_exact() -> None:
 
 @given(data=st.binary(max_size=200))
 def test_thrift_reader_rejects_garbage_with_its_own_error(data: bytes) -> None:
+    """Random bytes either fail with ThriftError (nothing else escapes) or decode to a struct that encodes
+    back to exactly the bytes it was read from."""
     try:
         fields, used = read_struct(data)
     except ThriftError:
         return
     out = bytearray()
-    write_struct(out, fields)  # whatever decodes must encode again
+    write_struct(out, fields)
     assert used <= len(data)
+    assert read_struct(bytes(out)) == (fields, len(out))
+
+
+@pytest.mark.parametrize(
+    ("garbage", "why"),
+    [
+        (b"", "truncated"),
+        (b"\x15", "truncated"),  # field 1, type i32, no value
+        (b"\x1d\x00", "type"),  # field 1 with type 13 (no such compact type)
+        (b"\x19\xf5\xff\xff\xff\xff\x0f", "truncated"),  # a list of i32 claiming 2**32-1 elements
+    ],
+)
+def test_thrift_reader_refuses_known_garbage(garbage: bytes, why: str) -> None:
+    with pytest.raises(ThriftError, match=why):
+        read_struct(garbage)
 
 
 def test_truncated_footer_is_a_thrift_error() -> None:

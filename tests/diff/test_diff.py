@@ -164,13 +164,20 @@ def test_unreadable_exits_2(tmp_path: Path) -> None:
     assert main(["diff", str(a), str(tmp_path / "nope.parquet")]) == 2
 
 
-def test_evil_pickle_refused(tmp_path: Path) -> None:
+def test_evil_pickle_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     a = write_packed(tmp_path / "a.parquet", packs_of(SAMPLES, [12]))
     evil = tmp_path / "training_32.npy"
     header = b"{'descr': '|O', 'fortran_order': False, 'shape': (1,), }"
     header += b" " * (63 - len(header) % 64) + b"\n"
     evil.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + pickle.dumps(print))
-    assert main(["diff", str(a), str(evil)]) in (1, 2)
+    called: list[object] = []
+    monkeypatch.setattr("builtins.print", lambda *args, **kwargs: called.append(args))
+    assert main(["diff", str(a), str(evil)]) == 1
+    err = capsys.readouterr().err
+    assert "refused to load 'builtins.print'" in err and str(evil) in err
+    assert called == []  # the global was never resolved, let alone called
 
 
 # --- batch dumps -------------------------------------------------------------------------------------------

@@ -84,8 +84,19 @@ def test_report_dict_structure() -> None:
 
 
 def test_real_machine_versions_read_from_metadata() -> None:
+    """The versions are the installed distributions' own (what the modules report), and an absent package
+    is ``None``, not a guess."""
+    import platform
+
+    import numba
+    import pyarrow
+
     real = _env.collect_versions()
-    assert real.packages["numba"] is not None and real.packages["pyarrow"] is not None
+    assert real.packages["numba"] == numba.__version__
+    assert real.packages["pyarrow"] == pyarrow.__version__
+    assert real.python == platform.python_version()
+    missing = "seqpack-no-such-distribution"
+    assert _env._installed_version((missing,)) is None
 
 
 def test_cli_json_and_exit_code(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,8 +13,9 @@ import pytest
 from seqpack.cli import main
 from seqpack.errors import DataError, UsageError
 from seqpack.train import DataMode, StepRecord, TrainConfig, count_parameters, train
+from seqpack.train._data import open_packed
 from seqpack.train._model import build_model
-from train.conftest import PACK_SIZE, pack, with_, write_samples
+from train.conftest import PACK_SIZE, VOCAB, pack, with_, write_samples
 
 
 def test_pack_size_flag_must_match_metadata(base_config: TrainConfig) -> None:
@@ -45,6 +46,22 @@ def test_data_packed_with_a_pad_multiple_trains_with_it(tmp_path: Path, base_con
     packed = train(with_(base_config, data=data, pad_multiple=4, steps=2))
     padded = train(with_(base_config, data=data, pad_multiple=4, steps=2, mode=DataMode.padded))
     np.testing.assert_allclose(packed.losses, padded.losses, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", [f"training_{PACK_SIZE}.idx.parquet", f"training_{PACK_SIZE}.parquet"])
+def test_a_sidecar_of_another_pack_size_is_never_taken(
+    tmp_path: Path, base_config: TrainConfig, name: str
+) -> None:
+    """Data named for pack size N with only a ``{M}_metadata.jsonl`` beside it: the sidecar belongs to other
+    packs, so the trainer reads none (it used to take any lone sidecar, and ignored ``.parquet`` names)."""
+    data = tmp_path / name
+    data.write_bytes(base_config.data.read_bytes())
+    entries = json.loads((base_config.data.parent / f"{PACK_SIZE}_metadata.jsonl").read_text())
+    entries[0]["pack_size"] = PACK_SIZE // 2
+    (tmp_path / f"{PACK_SIZE // 2}_metadata.jsonl").write_text(json.dumps(entries))
+    opened = open_packed(data, pack_size=None, pad_multiple=None, vocab=VOCAB)
+    assert opened.metadata_path is None
+    train(with_(base_config, data=data, steps=1, pack_size=PACK_SIZE))  # the other sidecar's 32 is not read
 
 
 def test_token_ids_must_fit_the_vocabulary(base_config: TrainConfig) -> None:

@@ -219,10 +219,10 @@ def doctor(
     fixes = suggest_fixes(loaded, doctor_options) if fix else None
     if output_format == OutputFormat.json:
         payload = report.to_json()
-        payload.pop("schema_version")
+        schema_version = payload.pop("schema_version")
         if fixes is not None:
             payload["fix"] = fixes
-        emit_json(payload)
+        emit_json(payload, schema_version=schema_version)
     else:
         _print_text(report, fixes)
     if report.has_error:

@@ -7,6 +7,8 @@ these are seqpack's words for the same conditions (spec §8).
 
 from __future__ import annotations
 
+from typing import Any
+
 LANGS = ("en", "zh")
 
 CATALOG: dict[str, dict[str, tuple[str, str]]] = {
@@ -400,22 +402,26 @@ CATALOG: dict[str, dict[str, tuple[str, str]]] = {
     },
     "SP100": {
         "en": (
-            "unknown config section '{key}'{where} (did you mean '{suggestion}'?)",
-            "Bridge's ConfigContainer has no such section; its values would never be read.",
+            "unknown config section '{key}'{where}{did_you_mean}",
+            "Bridge skips an unknown section of a YAML with a warning when it merges the file (its values "
+            "are never read) and refuses it as a command-line override.",
         ),
         "zh": (
-            "未知的配置段 '{key}'{where}（是否想写 '{suggestion}'？）",
-            "Bridge 的 ConfigContainer 中没有该配置段；其中的值永远不会被读取。",
+            "未知的配置段 '{key}'{where}{did_you_mean}",
+            "Bridge 合并 YAML 时跳过未知配置段并仅打印警告（其中的值永远不会被读取），"
+            "作为命令行覆盖项时则直接拒绝。",
         ),
     },
     "SP101": {
         "en": (
-            "unknown field '{key}'{where} (did you mean '{suggestion}'?)",
-            "A misspelled field is either rejected when the config is built or silently ignored.",
+            "unknown field '{key}'{where}{did_you_mean}",
+            "Bridge skips an unknown field of a YAML with a warning when it merges the file and refuses it "
+            "as a command-line override: a misspelled value is never used.",
         ),
         "zh": (
-            "未知字段 '{key}'{where}（是否想写 '{suggestion}'？）",
-            "拼错的字段要么在构建配置时被拒绝，要么被静默忽略。",
+            "未知字段 '{key}'{where}{did_you_mean}",
+            "Bridge 合并 YAML 时跳过未知字段并仅打印警告，"
+            "作为命令行覆盖项时则直接拒绝：拼错的值永远不会生效。",
         ),
     },
     "SP102": {
@@ -458,3 +464,14 @@ CATALOG: dict[str, dict[str, tuple[str, str]]] = {
         ),
     },
 }
+
+
+#: The "did you mean" tail of SP100/SP101, per language; empty when nothing is close enough to suggest.
+_DID_YOU_MEAN = {"en": " (did you mean '{suggestion}'?)", "zh": "（是否想写 '{suggestion}'？）"}
+
+
+def message_params(params: dict[str, Any], lang: str) -> dict[str, Any]:
+    """``params`` plus the language-specific pieces a template needs (``did_you_mean``)."""
+    suggestion = params.get("suggestion")
+    tail = _DID_YOU_MEAN[lang].format(suggestion=suggestion) if suggestion else ""
+    return {**params, "did_you_mean": tail}

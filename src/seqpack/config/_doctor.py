@@ -11,7 +11,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from seqpack.config._catalog import CATALOG, LANGS
+from seqpack.config._catalog import CATALOG, LANGS, message_params
 from seqpack.config._context import Context
 from seqpack.config._family import infer_family
 from seqpack.config._findings import ERROR, SEVERITY_ORDER, Finding, Hit
@@ -150,13 +150,14 @@ def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
     for rule in RULES:
         for hit in _hits(rule.check(ctx)):
             message, why = CATALOG[rule.id][options.lang]
+            params = message_params(hit.params, options.lang)
             findings.append(
                 Finding(
                     id=rule.id,
                     severity=rule.severity,
                     fields=list(hit.fields if hit.fields is not None else rule.fields),
-                    message=message.format(**hit.params),
-                    why=why.format(**hit.params),
+                    message=message.format(**params),
+                    why=why.format(**params),
                     fix=list(hit.fix),
                     upstream=rule.upstream,
                     allowed=rule.id in options.allow,

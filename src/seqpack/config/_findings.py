@@ -17,10 +17,13 @@ SEVERITY_ORDER: dict[str, int] = {ERROR: 0, WARNING: 1, INFO: 2}
 
 #: The upstream behaviour a rule mirrors.
 RAISES = "raises at validation"
+#: Unknown YAML keys: skipped with a warning when Bridge merges the file, refused as command-line overrides
+#: (``process_config_with_overrides``), never reaching ``validate()``.
+AT_MERGE = "skipped at merge (YAML), refused as an override"
 RUNTIME = "fails at runtime"
 DOCUMENTED = "documented only"
 SEQPACK_ONLY = "seqpack-only"
-UPSTREAM_KINDS = (RAISES, RUNTIME, DOCUMENTED, SEQPACK_ONLY)
+UPSTREAM_KINDS = (RAISES, AT_MERGE, RUNTIME, DOCUMENTED, SEQPACK_ONLY)
 
 
 @dataclass

@@ -210,6 +210,7 @@ def load_config(
             raise InputError(
                 f"{source}: expected a mapping of config sections, found {type(document).__name__}"
             )
+        document, lines = _unwrap_container(document, lines)
 
     cli_layer = plain_option_overrides(options or {}) + [(*parse_override(o), o) for o in overrides]
     mlm_layer: list[tuple[str, Any, str]] = []
@@ -235,6 +236,21 @@ def load_config(
     if dataset_kind is not None:
         view.dataset.kind = dataset_kind
     return LoadedConfig(view=view, problems=problems, raw=raw, source=source)
+
+
+#: The key Bridge's performance scripts write around a whole config (``ConfigContainer: {model: ...}``).
+_CONTAINER_WRAPPER = "ConfigContainer"
+
+
+def _unwrap_container(document: dict[Any, Any], lines: dict[str, int]) -> tuple[Any, dict[str, int]]:
+    """A YAML whose only top-level key is ``ConfigContainer`` holds the config one level down: read that,
+    with the line numbers re-keyed to the sections inside it."""
+    if list(document) != [_CONTAINER_WRAPPER] or not isinstance(document[_CONTAINER_WRAPPER], dict):
+        return document, lines
+    prefix = _CONTAINER_WRAPPER + "."
+    return document[_CONTAINER_WRAPPER], {
+        key[len(prefix) :]: line for key, line in lines.items() if key.startswith(prefix)
+    }
 
 
 def set_key(cfg: DictConfig, key: str, value: Any) -> None:
@@ -278,6 +294,22 @@ def _closest(name: str, known: frozenset[str] | set[str]) -> str | None:
     return matches[0] if matches else None
 
 
+#: Suffixes of section names in old Bridge/NeMo example YAMLs (``model_config:``, ``train_cfg:``).
+_OLD_SECTION_SUFFIXES = ("_config", "_cfg")
+
+
+def _closest_section(name: str) -> str | None:
+    """The ConfigContainer section ``name`` most likely means: ``model_config`` -> ``model`` (old-style
+    example YAMLs), else a close spelling (``modle`` -> ``model``); ``None`` when nothing is close."""
+    for suffix in _OLD_SECTION_SUFFIXES:
+        stem = name[: -len(suffix)] if name.endswith(suffix) else None
+        if stem:
+            found = stem if stem in bf.CONTAINER_SECTIONS else _closest(stem, bf.CONTAINER_SECTIONS)
+            if found is not None:
+                return found
+    return _closest(name, bf.CONTAINER_SECTIONS)
+
+
 def _build_view(raw: dict[str, Any], problems: list[LoadProblem]) -> ConfigView:
     view = ConfigView()
     for section, body in raw.items():
@@ -292,7 +324,7 @@ def _build_view(raw: dict[str, Any], problems: list[LoadProblem]) -> ConfigView:
                     "unknown-section",
                     section,
                     "not a ConfigContainer section",
-                    _closest(section, bf.CONTAINER_SECTIONS),
+                    _closest_section(section),
                 )
             )
             continue

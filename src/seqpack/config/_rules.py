@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from seqpack.config._context import Context
 from seqpack.config._family import ASR, GLM45, QWEN3_NEXT, QWEN35_VL, QWEN_OMNI
 from seqpack.config._findings import (
+    AT_MERGE,
     DOCUMENTED,
     ERROR,
     INFO,
@@ -559,16 +560,16 @@ def _problems(ctx: Context, kind: str) -> Iterator[Hit]:
         if p.kind == kind:
             fields = [p.key] + ([p.suggestion] if p.suggestion else [])
             where = f" ({p.where})" if p.where else ""
-            params = {"key": p.key, "detail": p.detail, "suggestion": p.suggestion or "-", "where": where}
+            params = {"key": p.key, "detail": p.detail, "suggestion": p.suggestion, "where": where}
             yield Hit(params, [], fields)
 
 
-@rule("SP100", WARNING, ("<section>",), RAISES)
+@rule("SP100", WARNING, ("<section>",), AT_MERGE)
 def unknown_section(ctx: Context) -> CheckResult:
     return list(_problems(ctx, "unknown-section"))
 
 
-@rule("SP101", WARNING, ("<field>",), RAISES)
+@rule("SP101", WARNING, ("<field>",), AT_MERGE)
 def unknown_field(ctx: Context) -> CheckResult:
     return list(_problems(ctx, "unknown-field"))
 

@@ -8,9 +8,7 @@ the reader's row-group cache, so memory stays bounded by a few row groups.
 
 from __future__ import annotations
 
-import glob
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +17,9 @@ import numpy as np
 
 from seqpack.batching import PackedDataset
 from seqpack.data import SEQPACK_KEY, combine_metadata, read_metadata
+from seqpack.data.metadata import find_metadata
 from seqpack.data.packed_stats import check_pack_capacity
 from seqpack.errors import DataError, UsageError, where
-
-_PACKED_NAME = re.compile(r"_(\d+)\.idx\.(?:parquet|pq)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -49,19 +46,6 @@ class PackedData:
         return len(self.dataset)
 
 
-def find_metadata(spec: str | os.PathLike[str], paths: list[str]) -> Path | None:
-    """The ``{N}_metadata.jsonl`` beside the data: ``N`` from ``*_{N}.idx.parquet``, else the only one."""
-    first = Path(paths[0])
-    folder = Path(spec) if Path(spec).is_dir() else first.parent
-    match = _PACKED_NAME.search(first.name)
-    if match:
-        candidate = folder / f"{match.group(1)}_metadata.jsonl"
-        if candidate.exists():
-            return candidate
-    found = sorted(glob.glob(os.path.join(folder, "*_metadata.jsonl")))
-    return Path(found[0]) if len(found) == 1 else None
-
-
 def _seqpack_record(entries: list[dict[str, Any]]) -> dict[str, Any]:
     for entry in entries:
         record = entry.get(SEQPACK_KEY)
@@ -83,7 +67,7 @@ def open_packed(
     """
     dataset = PackedDataset(spec)
     reader = dataset.reader
-    meta_path = find_metadata(spec, reader.paths)
+    meta_path = find_metadata(reader.paths)
     combined: dict[str, Any] | None = None
     record: dict[str, Any] = {}
     if meta_path is not None:
