@@ -14,7 +14,7 @@ Inputs (built here, fixed seed): a long-tail chat mixture -- 70% short turns (lo
 Packings: Bridge's ``first_fit_shuffle`` (``pack_lengths(..., "first_fit_shuffle", seed=0)``, pack for pack
 what Bridge 0.6.2 builds, tested in tests/packing), seqpack's ``best_fit_decreasing`` and seqpack's
 ``balanced`` packing for the 7B-like cost model (4096 hidden, 32 layers, 32 heads, 11008 ffn, 32000 vocab,
-SwiGLU; FLOPs per Megatron-LM's formula, see ``seqpack.plan._cost``).
+SwiGLU; FLOPs per Megatron-LM's formula, see ``seqpack.packing._cost``).
 
 Cost of a rank on a step = summed cost of the packs Bridge's sampler deals it. The dealing is done by
 **Bridge 0.6.2's own** ``MegatronPretrainingBatchSampler`` (``data/samplers.py`` from the wheel, loaded by

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from _support.pack_inputs import EOS, random_examples, read_rows, write_jsonl
 from seqpack.data import PackOptions, TooLong, pack_files
+from seqpack.packing import ALGORITHMS
 
 
 def expected_pieces(
@@ -45,7 +46,7 @@ def expected_pieces(
     pack_size=st.integers(8, 80),
     mult=st.sampled_from([1, 2, 4]),
     too_long=st.sampled_from(list(TooLong)),
-    algorithm=st.sampled_from(["best_fit_decreasing", "first_fit_shuffle", "first_fit_decreasing"]),
+    algorithm=st.sampled_from(ALGORITHMS),
 )
 def test_every_sample_once_intact_and_within_capacity(
     tmp_path_factory: object, seed: int, n: int, pack_size: int, mult: int, too_long: TooLong, algorithm: str

@@ -98,10 +98,11 @@ def test_overrides_and_command_with_cp() -> None:
         "dataset.offline_packing_specs.pad_seq_to_mult=4",  # lcm(2*CP=4, CP*TP=4)
     ]
     assert "model.calculate_per_token_loss=true" in lines and "ddp.average_in_collective=false" in lines
-    command = pack_command(["my data.jsonl"], c, topo, tokenizer=None, balance=True)
+    carried = [("--tokenizer", None), ("--eos-id", 0), ("--model", "8,1,2,16,10")]
+    command = pack_command(["my data.jsonl"], c, topo, carried=carried)
     assert command == (
         "seqpack pack 'my data.jsonl' --out packed_8 --pack-size 8"
-        " --cp 2 --tp 2 --sequence-parallel --balance"
+        " --cp 2 --tp 2 --sequence-parallel --eos-id 0 --model 8,1,2,16,10"
     )
 
 

@@ -48,7 +48,7 @@ def test_text_report_with_dp_model_and_plot(tmp_path: Path, capsys: pytest.Captu
     args = [str(data), "--pack-sizes", "64,128", "--token-slots", "512", "--dp", "2"]
     code, out, err = run([*args, "--model", "64,2,4,256,100", "--plot", str(plot)], capsys)
     assert code == 0, err
-    assert "Recommended: pack size" in out and "with --balance" in out
+    assert "Recommended: pack size" in out and "DP imbalance (balanced)" in out
     assert "DP imbalance" in out and "attention FLOP/step" in out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code, _, err = run([*args, "--plot", str(plot)], capsys)
@@ -130,7 +130,11 @@ def test_pack_balance_records_cost_model_and_inspect_simulates(
     ("args", "message"),
     [
         (["pack", "--pack-size", "8", "--balance", "--bridge-compat"], "--balance cannot be combined"),
-        (["pack", "--pack-size", "8", "--model", "8,1,2,16,10"], "add --balance"),
+        (
+            ["pack", "--pack-size", "8", "--model", "8,1,2,16,10", "--algorithm", "best_fit_decreasing"],
+            "--model sets the cost model of the balanced algorithm",
+        ),
+        (["pack", "--pack-size", "8", "--balance", "--algorithm", "first_fit_shuffle"], "--balance asks for"),
     ],
 )
 def test_pack_balance_bad_usage(
@@ -205,3 +209,47 @@ def test_empty_input_is_invalid_data(tmp_path: Path, capsys: pytest.CaptureFixtu
     data.write_bytes(b"")
     code, _, err = run([str(data)], capsys)
     assert code == 1 and "empty input" in err
+
+
+def test_suggested_command_packs_what_was_planned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The suggested ``seqpack pack`` repeats every option that changes the packs (``--eos-id`` used to be
+    dropped, so the suggested command padded with another id); running it writes the planned packs."""
+    data = write_lengths(tmp_path / "d.jsonl", [3, 5, 2, 7, 6, 1])
+    args = [str(data), "--pack-sizes", "8,16", "--token-slots", "32", "--eos-id", "0", "--format", "json"]
+    code, out, _ = run([*args, "--model", "64,2,4,256,100"], capsys)
+    assert code == 0
+    doc = orjson.loads(out)
+    command = doc["pack_command"].split()
+    assert command[command.index("--eos-id") + 1] == "0"
+    assert command[command.index("--model") + 1] == "64,2,4,256,100"
+    out_dir = tmp_path / "packed"
+    command[command.index("--out") + 1] = str(out_dir)
+    assert main([*command[1:], "--quiet", "--format", "json"]) == 0
+    summary = orjson.loads(capsys.readouterr().out)
+    planned = {c["pack_size"]: c for c in doc["candidates"]}[doc["recommended"]]
+    assert summary["packs"] == planned["packs"]
+    record = summary["bridge_metadata"]
+    assert record["pack_size"] == doc["recommended"]
+    meta = orjson.loads((out_dir / f"{doc['recommended']}_metadata.jsonl").read_bytes())[0]["seqpack"]
+    assert meta["eos_id"] == 0 and meta["cost_model"]["model"]["hidden"] == 64
+
+
+def test_pack_defaults_to_balanced_packs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Default packs are balanced (7B-like cost model recorded); ``--algorithm best_fit_decreasing`` opts out,
+    ``--balance`` is still accepted and changes nothing."""
+    import pyarrow.parquet as pq
+
+    data = write_lengths(tmp_path / "d.jsonl", [60, 40, 30, 20, 10, 10, 5, 50, 45, 35] * 6)
+    records, packs = {}, {}
+    runs = {"default": [], "balance": ["--balance"], "bfd": ["--algorithm", "best_fit_decreasing"]}
+    for name, extra in runs.items():
+        out = tmp_path / name
+        assert main(["pack", "-q", str(data), "--out", str(out), "--pack-size", "64", *extra]) == 0
+        records[name] = orjson.loads((out / "64_metadata.jsonl").read_bytes())[0]["seqpack"]
+        packs[name] = pq.read_table(out / "training_64.idx.parquet").column("input_ids").to_pylist()
+    capsys.readouterr()
+    assert records["default"]["algorithm"] == "balanced"
+    assert records["default"]["cost_model"]["model"]["hidden"] == 4096
+    assert records["balance"]["algorithm"] == "balanced" and packs["balance"] == packs["default"]
+    assert records["bfd"]["algorithm"] == "best_fit_decreasing" and "cost_model" not in records["bfd"]
+    assert len(packs["bfd"]) == len(packs["default"]) and packs["bfd"] != packs["default"]

@@ -13,7 +13,7 @@ from seqpack.batching.cp import pad_multiple
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.data import PackOptions, PackResult, TooLong, bridge_overrides, example_dataset_path, pack_files
 from seqpack.errors import UsageError
-from seqpack.plan import CostModel, ModelDims, resolve_cost_model
+from seqpack.packing import BALANCED, CostModel, ModelDims
 
 
 def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_parallel: bool) -> int:
@@ -25,10 +25,19 @@ def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_par
     return 1 if mult is None else mult
 
 
-def _cost_model(balance: bool, model: str | None) -> CostModel | None:
-    if model is not None and not balance:
-        raise UsageError("--model only sets the cost model of --balance; add --balance")
-    return resolve_cost_model(None if model is None else ModelDims.parse(model)) if balance else None
+def _algorithm(algorithm: str | None, balance: bool, bridge_compat: bool) -> str | None:
+    """``--balance`` (balanced packing, now the default), kept for old command lines: names the algorithm."""
+    if not balance:
+        return algorithm
+    if bridge_compat:
+        raise UsageError("--balance cannot be combined with --bridge-compat (compat builds Bridge's packs)")
+    if algorithm not in (None, BALANCED):
+        raise UsageError(f"--balance asks for the {BALANCED} algorithm; drop it or --algorithm {algorithm}")
+    return BALANCED
+
+
+def _cost_model(model: str | None) -> CostModel | None:
+    return None if model is None else CostModel.from_dims(ModelDims.parse(model))
 
 
 def _summary(result: PackResult, overrides: list[str]) -> dict[str, Any]:
@@ -95,15 +104,19 @@ def pack(
     algorithm: str = typer.Option(
         None,
         "--algorithm",
-        help="best_fit_decreasing (default), first_fit_shuffle (compat default), first_fit_decreasing.",
+        help="balanced (default: as few packs as best_fit_decreasing, even step costs across DP ranks), "
+        "best_fit_decreasing, first_fit_shuffle (compat default), first_fit_decreasing.",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of Bridge's shuffles."),
     bridge_compat: bool = typer.Option(False, "--bridge-compat", help="Reproduce Bridge 0.6.2 exactly."),
     balance: bool = typer.Option(
-        False, "--balance", help="Even out pack costs across DP ranks (dense + attention, see seqpack plan)."
+        False, "--balance", help="The balanced algorithm (the default now; kept for old command lines)."
     ),
     model: str = typer.Option(
-        None, "--model", help="hidden,layers,heads,ffn,vocab[,groups] of --balance's cost model (7B-like)."
+        None,
+        "--model",
+        help="hidden,layers,heads,ffn,vocab[,groups]: the cost model balanced packing evens out "
+        "(default 7B-like).",
     ),
     pad_seq_to_mult: int = typer.Option(
         None, "--pad-seq-to-mult", help="Pre-pad runtime lengths to a multiple."
@@ -153,8 +166,8 @@ def pack(
         pad_seq_to_mult=_pad_multiple(pad_seq_to_mult, cp, tp, sequence_parallel),
         too_long=too_long,
         bridge_compat=bridge_compat,
-        algorithm=algorithm,
-        balance=_cost_model(balance, model),
+        algorithm=_algorithm(algorithm, balance, bridge_compat),
+        cost_model=_cost_model(model),
         seed=seed,
         eos_id=eos_id,
         tokenizer=tokenizer,

@@ -28,14 +28,18 @@ from seqpack.plan import (
     resolve_cost_model,
 )
 
+#: ``seqpack pack``'s default ``--messages-field`` (a plan's suggested command repeats any other).
+DEFAULT_MESSAGES_FIELD = "messages"
+
 LEGEND = """\
 efficiency: real tokens / token slots. padding saved: token slots saved vs one padded row per sample.
 GBS: token slots // pack size (~: not exact), MBS 1. rejected: samples longer than the pack. pad multiple:
 pad_seq_to_mult (+ tokens its pre-padding adds). FLOP/step: forward+backward, SI prefixes, for {model}.
 DP imbalance: mean over steps of the slowest rank's cost / the mean rank's, under Bridge's sampler (with
---dp or --world-size). est. epoch time: (FLOPs of every token slot + attention) x the better imbalance,
-relative to the recommended pack size (*), which has the least of those rejecting fewest samples ("-": it
-rejects more, so it trains on less data)."""
+--dp or --world-size), for balanced packs (seqpack pack's default) and best_fit_decreasing's.
+est. epoch time: (FLOPs of every token slot + attention) x the better imbalance, relative to the
+recommended pack size (*), which has the least of those rejecting fewest samples ("-": it rejects more, so
+it trains on less data)."""
 
 
 def _flops(value: float) -> str:
@@ -77,8 +81,8 @@ def _table(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> 
         rows.append(("dense FLOP/step", [_flops(c.dense_flops_per_step) for c in candidates]))
         rows.append(("attention FLOP/step", [_flops(c.attention_flops_per_step) for c in candidates]))
     if any(c.imbalance is not None for c in candidates):
-        rows.append(("DP imbalance", [_imbalance_text(c.imbalance) for c in candidates]))
-        rows.append(("  with --balance", [_imbalance_text(c.imbalance_balanced) for c in candidates]))
+        rows.append(("DP imbalance (balanced)", [_imbalance_text(c.imbalance_balanced) for c in candidates]))
+        rows.append(("  best_fit_decreasing", [_imbalance_text(c.imbalance) for c in candidates]))
     rows.append(
         (
             "est. epoch time",
@@ -117,7 +121,9 @@ def plan(
     tokenizer: Path = typer.Option(None, "--tokenizer", help="Local HF tokenizer dir (text input)."),
     prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
     completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
-    messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
+    messages_field: str = typer.Option(
+        DEFAULT_MESSAGES_FIELD, "--messages-field", help="Chat messages field."
+    ),
     eos_id: int = typer.Option(None, "--eos-id", help="EOS id for text input (default: the tokenizer's)."),
     pack_sizes: str = typer.Option("2048,4096,8192,16384", "--pack-sizes", help="Candidate pack sizes."),
     token_slots: int = typer.Option(
@@ -159,13 +165,15 @@ def plan(
     chosen = recommend(candidates)
     balance = balance_worthwhile(chosen)
     overrides = bridge_overrides(chosen, topology)
-    command = pack_command(
-        [str(p) for p in inputs],
-        chosen,
-        topology,
-        tokenizer=None if tokenizer is None else str(tokenizer),
-        balance=balance,
-    )
+    carried = [
+        ("--tokenizer", tokenizer),
+        ("--prompt-field", prompt_field),
+        ("--completion-field", completion_field),
+        ("--messages-field", None if messages_field == DEFAULT_MESSAGES_FIELD else messages_field),
+        ("--eos-id", eos_id),
+        ("--model", model),
+    ]
+    command = pack_command([str(p) for p in inputs], chosen, topology, carried=carried)
     if plot is not None:
         _plot(candidates, plot, overwrite)
     if output_format is OutputFormat.json:
@@ -201,13 +209,13 @@ def plan(
     if balance:
         assert chosen.imbalance is not None and chosen.imbalance_balanced is not None
         out_console.print(
-            f"--balance lowers the simulated DP imbalance from {chosen.imbalance.mean:.3f} "
-            f"to {chosen.imbalance_balanced.mean:.3f}."
+            f"Balanced packs (the default) lower the simulated DP imbalance from "
+            f"{chosen.imbalance.mean:.3f} (best_fit_decreasing) to {chosen.imbalance_balanced.mean:.3f}."
         )
     elif chosen.imbalance_balanced is not None:
         out_console.print(
-            "--balance left out: balanced packs do not lower the simulated DP imbalance here "
-            "(the longest sequences alone set the most expensive packs)."
+            "Balanced packs (the default) do not lower the simulated DP imbalance here "
+            "(the longest sequences alone set the most expensive packs); they cost nothing either."
         )
     out_console.print("Pack it with:")
     out_console.print(f"  {command}")

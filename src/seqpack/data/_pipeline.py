@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -48,15 +48,14 @@ from seqpack.data.metadata import (
 from seqpack.data.overrides import offline_packing_overrides
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.packing import (
+    BALANCED,
     BRIDGE_ALGORITHMS,
     BRIDGE_DEFAULT_ALGORITHM,
     DEFAULT_ALGORITHM,
+    CostModel,
     PackPlan,
     pack_lengths,
 )
-
-if TYPE_CHECKING:
-    from seqpack.plan import CostModel
 
 SPLITS = ("training", "validation")
 #: ``bridge``: Bridge's packed Parquet (spec §3); ``hf``: the flattened padding-free layout.
@@ -78,7 +77,7 @@ class PackOptions:
     too_long: TooLong | None = None
     bridge_compat: bool = False
     algorithm: str | None = None
-    balance: CostModel | None = None  # --balance: even pack costs under this model (seqpack.plan)
+    cost_model: CostModel | None = None  # what the balanced algorithm evens out (None: 7B-like default)
     seed: int = 0
     eos_id: int | None = None
     tokenizer: Path | None = None
@@ -145,14 +144,8 @@ def _check_options(opts: PackOptions) -> tuple[int, str]:
     if opts.bridge_compat and opts.too_long is not None:
         raise UsageError("--too-long cannot be combined with --bridge-compat (compat decides long samples)")
     algorithm = opts.algorithm or (BRIDGE_DEFAULT_ALGORITHM if opts.bridge_compat else DEFAULT_ALGORITHM)
-    if opts.balance is not None:
-        if opts.bridge_compat:
-            raise UsageError(
-                "--balance cannot be combined with --bridge-compat (compat builds Bridge's packs)"
-            )
-        if opts.algorithm is not None:
-            raise UsageError("--balance chooses the packing itself; drop --algorithm")
-        algorithm = "balanced"
+    if opts.cost_model is not None and algorithm != BALANCED:
+        raise UsageError(f"--model sets the cost model of the {BALANCED} algorithm, not of {algorithm}")
     if opts.bridge_compat and algorithm not in BRIDGE_ALGORITHMS:
         raise UsageError(f"--bridge-compat needs one of Bridge's algorithms ({', '.join(BRIDGE_ALGORITHMS)})")
     if (opts.prompt_field is None) != (opts.completion_field is None):
@@ -407,8 +400,8 @@ def pack_files(opts: PackOptions) -> PackResult:
             lengths = np.concatenate(pass1.lengths)
             plan = _plan(lengths, opts, algorithm)
             record["algorithm"] = plan.algorithm
-            if opts.balance is not None:
-                record["cost_model"] = opts.balance.to_record()
+            if algorithm == BALANCED:
+                record["cost_model"] = (opts.cost_model or CostModel.default()).to_record()
             seconds["plan"] = time.perf_counter() - t1
             fault_point("plan")
             t2 = time.perf_counter()
@@ -493,12 +486,7 @@ def _shaped_chunks(
 
 
 def _plan(lengths: np.ndarray, opts: PackOptions, algorithm: str) -> PackPlan:
-    if opts.balance is None:
-        return pack_lengths(lengths, opts.pack_size, algorithm=algorithm, seed=opts.seed)
-    # Imported here: seqpack.plan reads its lengths through this package, so it cannot be imported first.
-    from seqpack.plan import balanced_pack
-
-    return balanced_pack(lengths, opts.pack_size, opts.balance)
+    return pack_lengths(lengths, opts.pack_size, algorithm=algorithm, seed=opts.seed, cost=opts.cost_model)
 
 
 def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:

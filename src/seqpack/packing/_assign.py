@@ -15,9 +15,11 @@ Two families of algorithms:
 
   We replay exactly that call sequence on a private ``np.random.RandomState(seed)`` (the same Mersenne
   Twister stream; global NumPy state is never touched) and do the rest in numba kernels.
-* seqpack's ``best_fit_decreasing`` (the default outside compat mode): lengths descending (ties in input
-  order), each into the fullest pack that still holds it. Deterministic; it draws no random numbers, so
-  ``seed`` only travels along in the plan.
+* seqpack's ``best_fit_decreasing``: lengths descending (ties in input order), each into the fullest pack
+  that still holds it. Deterministic; it draws no random numbers, so ``seed`` only travels along in the plan.
+* seqpack's ``balanced`` (``seqpack pack``'s default): best_fit_decreasing's number of packs, with pack
+  costs under a :class:`CostModel` evened out (``_balance``); best_fit_decreasing's packs when balancing
+  would cost more than 0.1 point of efficiency.
 
 Callers that drop samples first (Bridge drops ``r > max_seq_length`` in ``create_hist``) pass the kept
 lengths *in input order* and map back with ``kept_index[plan.items]``; the Bridge order is preserved
@@ -30,15 +32,19 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack.errors import DataError, UsageError
+from seqpack.packing._algorithms import (
+    ALGORITHMS,
+    BALANCED,
+    BEST_FIT_DECREASING,
+    BRIDGE_DEFAULT_ALGORITHM,
+    FIRST_FIT_SHUFFLE,
+)
+from seqpack.packing._balance import EFFICIENCY_TOLERANCE, balance_plan
+from seqpack.packing._cost import CostModel
 from seqpack.packing._kernels import best_fit, fill_like_bridge, first_fit, group_by_bin, order_by_length
 from seqpack.packing._plan import PackPlan
 
 IntArray = npt.NDArray[np.int64]
-
-BRIDGE_ALGORITHMS = ("first_fit_shuffle", "first_fit_decreasing")  # spec §2, Bridge's PACKING_ALGOS
-ALGORITHMS = ("best_fit_decreasing", *BRIDGE_ALGORITHMS)
-DEFAULT_ALGORITHM = "best_fit_decreasing"
-BRIDGE_DEFAULT_ALGORITHM = "first_fit_shuffle"
 
 
 def _validated(lengths: npt.ArrayLike, pack_size: int) -> IntArray:
@@ -67,7 +73,7 @@ def _bridge_order(lengths: IntArray, pack_size: int, algorithm: str, seed: int) 
     rng = np.random.RandomState(seed)  # the stream np.random.seed(seed) gives the legacy global RNG
     order, counts = order_by_length(lengths, pack_size, False)
     seq = lengths[order]  # Bridge's expanded ascending length list
-    if algorithm == "first_fit_shuffle":
+    if algorithm == FIRST_FIT_SHUFFLE:
         rng.shuffle(seq)  # same Fisher-Yates draws as np.random.shuffle on Bridge's Python list
     else:
         seq = np.ascontiguousarray(seq[::-1])
@@ -90,26 +96,38 @@ def _best_fit_decreasing(lengths: IntArray, pack_size: int) -> tuple[IntArray, I
 
 
 def pack_lengths(
-    lengths: npt.ArrayLike, pack_size: int, algorithm: str = BRIDGE_DEFAULT_ALGORITHM, seed: int = 0
+    lengths: npt.ArrayLike,
+    pack_size: int,
+    algorithm: str = BRIDGE_DEFAULT_ALGORITHM,
+    seed: int = 0,
+    cost: CostModel | None = None,
 ) -> PackPlan:
     """Pack items of the given runtime lengths (Bridge's ``r = len(input_ids) - 1``) into packs of
     ``pack_size`` runtime tokens.
 
     Every length must be in ``[0, pack_size]`` (``DataError`` otherwise: reject long samples before).
-    Empty input gives an empty plan. ``algorithm`` is one of :data:`ALGORITHMS`.
+    Empty input gives an empty plan. ``algorithm`` is one of :data:`ALGORITHMS`; ``cost`` is the cost model
+    ``balanced`` evens out (the 7B-like :meth:`CostModel.default` when ``None``; other algorithms take none).
 
     To reproduce Bridge when samples were dropped first (its ``r > max_seq_length`` rule), pass the kept
     lengths in input order and map the plan back: ``kept = np.flatnonzero(r <= max_seq_length)``,
     ``plan = pack_lengths(r[kept], ...)``, original indices ``kept[plan.items]``.
+
+    >>> pack_lengths([5, 3, 1, 1, 1], 10, algorithm="balanced").to_lists()
+    [[0], [1, 2, 3, 4]]
     """
     if algorithm not in ALGORITHMS:
         raise UsageError(f"unknown packing algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
         raise UsageError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    if cost is not None and algorithm != BALANCED:
+        raise UsageError(f"a cost model only applies to the {BALANCED!r} algorithm, not {algorithm!r}")
+    if algorithm == BALANCED:
+        return balanced_pack(lengths, pack_size, cost or CostModel.default(), seed=seed)
     array = _validated(lengths, pack_size)
     if array.size == 0:
         offsets, items = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    elif algorithm == "best_fit_decreasing":
+    elif algorithm == BEST_FIT_DECREASING:
         offsets, items = _best_fit_decreasing(array, int(pack_size))
     else:
         offsets, items = _bridge_order(array, int(pack_size), algorithm, int(seed))
@@ -121,3 +139,16 @@ def pack_lengths(
         algorithm=algorithm,
         seed=int(seed),
     )
+
+
+def balanced_pack(
+    lengths: npt.ArrayLike,
+    pack_size: int,
+    model: CostModel,
+    tolerance: float = EFFICIENCY_TOLERANCE,
+    seed: int = 0,
+) -> PackPlan:
+    """``pack_lengths(..., algorithm="balanced", cost=model)`` with the efficiency ``tolerance`` (a fraction:
+    0.001 = 0.1 points) below which best_fit_decreasing's packs are kept instead."""
+    reference = pack_lengths(lengths, pack_size, algorithm=BEST_FIT_DECREASING, seed=seed)
+    return balance_plan(reference, model, tolerance)

@@ -1,7 +1,20 @@
-"""Planning from lengths: the step-cost model, pack-size candidates, balanced packs, sampler imbalance."""
+"""Planning from lengths: pack-size candidates and the DP imbalance of their packs under Bridge's sampler.
+
+The cost model and balanced packing are packing algorithms (:mod:`seqpack.packing`); they are re-exported
+here because the planner's users reach for them together.
+"""
 
 from seqpack.data.lengths import read_lengths
-from seqpack.plan._balance import BALANCED_ALGORITHM, EFFICIENCY_TOLERANCE, balanced_pack, cost_spread
+from seqpack.packing import (
+    DEFAULT_DIMS,
+    EFFICIENCY_TOLERANCE,
+    CostModel,
+    ModelDims,
+    balanced_pack,
+    cost_spread,
+    pack_costs,
+    resolve_cost_model,
+)
 from seqpack.plan._candidates import (
     DEFAULT_PACK_SIZES,
     DEFAULT_TOKEN_SLOTS,
@@ -15,7 +28,6 @@ from seqpack.plan._candidates import (
     parse_pack_sizes,
     recommend,
 )
-from seqpack.plan._cost import DEFAULT_DIMS, CostModel, ModelDims, pack_costs, resolve_cost_model
 from seqpack.plan._imbalance import (
     DEFAULT_SAMPLER_SEED,
     Imbalance,
@@ -26,7 +38,6 @@ from seqpack.plan._imbalance import (
 )
 
 __all__ = [
-    "BALANCED_ALGORITHM",
     "DEFAULT_DIMS",
     "DEFAULT_PACK_SIZES",
     "DEFAULT_SAMPLER_SEED",

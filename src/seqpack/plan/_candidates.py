@@ -5,7 +5,7 @@ For each candidate pack size ``N`` (runtime tokens) and the topology's pad multi
     cap        = floor(N / m) * m              longest runtime length a sample may keep
     rejected   = #{r > cap}                    not packed (``seqpack pack`` default; or truncated)
     r'         = ceil(r / m) * m               CP/SP pre-padding of every kept sample (spec §2)
-    packs      = best_fit_decreasing(r', N)    seqpack pack's default algorithm
+    packs      = best_fit_decreasing(r', N)    the tightest packing (the default, balanced, uses as many)
     efficiency = sum(r) / (packs * N)          real tokens per token slot (pre-padding counts as waste)
     pad cost   = sum(r' - r) / sum(r)          extra tokens the pad multiple costs
     saved      = (kept - packs) * N            token slots saved versus one padded row per sample
@@ -31,6 +31,7 @@ activation memory).
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,9 +41,7 @@ import numpy.typing as npt
 from seqpack.batching.cp import pad_multiple
 from seqpack.data.overrides import offline_packing_overrides
 from seqpack.errors import UsageError
-from seqpack.packing import DEFAULT_ALGORITHM, PackPlan, pack_lengths
-from seqpack.plan._balance import balanced_pack
-from seqpack.plan._cost import CostModel, pack_costs
+from seqpack.packing import BEST_FIT_DECREASING, CostModel, PackPlan, balanced_pack, pack_costs, pack_lengths
 from seqpack.plan._imbalance import Imbalance, step_imbalance
 
 IntArray = npt.NDArray[np.int64]
@@ -51,7 +50,7 @@ DEFAULT_PACK_SIZES = (2048, 4096, 8192, 16384)
 DEFAULT_TOKEN_SLOTS = 65536
 #: Sampler epochs simulated per candidate (more steps, less noise on small datasets).
 SIMULATED_EPOCHS = 3
-#: ``--balance`` is recommended when it lowers the simulated mean imbalance by at least this much.
+#: Balanced packs (the default) are reported as lowering the simulated mean imbalance from this much on.
 BALANCE_WORTHWHILE = 0.002
 #: Estimated epoch times within this fraction of the best count as a tie, won by the smaller pack.
 EPOCH_TIE = 0.005
@@ -107,7 +106,7 @@ class Candidate:
     attention_flops_per_step: float
     epoch_flops: float  # dense over every token slot + attention over every kept sequence
     imbalance: Imbalance | None = None
-    imbalance_balanced: Imbalance | None = None  # the same, for ``seqpack pack --balance``'s packs
+    imbalance_balanced: Imbalance | None = None  # the same, for balanced packs (``seqpack pack``'s default)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -207,7 +206,7 @@ def evaluate_candidate(
     if mult > pack_size:
         raise UsageError(f"pack size {pack_size} is smaller than the pad multiple {mult}")
     kept, padded, rejected = _prepadded(array, pack_size, mult)
-    plan: PackPlan = pack_lengths(padded, pack_size, algorithm=DEFAULT_ALGORITHM)
+    plan: PackPlan = pack_lengths(padded, pack_size, algorithm=BEST_FIT_DECREASING)
     gbs = token_slots // pack_size
     notes: list[str] = []
     if rejected:
@@ -307,9 +306,13 @@ def bridge_overrides(candidate: Candidate, topology: Topology) -> list[str]:
 
 
 def pack_command(
-    inputs: list[str], candidate: Candidate, topology: Topology, *, tokenizer: str | None, balance: bool
+    inputs: list[str], candidate: Candidate, topology: Topology, *, carried: Sequence[tuple[str, Any]] = ()
 ) -> str:
-    """The ``seqpack pack`` command line that writes the packs ``candidate`` describes."""
+    """The ``seqpack pack`` command line that writes the packs ``candidate`` describes.
+
+    ``carried`` are the ``(flag, value)`` pairs the user gave the planner that change what ``pack`` writes
+    (tokenizer, text fields, EOS id, cost model); pairs whose value is ``None`` are left out.
+    """
     parts = ["seqpack", "pack", *inputs, "--out", f"packed_{candidate.pack_size}"]
     parts += ["--pack-size", str(candidate.pack_size)]
     if topology.cp > 1:
@@ -318,10 +321,9 @@ def pack_command(
         parts += ["--tp", str(topology.tp)]
     if topology.sequence_parallel:
         parts.append("--sequence-parallel")
-    if tokenizer is not None:
-        parts += ["--tokenizer", tokenizer]
-    if balance:
-        parts.append("--balance")
+    for flag, value in carried:
+        if value is not None:
+            parts += [flag, str(value)]
     return " ".join(shlex.quote(p) for p in parts)
 
 

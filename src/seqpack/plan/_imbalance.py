@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from seqpack.batching import GlobalBatchSampler
 from seqpack.errors import UsageError
-from seqpack.plan._cost import CostModel
+from seqpack.packing import CostModel
 
 FloatArray = npt.NDArray[np.float64]
 #: Seed of the simulated sampler when none is given (the same default as ``GlobalBatchSampler``).

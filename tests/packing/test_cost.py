@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from seqpack.errors import UsageError
-from seqpack.packing import PackPlan
-from seqpack.plan import DEFAULT_DIMS, CostModel, ModelDims, pack_costs
+from seqpack.packing import DEFAULT_DIMS, CostModel, ModelDims, PackPlan, pack_costs
 
 
 def test_tiny_model_by_hand() -> None:

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack.errors import UsageError
-from seqpack.packing import PackPlan
+from seqpack.packing._plan import PackPlan
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -36,13 +36,13 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.packing import PackPlan, pack_lengths
-from seqpack.plan._cost import CostModel, pack_costs
+from seqpack.packing._algorithms import BALANCED
+from seqpack.packing._cost import CostModel, pack_costs
+from seqpack.packing._plan import PackPlan
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-BALANCED_ALGORITHM = "balanced"
 #: Balanced packs may lose at most this much token efficiency (a fraction: 0.001 = 0.1 points)
 #: against best_fit_decreasing; otherwise best_fit_decreasing's packs are kept.
 EFFICIENCY_TOLERANCE = 0.001
@@ -145,39 +145,34 @@ def efficiency(plan: PackPlan) -> float:
     return plan.total_length / (plan.num_packs * plan.pack_size) if plan.num_packs else 0.0
 
 
-def balanced_pack(
-    lengths: npt.ArrayLike,
-    pack_size: int,
-    model: CostModel,
-    tolerance: float = EFFICIENCY_TOLERANCE,
-) -> PackPlan:
-    """Pack runtime ``lengths`` so that pack costs under ``model`` are as even as possible.
+def balance_plan(reference: PackPlan, model: CostModel, tolerance: float = EFFICIENCY_TOLERANCE) -> PackPlan:
+    """Re-pack ``reference`` (best_fit_decreasing's plan of the same lengths) so that pack costs under
+    ``model`` are as even as possible.
 
-    Starts from as many packs as ``best_fit_decreasing`` needs and places sequences with
-    :func:`cheapest_fit`, keyed on each sequence's attention cost (module docstring). The result's
-    ``algorithm`` is ``"balanced"``; if it would lose more than ``tolerance`` efficiency against
-    best_fit_decreasing, or spread costs more, best_fit_decreasing's plan is returned instead (its
-    ``algorithm`` says so). Lengths must be in ``[0, pack_size]``.
+    Keeps ``reference``'s number of packs and places sequences with :func:`cheapest_fit`, keyed on each
+    sequence's attention cost (module docstring). The result's ``algorithm`` is ``"balanced"``; if it would
+    lose more than ``tolerance`` efficiency against ``reference``, or spread costs more, ``reference`` is
+    returned instead (its ``algorithm`` says so).
     """
-    reference = pack_lengths(lengths, pack_size, algorithm="best_fit_decreasing")
     if reference.num_packs == 0:
         return reference
     array = reference.lengths
+    pack_size = reference.pack_size
     order = np.argsort(-array, kind="stable")
     seq = np.ascontiguousarray(array[order])
     values = seq.astype(np.float64)
     keys = model.attention * values * values if model.attention > 0 else model.dense * values
-    bin_of, n_bins = cheapest_fit(seq, keys, int(pack_size), reference.num_packs)
+    bin_of, n_bins = cheapest_fit(seq, keys, pack_size, reference.num_packs)
     positions = np.argsort(bin_of, kind="stable")
     offsets = np.zeros(n_bins + 1, dtype=np.int64)
     np.cumsum(np.bincount(bin_of, minlength=n_bins), out=offsets[1:])
     candidate = PackPlan(
         lengths=array,
-        pack_size=int(pack_size),
+        pack_size=pack_size,
         pack_offsets=offsets,
         items=order[positions],
-        algorithm=BALANCED_ALGORITHM,
-        seed=0,
+        algorithm=BALANCED,
+        seed=reference.seed,
     )
     if efficiency(candidate) < efficiency(reference) - tolerance:
         return reference

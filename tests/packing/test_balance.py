@@ -7,9 +7,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.packing import pack_lengths
-from seqpack.plan import EFFICIENCY_TOLERANCE, CostModel, balanced_pack, cost_spread, pack_costs
-from seqpack.plan._balance import cheapest_fit, efficiency
+from seqpack.packing import (
+    EFFICIENCY_TOLERANCE,
+    CostModel,
+    balanced_pack,
+    cost_spread,
+    efficiency,
+    pack_costs,
+    pack_lengths,
+)
+from seqpack.packing._balance import cheapest_fit
 
 MODEL = CostModel.default()
 
