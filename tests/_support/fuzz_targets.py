@@ -102,7 +102,7 @@ def _metadata(path: Path) -> None:
 
 
 def _bridge_yaml(path: Path) -> None:
-    from seqpack.config import load_config
+    from seqpack.doctor import load_config
 
     load_config(path)
 
@@ -120,7 +120,7 @@ def _mlm_args(path: Path) -> None:
 
 
 def _overrides(path: Path) -> None:
-    from seqpack.config import load_config
+    from seqpack.doctor import load_config
 
     load_config(None, overrides=[line for line in _text(path).splitlines() if line])
 

@@ -140,7 +140,7 @@ def test_yaml_nesting_over_64_is_refused_with_line(tmp_path: Path) -> None:
     assert "in.yaml:65:" in _read("bridge-yaml", block.encode(), tmp_path)
     assert "nested deeper than 64 levels" in _read("bridge-yaml", b"a: " + b"[" * 70 + b"]" * 70, tmp_path)
     ok = "".join("  " * k + f"k{k}:\n" for k in range(63)) + "  " * 63 + "v: 1\n"
-    from seqpack.config import load_config
+    from seqpack.doctor import load_config
 
     (tmp_path / "ok.yaml").write_text(ok)
     assert load_config(tmp_path / "ok.yaml").raw["k0"] is not None
@@ -158,7 +158,7 @@ def test_yaml_alias_cycle_and_alias_bomb_are_refused(tmp_path: Path) -> None:
     (tmp_path / "ok.yaml").write_text(
         "base: &b {seq_length: 8}\nmodel:\n  <<: *b\n  context_parallel_size: 2\n"
     )
-    from seqpack.config import load_config
+    from seqpack.doctor import load_config
 
     assert load_config(tmp_path / "ok.yaml").view.model.seq_length == 8
 
@@ -251,7 +251,7 @@ def test_log_records_without_fields_and_odd_step_times(tmp_path: Path) -> None:
 
 
 def test_override_value_the_yaml_parser_rejects() -> None:
-    from seqpack.config import parse_override
+    from seqpack.doctor import parse_override
     from seqpack.errors import UsageError
 
     with pytest.raises(UsageError, match=r"override 'a=\[1,2': cannot parse"):

@@ -228,7 +228,7 @@ def test_paths_in_rejects_and_messages_are_the_users(
 
 def test_overrides_cannot_reach_the_environment(capsys: pytest.CaptureFixture[str]) -> None:
     """``${oc.env:...}`` in an override is kept as text (configs are never resolved), so no secret leaks."""
-    from seqpack.config import load_config
+    from seqpack.doctor import load_config
 
     loaded = load_config(None, overrides=["model.seq_length=${oc.env:HOME}"])
     assert loaded.raw["model"]["seq_length"] == "${oc.env:HOME}"

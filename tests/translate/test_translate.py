@@ -160,7 +160,7 @@ def test_round_trip_any_flag_set(mappings: list, value: int) -> None:
 
 def test_every_target_is_a_bridge_field() -> None:
     """Keys of the sections whose field lists seqpack holds (from the 0.6.2 wheel) name real fields."""
-    from seqpack.config import _bridge_fields as bf
+    from seqpack.doctor import _bridge_fields as bf
 
     known = {
         "model": bf.MODEL_FIELDS,

@@ -2,7 +2,6 @@
 
 from seqpack.batching.collate import DEFAULT_PAD_SEQ_LENGTH_TO_MULT, PackedCollator
 from seqpack.batching.cp import (
-    pad_multiple,
     partition_packed_batch,
     partition_rows,
     partition_thd,
@@ -11,9 +10,11 @@ from seqpack.batching.cp import (
     zigzag_indices,
 )
 from seqpack.batching.dataset import PackedDataset, PackedItem
+from seqpack.batching.dump import dump_batches
 from seqpack.batching.handoff import to_hf_packed, to_packed_seq_params
 from seqpack.batching.in_batch import pack_in_batch, pack_rows
 from seqpack.batching.sampler import PAD_INDEX, GlobalBatchSampler
+from seqpack.packing import pad_multiple
 
 __all__ = [
     "DEFAULT_PAD_SEQ_LENGTH_TO_MULT",
@@ -22,6 +23,7 @@ __all__ = [
     "PackedCollator",
     "PackedDataset",
     "PackedItem",
+    "dump_batches",
     "pack_in_batch",
     "pack_rows",
     "pad_multiple",

@@ -13,27 +13,12 @@ e.g. TP1/CP1 -> 1, TP4+SP/CP1 -> 4, CP8 -> 16. Changing the topology means re-pa
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from seqpack.errors import DataError, UsageError
-
-
-def pad_multiple(cp: int = 1, tp: int = 1, sequence_parallel: bool = False) -> int:
-    """The ``pad_seq_to_mult`` a (CP, TP, SP) topology needs: ``lcm(cp_mult, sp_mult)`` (spec §7).
-
-    >>> pad_multiple(cp=1, tp=4, sequence_parallel=True), pad_multiple(cp=8)
-    (4, 16)
-    """
-    if cp < 1 or tp < 1:
-        raise UsageError(f"context and tensor parallel sizes must be >= 1, got cp={cp}, tp={tp}")
-    cp_mult = 2 * cp if cp > 1 else 1
-    sp_mult = cp * tp if sequence_parallel and tp > 1 else 1
-    return math.lcm(cp_mult, sp_mult)
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Zigzag partition (spec §7). With CP ranks, every (physical) sequence of length L is cut into 2*CP chunks of

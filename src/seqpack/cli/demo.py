@@ -14,7 +14,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
-from seqpack.config import default_lang
 from seqpack.demo import (
     DEFAULT_THREADS,
     DemoOptions,
@@ -24,6 +23,7 @@ from seqpack.demo import (
     StepResult,
     run_demo,
 )
+from seqpack.doctor import default_lang
 
 OK, FAILED = "[green]✓[/]", "[red]✗[/]"
 

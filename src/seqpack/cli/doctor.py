@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, err_console, out_console
-from seqpack.config import (
+from seqpack.doctor import (
     DatasetKind,
     DoctorOptions,
     Finding,
@@ -48,7 +48,7 @@ _ENV_PREFIX = "ENV"
 
 def _env_findings(allowed: list[str]) -> list[Finding]:
     """``seqpack env``'s conclusions about the installed stack, in doctor's finding shape (English only)."""
-    from seqpack.diff import env_findings
+    from seqpack.env import env_findings
 
     return [
         Finding(

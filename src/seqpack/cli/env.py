@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
-from seqpack.diff import EnvReport, env_report
+from seqpack.env import EnvReport, env_report
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

@@ -8,7 +8,8 @@ import typer
 
 from seqpack._progress import progress
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
-from seqpack.diff import fingerprint_packed, recorded_fingerprint
+from seqpack.data.packed_source import fingerprint_packed
+from seqpack.diff import recorded_fingerprint
 from seqpack.errors import UsageError
 
 #: What --check compares with the record seqpack pack wrote.

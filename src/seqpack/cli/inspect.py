@@ -11,11 +11,11 @@ import numpy as np
 import typer
 
 from seqpack._progress import progress
+from seqpack.batching import dump_batches
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
 from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
 from seqpack.data.packed import PackedBlock, PackedReader, read_legacy_npy
 from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
-from seqpack.diff import dump_batches
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.plan import (
     DEFAULT_SAMPLER_SEED,

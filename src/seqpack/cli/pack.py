@@ -9,11 +9,10 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from seqpack.batching.cp import pad_multiple
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.data import PackOptions, PackResult, TooLong, bridge_overrides, example_dataset_path, pack_files
 from seqpack.errors import UsageError
-from seqpack.packing import BALANCED, CostModel, ModelDims
+from seqpack.packing import BALANCED, CostModel, ModelDims, pad_multiple
 
 
 def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_parallel: bool) -> int:

@@ -8,8 +8,8 @@ from typing import Any
 import typer
 
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
-from seqpack.diff import PartResult, VerifyOptions, verify_bridge
 from seqpack.errors import UsageError
+from seqpack.verify import PartResult, VerifyOptions, verify_bridge
 
 _STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from seqpack.config import DoctorOptions, check, load_config
 from seqpack.correlate._knobs import spec_overrides
 from seqpack.correlate._spec import CorrelationSpec
 from seqpack.correlate._values import format_value
+from seqpack.doctor import DoctorOptions, check, load_config
 
 #: Doctor findings of this severity block a plan; warnings do not.
 BLOCKING_SEVERITY = "error"

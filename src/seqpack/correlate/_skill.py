@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from seqpack.config import parse_override
 from seqpack.correlate._knobs import KNOBS, RECIPE_OUTPUT_DIR, effective
 from seqpack.correlate._values import format_value
+from seqpack.doctor import parse_override
 from seqpack.translate import mlm_to_bridge
 
 _MLM_PREFIX = "python -m torch.distributed.run --nproc_per_node={n} 3rdparty/Megatron-LM/pretrain_gpt.py"

@@ -47,6 +47,7 @@ from seqpack.data.metadata import (
 )
 from seqpack.data.overrides import offline_packing_overrides
 from seqpack.errors import DataError, InputError, UsageError
+from seqpack.fingerprint import PackedFingerprinter
 from seqpack.packing import (
     BALANCED,
     BRIDGE_ALGORITHMS,
@@ -301,8 +302,6 @@ class _Pass1:
 
 def pack_files(opts: PackOptions) -> PackResult:
     """Pack ``opts.inputs`` into ``opts.out_dir`` (see the module docstring)."""
-    from seqpack.diff import PackedFingerprinter  # not at module level: seqpack.diff reads seqpack.data
-
     max_len, algorithm = _check_options(opts)
     text_spec: TextSpec | None = None
     tok_sha = None

@@ -25,16 +25,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from seqpack._ordered import map_ordered
 from seqpack.data._row_groups import RowGroupStitcher, encode_row_group
-
-if TYPE_CHECKING:
-    from seqpack.diff import BlockHashes, PackedFingerprinter
+from seqpack.fingerprint import BlockHashes, PackedFingerprinter, hash_block
 
 #: Bridge's packed Parquet schema, column order and types (spec §3).
 PACKED_SCHEMA = pa.schema(
@@ -126,8 +123,6 @@ def _row_group(
     eos_id: int | None,
 ) -> tuple[pa.RecordBatch, BlockHashes | None]:
     """Packs ``p0 .. p1-1`` as one Arrow record batch of ``schema``, hashed when ``eos_id`` is given."""
-    from seqpack.diff import hash_block  # not at module level: seqpack.diff reads seqpack.data
-
     lo, hi = int(pack_offsets[p0]), int(pack_offsets[p1])
     tokens, mask, lens = read(items[lo:hi])
     ids = tokens.astype(np.int64)

@@ -6,7 +6,7 @@ report can show a newcomer how to run each step on their own data::
     tokenizer  seqpack.data.toy_tokenizer.build_tokenizer   (word-level, digits split; nothing downloaded)
     pack       seqpack.data.pack_files                      seqpack pack ...
     inspect    seqpack.data.collect_stats/compare_metadata   seqpack inspect ...
-    doctor     seqpack.config.check/suggest_fixes            seqpack doctor ... --fix
+    doctor     seqpack.doctor.check/suggest_fixes            seqpack doctor ... --fix
     train x2   seqpack.train.train (packed, then padded)     seqpack train --data / --padded-from ...
     curves     seqpack.curves.compare_curves                 seqpack curves compare ...
 """
@@ -24,15 +24,6 @@ import orjson
 import yaml
 
 from seqpack._io import atomic_write_bytes, read_bytes
-from seqpack.config import (
-    DoctorOptions,
-    LoadedConfig,
-    Report,
-    apply_overrides,
-    check,
-    load_config,
-    suggest_fixes,
-)
 from seqpack.curves import LOSS, Comparison, Curves, Profile, compare_curves, read_curves
 from seqpack.data import (
     PackedReader,
@@ -50,6 +41,15 @@ from seqpack.data.toy_tokenizer import build_tokenizer
 from seqpack.demo._layout import Layout
 from seqpack.demo._resources import EXPECTED_FINDING
 from seqpack.demo._sizes import DemoSizes, model_vocab
+from seqpack.doctor import (
+    DoctorOptions,
+    LoadedConfig,
+    Report,
+    apply_overrides,
+    check,
+    load_config,
+    suggest_fixes,
+)
 from seqpack.errors import DataError
 from seqpack.train import DataMode, StepRecord, TrainConfig, TrainResult, train
 

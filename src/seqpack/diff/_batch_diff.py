@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from seqpack.batching.dump import EOS_KEY
 from seqpack.errors import InputError
 
 #: Key of the EOS id in a dump (a 0-d integer array).
-EOS_KEY = "eos_id"
 #: Suffixes of the keys whose masks are classified by token kind.
 TOKENS_SUFFIX = "tokens"
 MASK_SUFFIX = "loss_mask"

@@ -8,7 +8,7 @@ The report answers, in order:
 3. **sequences** -- is the multiset of sequences (tokens) the same? Then only the assignment to packs
    differs. If not: how many are only in A / only in B, with a readable excerpt of the first few;
 4. **loss masks** -- for sequences with the same tokens but another mask, the supervised positions that
-   changed, summed by kind (:data:`seqpack.diff._hash.MASK_KINDS`), e.g. "positions whose input is EOS:
+   changed, summed by kind (:data:`seqpack.fingerprint._hash.MASK_KINDS`), e.g. "positions whose input is EOS:
    supervised in B, not in A: 48,210 tokens";
 5. **boundaries** -- packs at the same index with the same tokens but other sequence starts or masks;
 6. **first differing pack** -- its index and both sides' excerpts, with the first differing position.
@@ -29,10 +29,11 @@ import numpy.typing as npt
 
 from seqpack.data.metadata import SEQPACK_KEY, find_metadata, packed_names, pick_entry, read_metadata
 from seqpack.data.packed import PackedRow
-from seqpack.diff._fingerprint import PackedSource, PackTable, SequenceTable, infer_eos_id, scan_blocks
-from seqpack.diff._hash import MASK_KINDS
+from seqpack.data.packed_source import PackedSource, infer_eos_id, scan_blocks
 from seqpack.diff._match import match_sequences
 from seqpack.errors import InputError
+from seqpack.fingerprint import PackTable, SequenceTable
+from seqpack.fingerprint._hash import MASK_KINDS
 
 ProgressHook = Callable[[int], None] | None
 

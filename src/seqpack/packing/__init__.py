@@ -30,6 +30,7 @@ from seqpack.packing._cost import (
     resolve_cost_model,
     squared_sums,
 )
+from seqpack.packing._pad import pad_multiple
 from seqpack.packing._plan import BRIDGE_METADATA_KEYS, PackPlan
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "efficiency",
     "pack_costs",
     "pack_lengths",
+    "pad_multiple",
     "resolve_cost_model",
     "squared_sums",
 ]

@@ -38,10 +38,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.batching.cp import pad_multiple
 from seqpack.data.overrides import offline_packing_overrides
 from seqpack.errors import UsageError
-from seqpack.packing import BEST_FIT_DECREASING, CostModel, PackPlan, balanced_pack, pack_costs, pack_lengths
+from seqpack.packing import (
+    BEST_FIT_DECREASING,
+    CostModel,
+    PackPlan,
+    balanced_pack,
+    pack_costs,
+    pack_lengths,
+    pad_multiple,
+)
 from seqpack.plan._imbalance import Imbalance, step_imbalance
 
 IntArray = npt.NDArray[np.int64]

@@ -3,7 +3,7 @@
 * ``content`` -- order-independent: a hash of the *multiset* of sequences, each with its loss mask. Two
   packings that put the same samples into different packs (or the same packs in another order) share it;
   one changed token or mask bit changes it. Built as two sums mod 2**64 of per-sequence 64-bit hashes
-  (:func:`seqpack.diff._hash.content_sums`), so it streams in any batch order with O(1) state.
+  (:func:`seqpack.fingerprint._hash.content_sums`), so it streams in any batch order with O(1) state.
 * ``packs`` -- order-dependent: a hash chain over the packs as stored (tokens, mask and ``seq_start_id``
   of each, in file order). Equal ``packs`` means byte-for-byte the same packing.
 
@@ -11,28 +11,25 @@ Both are 128-bit hex strings tagged with :data:`FINGERPRINT_ALGORITHM`, so a sto
 future algorithm is never compared with one from this one. ``seqpack pack`` writes them into its
 metadata record (``"seqpack": {"fingerprint": {...}}``), and CI can assert "same data, same packing"
 without reading the packs again.
+
+This package is a leaf (numpy and numba only): the pack writer hashes row groups with it as it writes them,
+and the readers of packed files (:mod:`seqpack.data.packed_source`) feed it blocks they read.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.data.packed import PackedBlock, PackedReader, PackedRow, read_legacy_npy, validate_block
-from seqpack.diff._hash import MASK_KINDS, content_sums, hash_packs, pack_chain
-from seqpack.errors import InputError
+from seqpack.fingerprint._hash import MASK_KINDS, content_sums, hash_packs, pack_chain
 
 #: Name and version of the fingerprint algorithm, stored beside every fingerprint.
 FINGERPRINT_ALGORITHM = "seqpack-fp2"
 #: Start states of the two independent pack chains.
 _CHAIN_SEEDS = (np.uint64(0x243F6A8885A308D3), np.uint64(0x13198A2E03707344))
-#: Legacy packed files (Bridge <= v0.5) end in ``.npy``; everything else goes to the Parquet reader.
-LEGACY_SUFFIX = ".npy"
 
 
 @dataclass(frozen=True)
@@ -105,6 +102,23 @@ def hash_block(
     return BlockHashes(seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq, pack_lengths)
 
 
+class CsrPacks(Protocol):
+    """Consecutive packs as three CSR columns (what :class:`seqpack.data.packed.PackedBlock` holds)."""
+
+    @property
+    def input_offsets(self) -> npt.NDArray[Any]: ...
+    @property
+    def input_ids(self) -> npt.NDArray[Any]: ...
+    @property
+    def mask_offsets(self) -> npt.NDArray[Any]: ...
+    @property
+    def loss_mask(self) -> npt.NDArray[Any]: ...
+    @property
+    def start_offsets(self) -> npt.NDArray[Any]: ...
+    @property
+    def seq_start_id(self) -> npt.NDArray[Any]: ...
+
+
 @dataclass
 class PackedFingerprinter:
     """Fingerprints computed incrementally, block by block, in the order the packs are stored.
@@ -142,7 +156,7 @@ class PackedFingerprinter:
             )
             self._pack_parts.append((block.pack_hashes, block.pack_nseq, block.pack_lengths))
 
-    def update_block(self, block: PackedBlock) -> None:
+    def update_block(self, block: CsrPacks) -> None:
         """Add a block read by :class:`seqpack.data.packed.PackedReader` (already validated)."""
         self.add(
             hash_block(
@@ -205,94 +219,3 @@ class PackTable:
     hashes: npt.NDArray[np.uint64]
     nseq: npt.NDArray[np.int64]
     length: npt.NDArray[np.int64]
-
-
-class PackedSource:
-    """A packed set opened for streaming: Bridge Parquet (file, glob, directory) or a legacy ``.npy``.
-
-    Both formats come out as :class:`PackedBlock` s, so every comparison is by content, never by format.
-    """
-
-    def __init__(self, spec: str | os.PathLike[str]) -> None:
-        self.spec = os.fspath(spec)
-        self._legacy: PackedBlock | None = None
-        self._reader: PackedReader | None = None
-        if self.spec.lower().endswith(LEGACY_SUFFIX):
-            self._legacy = read_legacy_npy(self.spec)
-            validate_block(self._legacy)
-        else:
-            self._reader = PackedReader(self.spec)
-        self.paths = [self.spec] if self._reader is None else list(self._reader.paths)
-
-    @property
-    def num_packs(self) -> int:
-        return self._legacy.num_rows if self._reader is None else len(self._reader)  # type: ignore[union-attr]
-
-    def blocks(self) -> Iterator[PackedBlock]:
-        """Every block in stored order, validated (spec §3 row invariants)."""
-        if self._reader is None:
-            assert self._legacy is not None
-            yield self._legacy
-            return
-        for block in self._reader.iter_blocks():
-            validate_block(block)
-            yield block
-
-    def row(self, index: int) -> PackedRow:
-        """Pack ``index`` (global, stored order)."""
-        if self._reader is None:
-            assert self._legacy is not None
-            return self._legacy.row(index)
-        return self._reader.row(index)
-
-    def close(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-
-
-def infer_eos_id(block: PackedBlock) -> int:
-    """The most common last stored token of the block's sequences: Bridge ends every one with EOS.
-
-    Pre-padding (spec §2) appends EOS ids too, so the last token is EOS for every sequence Bridge packs.
-    """
-    ends = block.seq_start_id.astype(np.int64) + block.sequence_lengths() - 1
-    row_of_seq = np.repeat(np.arange(block.num_rows), block.sequences_per_row())
-    last = block.input_ids[block.input_offsets[row_of_seq] + ends]
-    values, counts = np.unique(last, return_counts=True)
-    return int(values[np.argmax(counts)]) if values.size else -1
-
-
-def scan_blocks(
-    blocks: Iterable[PackedBlock],
-    *,
-    eos_id: int | None = None,
-    keep_sequences: bool = False,
-    on_packs: Callable[[int], None] | None = None,
-) -> PackedFingerprinter:
-    """Run the fingerprinter over ``blocks``; ``eos_id=None`` infers it from the first block.
-
-    ``on_packs(n)`` is called after each block with its number of packs (a progress bar's advance).
-    """
-    fingerprinter: PackedFingerprinter | None = None
-    for block in blocks:
-        if fingerprinter is None:
-            eos = infer_eos_id(block) if eos_id is None else eos_id
-            fingerprinter = PackedFingerprinter(eos_id=eos, keep_sequences=keep_sequences)
-        fingerprinter.update_block(block)
-        if on_packs is not None:
-            on_packs(block.num_rows)
-    if fingerprinter is None:  # pragma: no cover - readers refuse empty files
-        raise InputError("no packs to fingerprint")
-    return fingerprinter
-
-
-def fingerprint_packed(
-    spec: str | os.PathLike[str], *, on_packs: Callable[[int], None] | None = None
-) -> Fingerprint:
-    """Both fingerprints of a packed set (Parquet file/glob/directory or legacy ``.npy``), streamed."""
-    source = PackedSource(spec)
-    try:
-        # The fingerprints do not depend on the EOS id (only the diff's mask kinds do): skip inferring it.
-        return scan_blocks(source.blocks(), eos_id=-1, on_packs=on_packs).result()
-    finally:
-        source.close()

@@ -13,9 +13,9 @@ import pytest
 
 from _support import peers
 from seqpack.cli import main
-from seqpack.config import RULES
-from seqpack.diff import _bridge_config as bc
-from seqpack.diff._bridge_config import CASES, BridgeConfigSource, RuleCase
+from seqpack.doctor import RULES
+from seqpack.verify import _bridge_config as bc
+from seqpack.verify._bridge_config import CASES, BridgeConfigSource, RuleCase
 
 #: Cases Bridge 0.6.2 cannot build here: no dataset class has both packing switches (SP001); Bridge's LoRA
 #: imports Transformer Engine (SP031), so PEFT builds only where it is installed.

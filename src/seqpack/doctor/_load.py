@@ -26,8 +26,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from seqpack._yaml import load_yaml
-from seqpack.config import _bridge_fields as bf
-from seqpack.config._view import SECTION_CLASSES, ConfigView, DatasetKind, DatasetView, PackedSpecsView
+from seqpack.doctor import _bridge_fields as bf
+from seqpack.doctor._view import SECTION_CLASSES, ConfigView, DatasetKind, DatasetView, PackedSpecsView
 from seqpack.errors import InputError, UsageError, shown
 from seqpack.translate import Translation
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from _support.diff_samples import chat, packs_of, write_packed
 from seqpack.cli import main
-from seqpack.diff import PackedFingerprinter, fingerprint_packed, hash_block
+from seqpack.data.packed_source import fingerprint_packed
+from seqpack.fingerprint import PackedFingerprinter, hash_block
 
 SAMPLES = [chat([10 + i, 11, 12 + i % 3], [20 + i] * (1 + i % 4)) for i in range(12)]
 
@@ -69,7 +70,7 @@ def test_stable_across_processes(tmp_path: Path) -> None:
     path = write_packed(tmp_path / "a.parquet", packs_of(SAMPLES, [4, 4, 4]))
     here = fingerprint_packed(path).to_dict()
     code = (
-        "import json, sys; from seqpack.diff import fingerprint_packed; "
+        "import json, sys; from seqpack.data.packed_source import fingerprint_packed; "
         "print(json.dumps(fingerprint_packed(sys.argv[1]).to_dict()))"
     )
     there = json.loads(

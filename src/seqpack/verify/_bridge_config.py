@@ -5,7 +5,7 @@ config (spec §8), and gives two small configs as overrides on a valid base: one
 passing twin. Each config is written once; doctor reads it through its own loader, and the very same merged
 mapping (``LoadedConfig.raw``) is built into Bridge's own classes (``GPTModelProvider``, ``TrainingConfig``,
 ``GPTSFTDatasetConfig`` with ``PackedSequenceSpecs``, ...) and validated by
-:mod:`seqpack.diff._bridge_config_child` in a separate interpreter. The verdicts are then compared::
+:mod:`seqpack.verify._bridge_config_child` in a separate interpreter. The verdicts are then compared::
 
     SP011 bad  (CP 2, seq 510)  doctor: SP011 error  Bridge: AssertionError "...2 * context parallel..."
     SP011 good (CP 2, seq 512)  doctor: silent       Bridge: accepted                 -> case agrees
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seqpack.config import DoctorOptions, check, load_config
-from seqpack.config._findings import ERROR
-from seqpack.diff._bridge_peer import unpack_wheel
+from seqpack.doctor import DoctorOptions, check, load_config
+from seqpack.doctor._findings import ERROR
+from seqpack.verify._bridge_peer import unpack_wheel
 
 #: The child script, run by path so it imports nothing from seqpack.
 CHILD = Path(__file__).with_name("_bridge_config_child.py")

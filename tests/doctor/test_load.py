@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from seqpack.config import check, load_config
+from seqpack.doctor import check, load_config
 from seqpack.errors import InputError, UsageError
 from seqpack.translate import mlm_to_bridge
 

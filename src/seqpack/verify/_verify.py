@@ -5,17 +5,17 @@ counted as passed):
 
 1. **packing** -- a generated dataset (seeded: varied lengths, prompt/answer masks) is packed by
    ``seqpack pack --bridge-compat`` and by Bridge's own ``prepare_gpt_sft_packed_data`` (loaded by path, see
-   :mod:`seqpack.diff._bridge_peer`); the two outputs are compared with ``seqpack diff``: same packs in
+   :mod:`seqpack.verify._bridge_peer`); the two outputs are compared with ``seqpack diff``: same packs in
    the same order, same masks, same six metadata values. Runs on CPU, against ``--bridge-wheel`` if given.
 2. **collate** -- Bridge's ``GPTSFTPackedParquetDataset`` + ``collate_fn`` on seqpack's packed file vs
    seqpack's ``PackedDataset`` + ``PackedCollator``, batch for batch, every key; needs Bridge importable
    (Megatron-Core, torch). seqpack's collate variant follows the installed release (:func:`collate_variant`).
-3. **config** -- doctor's rule cases (:data:`seqpack.diff._bridge_config.CASES`: per rule that mirrors a check
+3. **config** -- doctor's rule cases (:data:`seqpack.verify._bridge_config.CASES`: per rule mirroring a check
    Bridge makes, a config breaking it and a passing twin) built into Bridge's own config classes and run
    through ``ConfigContainer.validate`` in a child interpreter; the verdicts are compared case by case
    (agree / doctor-only / bridge-only; configs this Bridge cannot express are listed as unbuilt). Needs an
    importable Bridge, or ``--bridge-wheel`` plus a Megatron-Core with ``megatron.training``
-   (``--megatron-core-wheel``); see :mod:`seqpack.diff._bridge_config_child` for how a wheel is loaded.
+   (``--megatron-core-wheel``); see :mod:`seqpack.verify._bridge_config_child` for how a wheel is loaded.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import orjson
 
 from seqpack.data import PackOptions, pack_files
 from seqpack.data.metadata import BRIDGE_METADATA_KEYS, read_metadata
-from seqpack.diff._bridge_config import config_source, run_config_part
-from seqpack.diff._bridge_peer import bridge_available, load_offline_packing, temporary_workdir
-from seqpack.diff._env import parse_version
 from seqpack.diff._packed_diff import diff_packed
+from seqpack.env._stack import parse_version
+from seqpack.verify._bridge_config import config_source, run_config_part
+from seqpack.verify._bridge_peer import bridge_available, load_offline_packing, temporary_workdir
 
 if TYPE_CHECKING:
     from seqpack.batching.collate import Variant

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from seqpack.config import DoctorOptions, check, load_config
-from seqpack.config._packed_facts import read_packed_facts
+from seqpack.doctor import DoctorOptions, check, load_config
+from seqpack.doctor._packed_facts import read_packed_facts
 from seqpack.errors import DataError, InputError
 
 SPECS = "dataset.offline_packing_specs"

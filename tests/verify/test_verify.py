@@ -11,7 +11,7 @@ import pytest
 
 from _support import peers
 from seqpack.cli import main
-from seqpack.diff import VerifyOptions, _bridge_config, _verify, verify_bridge
+from seqpack.verify import VerifyOptions, _bridge_config, _verify, verify_bridge
 
 
 def bridge_wheel() -> Path:

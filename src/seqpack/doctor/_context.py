@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from seqpack.batching.cp import pad_multiple
-from seqpack.config._load import LoadProblem
-from seqpack.config._packed_facts import PackedFacts
-from seqpack.config._view import ConfigView
+from seqpack.doctor._load import LoadProblem
+from seqpack.doctor._packed_facts import PackedFacts
+from seqpack.doctor._view import ConfigView
+from seqpack.packing import pad_multiple
 
 
 @dataclass

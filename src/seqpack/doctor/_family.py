@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from seqpack.config._view import ConfigView
+from seqpack.doctor._view import ConfigView
 
 QWEN3_NEXT = "qwen3-next"
 GLM45 = "glm-4.5"

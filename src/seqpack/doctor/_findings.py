@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from seqpack.config._context import Context
+    from seqpack.doctor._context import Context
 
 Severity = Literal["error", "warning", "info"]
 ERROR: Severity = "error"

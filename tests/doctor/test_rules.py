@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.config import RULES, DoctorOptions, apply_overrides, check, load_config, suggest_fixes
+from seqpack.doctor import RULES, DoctorOptions, apply_overrides, check, load_config, suggest_fixes
 
 SEQ = ["dataset.seq_length=4096", "model.seq_length=4096"]
 BASE = [

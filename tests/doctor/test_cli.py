@@ -177,7 +177,7 @@ def test_overrides_without_a_config_file(capsys: pytest.CaptureFixture[str]) -> 
 def test_translated_values_survive_shell_and_hydra_quoting(capsys: pytest.CaptureFixture[str]) -> None:
     import shlex
 
-    from seqpack.config import parse_override
+    from seqpack.doctor import parse_override
 
     assert main(["translate", "mlm-to-bridge", "--", "--split", "949,50,1", "--data-path", "1.0 /a b"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -202,7 +202,7 @@ def test_env_option_adds_installed_stack_findings(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from seqpack import diff
-    from seqpack.diff._env import VersionTable, env_findings
+    from seqpack.env._stack import VersionTable, env_findings
 
     old_stack = VersionTable(python="3.11.7", packages={"megatron-core": "0.16.1", "megatron-bridge": None})
     monkeypatch.setattr(diff, "env_findings", lambda: env_findings(old_stack))
@@ -217,7 +217,7 @@ def test_json_carries_the_librarys_schema_version(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI emits the version the library's report states, not a default of its own."""
-    import seqpack.config._doctor as doctor_module
+    import seqpack.doctor._doctor as doctor_module
 
     monkeypatch.setattr(doctor_module, "SCHEMA_VERSION", 7)
     _, doc = _json(capsys, ["doctor", "--cp", "2", "--seq-length", "512", "--format", "json"])

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from seqpack.config._context import Context
-from seqpack.config._family import ASR, GLM45, QWEN3_NEXT, QWEN35_VL, QWEN_OMNI
-from seqpack.config._findings import (
+from seqpack.doctor._context import Context
+from seqpack.doctor._family import ASR, GLM45, QWEN3_NEXT, QWEN35_VL, QWEN_OMNI
+from seqpack.doctor._findings import (
     AT_MERGE,
     DOCUMENTED,
     ERROR,

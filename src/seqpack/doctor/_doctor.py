@@ -11,13 +11,13 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from seqpack.config._catalog import CATALOG, LANGS, message_params
-from seqpack.config._context import Context
-from seqpack.config._family import infer_family
-from seqpack.config._findings import ERROR, SEVERITY_ORDER, Finding, Hit
-from seqpack.config._load import LoadedConfig, _build_view, parse_override, set_key, to_plain
-from seqpack.config._packed_facts import packed_spec_exists, read_packed_facts
-from seqpack.config._rules import RULES
+from seqpack.doctor._catalog import CATALOG, LANGS, message_params
+from seqpack.doctor._context import Context
+from seqpack.doctor._family import infer_family
+from seqpack.doctor._findings import ERROR, SEVERITY_ORDER, Finding, Hit
+from seqpack.doctor._load import LoadedConfig, _build_view, parse_override, set_key, to_plain
+from seqpack.doctor._packed_facts import packed_spec_exists, read_packed_facts
+from seqpack.doctor._rules import RULES
 from seqpack.errors import UsageError
 
 SCHEMA_VERSION = 1

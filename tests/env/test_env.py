@@ -7,7 +7,8 @@ import json
 import pytest
 
 from seqpack.cli import main
-from seqpack.diff import VersionTable, _env, env_findings, env_report, parse_version
+from seqpack.env import VersionTable, env_findings, env_report, parse_version
+from seqpack.env import _stack as _env
 
 NONE_INSTALLED = {name: None for name, _ in _env.REPORTED_PACKAGES}
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from seqpack.data import SEQPACK_KEY, PackOptions, example_dataset_path, pack_files, read_metadata
-from seqpack.diff import diff_paths, fingerprint_packed
+from seqpack.data.packed_source import fingerprint_packed
+from seqpack.diff import diff_paths
 
 
 def test_pack_writes_fingerprint_of_its_file(tmp_path: Path) -> None:

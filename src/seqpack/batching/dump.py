@@ -20,12 +20,14 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack._io import atomic_path
-from seqpack.batching import PackedCollator, PackedDataset
-from seqpack.batching.collate import VARIANTS, Variant
+from seqpack.batching.collate import VARIANTS, PackedCollator, Variant
+from seqpack.batching.dataset import PackedDataset
 from seqpack.data.metadata import SEQPACK_KEY
-from seqpack.diff._batch_diff import EOS_KEY
-from seqpack.diff._fingerprint import PackedSource, infer_eos_id
+from seqpack.data.packed_source import PackedSource, infer_eos_id
 from seqpack.errors import UsageError
+
+#: The key under which a dump stores the EOS id it was collated with (``seqpack diff`` reads it).
+EOS_KEY = "eos_id"
 
 
 def _as_array(value: Any) -> npt.NDArray[Any] | None:

@@ -1,0 +1,24 @@
+"""The installed stack (Python, torch, CUDA, Megatron-Core, Bridge, Transformer Engine, ...) and what follows
+from it for packing and long-context training: ``seqpack env``, and the versions ``seqpack doctor`` checks
+known defects against. Versions come from distribution metadata, never by importing the packages.
+"""
+
+from seqpack.env._stack import (
+    EnvFinding,
+    EnvReport,
+    VersionTable,
+    collect_versions,
+    env_findings,
+    env_report,
+    parse_version,
+)
+
+__all__ = [
+    "EnvFinding",
+    "EnvReport",
+    "VersionTable",
+    "collect_versions",
+    "env_findings",
+    "env_report",
+    "parse_version",
+]

@@ -1,0 +1,30 @@
+"""Content fingerprints of packed data (a leaf: numpy and numba only).
+
+``content`` hashes the multiset of sequences with their loss masks (same data?), ``packs`` the packs as
+stored (same packing?). The pack writer computes them row group by row group as it writes; the file-level
+entry point, :func:`seqpack.data.packed_source.fingerprint_packed`, streams a packed set through them.
+"""
+
+from seqpack.fingerprint._fingerprint import (
+    FINGERPRINT_ALGORITHM,
+    BlockHashes,
+    CsrPacks,
+    Fingerprint,
+    PackedFingerprinter,
+    PackTable,
+    SequenceTable,
+    hash_block,
+)
+from seqpack.fingerprint._hash import MASK_KINDS
+
+__all__ = [
+    "FINGERPRINT_ALGORITHM",
+    "MASK_KINDS",
+    "BlockHashes",
+    "CsrPacks",
+    "Fingerprint",
+    "PackTable",
+    "PackedFingerprinter",
+    "SequenceTable",
+    "hash_block",
+]

@@ -1,0 +1,21 @@
+"""The pre-padding multiple a parallel topology needs (spec §7): one formula for ``pack``, ``plan``,
+``doctor`` and the collators."""
+
+from __future__ import annotations
+
+import math
+
+from seqpack.errors import UsageError
+
+
+def pad_multiple(cp: int = 1, tp: int = 1, sequence_parallel: bool = False) -> int:
+    """The ``pad_seq_to_mult`` a (CP, TP, SP) topology needs: ``lcm(cp_mult, sp_mult)`` (spec §7).
+
+    >>> pad_multiple(cp=1, tp=4, sequence_parallel=True), pad_multiple(cp=8)
+    (4, 16)
+    """
+    if cp < 1 or tp < 1:
+        raise UsageError(f"context and tensor parallel sizes must be >= 1, got cp={cp}, tp={tp}")
+    cp_mult = 2 * cp if cp > 1 else 1
+    sp_mult = cp * tp if sequence_parallel and tp > 1 else 1
+    return math.lcm(cp_mult, sp_mult)
