@@ -3,12 +3,14 @@
 matplotlib is imported only here and only when a plot is asked for, with the non-interactive Agg backend
 (no display needed on a cluster login node). The PNG::
 
-    +------------------------------------------------+
-    |  lm loss   -- run A   -- run B                  |   curves on one axis
-    |            |  first divergence (dotted line)    |
-    +------------------------------------------------+
-    |  B - A     ~~~~ shaded: +-allowed per step      |   per-step difference and tolerance band
-    +------------------------------------------------+
+    +------------------------------------------+
+    |  lm loss  ==== A (reference)             |  legend outside the axes,
+    |           - o - B   (dashed, markers)    |  A (reference) is drawn wide and pale, B dashed on
+    |           |  first divergence (dotted)   |  top of it: two equal curves stay both visible
+    +------------------------------------------+
+    |  |B - A|  log scale     ~~~~~            |  each difference on its own scale, the allowed
+    |  - - - - - allowed |difference| - - - -  |  difference as a dashed line: 4e-6 under a band of
+    +------------------------------------------+  1.6e-2 is a curve, not a flat line at zero
 """
 
 from __future__ import annotations
@@ -18,12 +20,17 @@ import html
 import io
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from seqpack._plot import pyplot
 from seqpack.curves._compare import Comparison
 from seqpack.curves._series import Curves
+
+#: Candidate markers, one per run after the reference; at most ``_MARKS`` markers per curve.
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_MARKS = 25
 
 
 def _labels(paths: list[str]) -> dict[str, str]:
@@ -37,13 +44,18 @@ def _labels(paths: list[str]) -> dict[str, str]:
     return out
 
 
-def render_png(
+def _legend_outside(ax: Any) -> None:
+    """The legend right of the axes, so it never covers a curve (constrained layout makes room)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
+
+
+def curves_figure(
     runs: list[Curves],
     metric: str,
     comparisons: list[Comparison] | None = None,
     steps: tuple[int | None, int | None] = (None, None),
-) -> bytes:
-    """Draw ``metric`` of every run; with ``comparisons``, add the difference panel. Returns PNG bytes."""
+) -> Any:
+    """The matplotlib figure of :func:`render_png` (the caller closes it)."""
     plt = pyplot()
     with_diff = bool(comparisons)
     fig, axes = plt.subplots(
@@ -53,63 +65,107 @@ def render_png(
         sharex=True,
         gridspec_kw={"height_ratios": [3, 2]} if with_diff else None,
         squeeze=False,
+        layout="constrained",
     )
     top = axes[0][0]
     labels = _labels([run.source for run in runs])
+    reference = runs[0].source if runs else ""
     colors = {run.source: f"C{k % 10}" for k, run in enumerate(runs)}
-    for run in runs:
+    for k, run in enumerate(runs):
         series = run.metrics.get(metric)
         if series is None:
             continue
         part = series.window(*steps)
-        top.plot(part.iterations, part.values, lw=1.2, color=colors[run.source], label=labels[run.source])
+        label = labels[run.source]
+        if k == 0 and with_diff:
+            top.plot(part.iterations, part.values, lw=4, alpha=0.35, color=colors[run.source],
+                     label=f"{label} (reference)", solid_capstyle="butt")  # fmt: skip
+        else:
+            marker = _MARKERS[(k - 1) % len(_MARKERS)] if with_diff else None
+            top.plot(part.iterations, part.values, lw=1.2, ls="--" if with_diff else "-", marker=marker,
+                     markersize=3.5, markevery=max(1, len(part) // _MARKS), color=colors[run.source],
+                     label=label)  # fmt: skip
         for seg in run.segments[1:]:
             top.axvline(seg.first_iteration, color="grey", lw=0.8, ls="--")
     top.set_ylabel(metric)
     top.grid(alpha=0.3)
-    top.legend(loc="best", fontsize=8)
     if with_diff and comparisons:
-        bottom = axes[1][0]
+        _difference_panel(top, axes[1][0], comparisons, labels, colors, labels.get(reference, reference))
         first = comparisons[0]
-        band = np.where(np.isfinite(first.allowed), first.allowed, np.nan)
-        if np.any(np.isfinite(band)):
-            bottom.fill_between(first.steps, -band, band, color="tab:green", alpha=0.2, label="tolerance")
-        for comp in comparisons:
-            bottom.plot(
-                comp.steps,
-                comp.cand - comp.ref,
-                lw=1.0,
-                color=colors.get(comp.candidate),
-                label=f"{labels.get(comp.candidate, comp.candidate)} - reference",
-            )
-            step = comp.first_divergence
-            if step is not None:
-                k = int(np.flatnonzero(comp.steps == step)[0])
-                for ax in (top, bottom):
-                    ax.axvline(step, color="tab:red", lw=1.0, ls=":")
-                bottom.plot([step], [comp.cand[k] - comp.ref[k]], "o", color="tab:red")
-                top.annotate(
-                    f"first divergence: step {step}",
-                    xy=(step, comp.cand[k]),
-                    xytext=(8, 8),
-                    textcoords="offset points",
-                    color="tab:red",
-                    fontsize=8,
-                )
-        bottom.axhline(0.0, color="black", lw=0.6)
-        bottom.set_ylabel("difference")
-        bottom.set_xlabel("iteration")
-        bottom.grid(alpha=0.3)
-        bottom.legend(loc="best", fontsize=8)
         verdict = "match" if all(c.passed for c in comparisons) else "MISMATCH"
         top.set_title(f"{metric}: {verdict} ({first.profile.name}: {first.rule})", fontsize=10)
     else:
         top.set_xlabel("iteration")
         top.set_title(metric, fontsize=10)
-    fig.tight_layout()
+    _legend_outside(top)
+    return fig
+
+
+def _difference_panel(
+    top: Any,
+    bottom: Any,
+    comparisons: list[Comparison],
+    labels: dict[str, str],
+    colors: dict[str, str],
+    ref_label: str,
+) -> None:
+    """``|candidate - reference|`` per step on a log scale, with the allowed difference as a dashed line."""
+    first = comparisons[0]
+    band = np.where(np.isfinite(first.allowed) & (first.allowed > 0), first.allowed, np.nan)
+    drawn = False
+    if np.any(np.isfinite(band)):
+        bottom.plot(first.steps, band, color="black", ls="--", lw=1.0,
+                    label=f"allowed |difference| ({first.profile.name})")  # fmt: skip
+        drawn = True
+    exact = []
+    for comp in comparisons:
+        diff = comp.abs_diff
+        shown = np.where(diff > 0, diff, np.nan)  # a log axis has no 0: equal steps are counted instead
+        label = labels.get(comp.candidate, comp.candidate)
+        if np.any(np.isfinite(shown)):
+            bottom.plot(comp.steps, shown, lw=1.0, color=colors.get(comp.candidate), marker=".",
+                        markersize=3, label=f"|{label} - {ref_label}|")  # fmt: skip
+            drawn = True
+        equal = int(np.count_nonzero(diff == 0))
+        if equal:
+            exact.append(f"{label}: {equal} of {diff.size} steps equal to {ref_label}")
+        step = comp.first_divergence
+        if step is not None:
+            k = int(np.flatnonzero(comp.steps == step)[0])
+            for ax in (top, bottom):
+                ax.axvline(step, color="tab:red", lw=1.0, ls=":")
+            if diff[k] > 0:
+                bottom.plot([step], [diff[k]], "o", color="tab:red")
+            top.annotate(
+                f"first divergence: step {step}",
+                xy=(step, comp.cand[k]),
+                xytext=(8, 8),
+                textcoords="offset points",
+                color="tab:red",
+                fontsize=8,
+            )
+    if drawn:
+        bottom.set_yscale("log")
+    if exact:
+        bottom.set_title("; ".join(exact), loc="left", fontsize=8, color="dimgrey")
+    bottom.set_ylabel("|difference| (log scale)")
+    bottom.set_xlabel("iteration")
+    bottom.grid(alpha=0.3, which="both")
+    if drawn:
+        _legend_outside(bottom)
+
+
+def render_png(
+    runs: list[Curves],
+    metric: str,
+    comparisons: list[Comparison] | None = None,
+    steps: tuple[int | None, int | None] = (None, None),
+) -> bytes:
+    """Draw ``metric`` of every run; with ``comparisons``, add the difference panel. Returns PNG bytes."""
+    fig = curves_figure(runs, metric, comparisons, steps)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
+    pyplot().close(fig)
     return buffer.getvalue()
 
 
