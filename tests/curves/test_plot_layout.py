@@ -5,6 +5,8 @@ Checked on the drawn figure: matplotlib gives every artist's extent in display p
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -31,8 +33,9 @@ def _drawn(runs: list[Curves], profile: Profile) -> tuple[object, list[object]]:
     return fig, comparisons
 
 
-def _legend_texts(ax: object) -> list[str]:
-    return [t.get_text() for t in ax.get_legend().get_texts()]  # type: ignore[attr-defined]
+def _legend_texts(fig: object) -> list[str]:
+    (legend,) = fig.legends  # type: ignore[attr-defined]
+    return [t.get_text() for t in legend.get_texts()]
 
 
 def _line_pixels(ax: object) -> list[np.ndarray]:
@@ -47,18 +50,14 @@ def _line_pixels(ax: object) -> list[np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("offset", [4e-6, 0.5])
-def test_legends_name_the_runs_and_the_reference_and_cover_no_data(offset: float) -> None:
-    base = _loss()
-    cand = base + offset * np.linspace(0.1, 1.0, STEPS.size)
-    fig, _ = _drawn([_run("logs/packed.log", base), _run("logs/padded.log", cand)], Profile("bf16", ulps=1))
-    top, bottom = fig.axes  # type: ignore[attr-defined]
-    assert _legend_texts(top) == ["packed.log (reference)", "padded.log"]
-    assert "|padded.log - packed.log|" in _legend_texts(bottom)
+def _assert_legend_clear(fig: object) -> None:
+    """The legend lies inside the figure, on no plotted point, and the panels kept a readable height."""
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    for ax in (top, bottom):
-        box = ax.get_legend().get_window_extent(renderer)
-        assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1)  # not cut off
+    box = fig.legends[0].get_window_extent(renderer)  # type: ignore[attr-defined]
+    assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1)  # type: ignore[attr-defined]
+    for ax in fig.axes:  # type: ignore[attr-defined]
+        assert ax.bbox.height > 150 and ax.bbox.width > 500
+        assert not ax.bbox.overlaps(box)
         for pixels in _line_pixels(ax):
             inside = (
                 (pixels[:, 0] >= box.x0)
@@ -67,6 +66,34 @@ def test_legends_name_the_runs_and_the_reference_and_cover_no_data(offset: float
                 & (pixels[:, 1] <= box.y1)
             )
             assert not inside.any()
+
+
+@pytest.mark.parametrize("offset", [4e-6, 0.5])
+def test_legend_names_the_runs_and_the_reference_and_covers_no_data(offset: float) -> None:
+    base = _loss()
+    cand = base + offset * np.linspace(0.1, 1.0, STEPS.size)
+    fig, _ = _drawn([_run("logs/packed.log", base), _run("logs/padded.log", cand)], Profile("bf16", ulps=1))
+    texts = _legend_texts(fig)
+    assert texts[:2] == ["packed.log (reference)", "padded.log"]
+    assert "|padded.log - packed.log|" in texts
+    _assert_legend_clear(fig)
+
+
+def test_long_colliding_names_keep_the_panels_and_the_legend_readable() -> None:
+    """Four golden files named alike in long directories (docs/curves.md's real case)."""
+    base = _loss()
+    dirs = ["gpt3_mcore_te_tp2_pp2_resume_torch_dist", "gpt3_mcore_tp2_pp2_ep2_etp2_te_4experts2parallel"]
+    runs = [
+        _run(f"{dirs[k % 2]}/golden_values_dev_dgx_{machine}.json", base + 0.01 * k)
+        for k, machine in enumerate(["h100", "gb200", "h100_2nd", "h100"])
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. "constrained_layout not applied because axes sizes collapsed"
+        fig, _ = _drawn(runs, Profile("bf16"))
+        texts = _legend_texts(fig)
+    assert all(len(t) <= 60 for t in texts[:4]) and len(set(texts)) == len(texts)
+    assert texts[0].endswith("dgx_h100.json (reference)") and texts[0].startswith("gpt3_mcore_te")
+    _assert_legend_clear(fig)
 
 
 def test_equal_curves_both_visible_candidate_dashed_over_a_wide_reference() -> None:

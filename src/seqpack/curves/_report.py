@@ -31,6 +31,8 @@ from seqpack.curves._series import Curves
 #: Candidate markers, one per run after the reference; at most ``_MARKS`` markers per curve.
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _MARKS = 25
+#: Longest legend label; longer ones keep their start and end (``gpt3_mcore_te…/golden_values_h100.json``).
+_LABEL_CHARS = 48
 
 
 def _labels(paths: list[str]) -> dict[str, str]:
@@ -40,13 +42,25 @@ def _labels(paths: list[str]) -> dict[str, str]:
     for path, name in zip(paths, names, strict=True):
         if names.count(name) > 1:
             name = "/".join(Path(path).parts[-2:])
+        if len(name) > _LABEL_CHARS:
+            head = _LABEL_CHARS // 3
+            name = name[:head] + "\u2026" + name[len(name) - (_LABEL_CHARS - head - 1) :]
         out[path] = name
     return out
 
 
-def _legend_outside(ax: Any) -> None:
-    """The legend right of the axes, so it never covers a curve (constrained layout makes room)."""
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
+def _legend_below(fig: Any, axes: list[Any]) -> None:
+    """One legend for every panel, under the figure: it never covers a curve, whatever the label lengths
+    (constrained layout shrinks the panels to make room)."""
+    handles: list[Any] = []
+    texts: list[str] = []
+    for ax in axes:
+        h, t = ax.get_legend_handles_labels()
+        handles += h
+        texts += t
+    if handles:
+        columns = 1 if max(len(t) for t in texts) > _LABEL_CHARS else 2
+        fig.legend(handles, texts, loc="outside lower center", ncols=columns, fontsize=8, frameon=False)
 
 
 def curves_figure(
@@ -61,7 +75,7 @@ def curves_figure(
     fig, axes = plt.subplots(
         2 if with_diff else 1,
         1,
-        figsize=(10, 7 if with_diff else 4.5),
+        figsize=(10, (7 if with_diff else 4.5) + 0.18 * (len(runs) * (2 if with_diff else 1) // 2 + 1)),
         sharex=True,
         gridspec_kw={"height_ratios": [3, 2]} if with_diff else None,
         squeeze=False,
@@ -97,7 +111,7 @@ def curves_figure(
     else:
         top.set_xlabel("iteration")
         top.set_title(metric, fontsize=10)
-    _legend_outside(top)
+    _legend_below(fig, [row[0] for row in axes])
     return fig
 
 
@@ -110,13 +124,15 @@ def _difference_panel(
     ref_label: str,
 ) -> None:
     """``|candidate - reference|`` per step on a log scale, with the allowed difference as a dashed line."""
+    from matplotlib.transforms import blended_transform_factory
+
     first = comparisons[0]
     band = np.where(np.isfinite(first.allowed) & (first.allowed > 0), first.allowed, np.nan)
-    drawn = False
+    lowest = np.inf  # the smallest value drawn: the zero ticks go a decade below it
     if np.any(np.isfinite(band)):
         bottom.plot(first.steps, band, color="black", ls="--", lw=1.0,
                     label=f"allowed |difference| ({first.profile.name})")  # fmt: skip
-        drawn = True
+        lowest = float(np.nanmin(band))
     exact = []
     for comp in comparisons:
         diff = comp.abs_diff
@@ -125,10 +141,21 @@ def _difference_panel(
         if np.any(np.isfinite(shown)):
             bottom.plot(comp.steps, shown, lw=1.0, color=colors.get(comp.candidate), marker=".",
                         markersize=3, label=f"|{label} - {ref_label}|")  # fmt: skip
-            drawn = True
-        equal = int(np.count_nonzero(diff == 0))
-        if equal:
-            exact.append(f"{label}: {equal} of {diff.size} steps equal to {ref_label}")
+            lowest = min(lowest, float(np.nanmin(shown)))
+        equal = diff == 0
+        if equal.any():
+            exact.append(f"{label}: {int(equal.sum())} of {diff.size} steps equal to {ref_label}")
+            # Ticks along the panel's foot: a log axis cannot place a zero.
+            foot = blended_transform_factory(bottom.transData, bottom.transAxes)
+            bottom.scatter(
+                comp.steps[equal],
+                np.full(int(equal.sum()), 0.03),
+                marker="|",
+                s=60,
+                transform=foot,
+                color=colors.get(comp.candidate),
+                label=f"|{label} - {ref_label}| = 0",
+            )
         step = comp.first_divergence
         if step is not None:
             k = int(np.flatnonzero(comp.steps == step)[0])
@@ -144,15 +171,15 @@ def _difference_panel(
                 color="tab:red",
                 fontsize=8,
             )
-    if drawn:
+    if np.isfinite(lowest) or exact:
         bottom.set_yscale("log")
+    if np.isfinite(lowest) and exact:
+        bottom.set_ylim(bottom=lowest / 10)
     if exact:
         bottom.set_title("; ".join(exact), loc="left", fontsize=8, color="dimgrey")
     bottom.set_ylabel("|difference| (log scale)")
     bottom.set_xlabel("iteration")
     bottom.grid(alpha=0.3, which="both")
-    if drawn:
-        _legend_outside(bottom)
 
 
 def render_png(
