@@ -89,6 +89,8 @@ def render_packing_png(result: DemoResult) -> bytes:
     from seqpack._plot import pyplot
 
     plt = pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     inspect = result.artefacts.inspect
     if inspect is not None:
@@ -99,10 +101,11 @@ def render_packing_png(result: DemoResult) -> bytes:
         left.bar(starts, binned, width=LENGTH_BIN, align="edge", color="tab:blue", alpha=0.8)
         left.set_yscale("log")
         left.axvline(result.sizes.pack_size, color="tab:red", ls="--", lw=1)
-        left.annotate(
+        left.annotate(  # at the top, clear of the few longest samples' bar at the line's foot
             f"pack size {result.sizes.pack_size}",
-            xy=(result.sizes.pack_size, 1),
-            xytext=(-6, 6),
+            xy=(result.sizes.pack_size, 0.95),
+            xycoords=("data", "axes fraction"),
+            xytext=(-6, 0),
             textcoords="offset points",
             ha="right",
             color="tab:red",
@@ -123,6 +126,7 @@ def render_packing_png(result: DemoResult) -> bytes:
         right.annotate(
             f" {share} padding", xy=(runs[mode].positions, k), va="center", fontsize=8, color="dimgrey"
         )
+    right.xaxis.set_major_locator(MaxNLocator(4))  # "1,000k" labels run into each other past four
     right.xaxis.set_major_formatter(lambda x, _pos: f"{x / 1000:,.0f}k")
     right.margins(x=0.4)  # room for the "91.5% padding" label after the longest bar
     right.set_yticks(y, [m.value for m in names])
