@@ -160,6 +160,8 @@ def test_metric_map_renames_what_the_defaults_miss(
     assert main(args) == 0
     assert "verdict: match" in capsys.readouterr().out
     assert main([*args[:-1], "no-equals-sign"]) == 2
+    assert main([*args[:-1], "train/typo=lm loss"]) == 2
+    assert "no run has a metric 'train/typo'" in capsys.readouterr().err
 
 
 def test_rename_metrics_keeps_builtins_and_notes_a_replacement(run: TrainerRun) -> None:

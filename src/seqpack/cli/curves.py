@@ -143,6 +143,12 @@ def _read_all(
     mapping = parse_metric_map(metric_map or [])
     with progress(quiet) as bar:
         runs = [read_curves(p, input_format, progress=bar) for p in paths]
+    for src, dst in mapping.items():
+        if src != dst and not any(src in run.metrics for run in runs):
+            names = sorted({name for run in runs for name in run.metrics})
+            raise UsageError(
+                f"--metric-map {src}={dst}: no run has a metric '{src}' (they have: {', '.join(names)})"
+            )
     for run in runs:
         rename_metrics(run, mapping)
     return runs
