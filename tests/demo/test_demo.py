@@ -6,6 +6,9 @@ import base64
 import contextlib
 import io
 import re
+import shlex
+import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +120,64 @@ def test_report_is_self_contained(json_run: tuple[int, dict[str, Any], Path]) ->
     speedup = doc["speedup"]["real_tokens_per_s"]
     assert f"{speedup:.1f}x" in page
     assert "match" in page
+
+
+class _Page(HTMLParser):
+    """The report's tables (header cells per table) and ``<pre class=cmd>`` text, as a browser sees them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.headers: list[list[str]] = []
+        self.commands = ""
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.headers.append([])
+        elif tag == "th":
+            self.headers[-1].append("")
+            self._in = "th"
+        elif tag == "pre" and ("class", "cmd") in attrs:
+            self._in = "cmd"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("th", "pre"):
+            self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "th":
+            self.headers[-1][-1] += data
+        elif self._in == "cmd":
+            self.commands += data
+
+
+def test_report_tables_have_headers_and_commands_paste_as_run(
+    json_run: tuple[int, dict[str, Any], Path],
+) -> None:
+    _, doc, out = json_run
+    page = _Page()
+    page.feed((out / "report.html").read_text(encoding="utf-8"))
+    assert len(page.headers) >= 4
+    for header in page.headers:
+        assert header and all(cell.strip() for cell in header), header
+    assert "tokens/s (all slots) counts every position" in (out / "report.html").read_text(encoding="utf-8")
+    blocks = [b for b in page.commands.split("\n\n") if b.strip()]
+    wanted = [step["command"] for step in doc["steps"] if step["command"]]
+    assert len(blocks) == len(wanted) + 1  # + the doctor's run on the fixed config
+    for block, command in zip(blocks, wanted, strict=False):
+        comment, _, text = block.partition("\n")
+        assert comment.startswith("# ") and "'\"'\"'" not in text
+        for line in text.splitlines():
+            words = line.rstrip(" \\").split()
+            # Longer than 80 only where one path is (alone, or as an option's value): nothing to break.
+            assert len(line) <= 80 or len(words) == 1 or (len(words) == 2 and words[0].startswith("--"))
+        # A real shell reads the wrapped command as the same words as the one-line command.
+        shell = subprocess.run(
+            ["bash", "-c", f"printf '%s\\0' {text.split(maxsplit=1)[1]}"],
+            capture_output=True,
+            check=True,
+        )
+        assert shell.stdout.decode().split("\0")[:-1] == shlex.split(command)[1:]
 
 
 def test_default_out_dir_and_text_summary(

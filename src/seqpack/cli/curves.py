@@ -24,7 +24,9 @@ from seqpack.curves import (
     Profile,
     canonical,
     compare_curves,
+    parse_metric_map,
     read_curves,
+    rename_metrics,
     write_golden,
 )
 from seqpack.errors import DataError, UsageError
@@ -44,6 +46,11 @@ MetricOption = typer.Option(
     [LOSS], "--metric", "-m", help="Metric to compare (repeatable; 'all' = every shared metric)."
 )
 StepsOption = typer.Option(None, "--steps", help="Only iterations A..B inclusive, as A:B (A: or :B open).")
+MetricMapOption = typer.Option(
+    None,
+    "--metric-map",
+    help="Read metric NAME as CANONICAL, as NAME=CANONICAL (repeatable; HF Trainer names are built in).",
+)
 
 
 def parse_steps(text: str | None) -> tuple[int | None, int | None]:
@@ -130,9 +137,21 @@ def _print_table(title: str, rows: list[dict[str, str]]) -> None:
     wide.print(table)
 
 
-def _read_all(paths: list[Path], input_format: str | None, quiet: bool) -> list[Curves]:
+def _read_all(
+    paths: list[Path], input_format: str | None, quiet: bool, metric_map: list[str] | None = None
+) -> list[Curves]:
+    mapping = parse_metric_map(metric_map or [])
     with progress(quiet) as bar:
-        return [read_curves(p, input_format, progress=bar) for p in paths]
+        runs = [read_curves(p, input_format, progress=bar) for p in paths]
+    for src, dst in mapping.items():
+        if src != dst and not any(src in run.metrics for run in runs):
+            names = sorted({name for run in runs for name in run.metrics})
+            raise UsageError(
+                f"--metric-map {src}={dst}: no run has a metric '{src}' (they have: {', '.join(names)})"
+            )
+    for run in runs:
+        rename_metrics(run, mapping)
+    return runs
 
 
 def _write_png_html(
@@ -175,6 +194,7 @@ def compare(
     metric: list[str] = MetricOption,
     steps: str | None = StepsOption,
     input_format: str | None = InputFormatOption,
+    metric_map: list[str] | None = MetricMapOption,
     plot: Path | None = typer.Option(None, "--plot", help="Write a PNG: curves, difference, tolerance band."),
     html_out: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing --plot/--html files."),
@@ -189,7 +209,7 @@ def compare(
         raise UsageError("compare needs at least two runs (reference first)")
     profile = Profile(tolerance, ulps=ulps, deterministic=deterministic, require_all_steps=require_all_steps)
     window = parse_steps(steps)
-    curves = _read_all(runs, input_format, quiet)
+    curves = _read_all(runs, input_format, quiet, metric_map)
     comparisons = compare_curves(curves[0], curves[1:], profile, metrics=metric, steps=window)
     notes = _run_notes(curves)
     for comp in comparisons:
@@ -279,6 +299,7 @@ def show(
     metric: str = typer.Option(LOSS, "--metric", "-m", help="Metric to summarise and plot."),
     steps: str | None = StepsOption,
     input_format: str | None = InputFormatOption,
+    metric_map: list[str] | None = MetricMapOption,
     plot: Path | None = typer.Option(None, "--plot", help="Write a PNG of the metric of every run."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --plot file."),
     output_format: OutputFormat = FormatOption,
@@ -289,7 +310,7 @@ def show(
     Example: seqpack curves show train.log --metric "lm loss" --plot loss.png
     """
     window = parse_steps(steps)
-    curves = _read_all(logs, input_format, quiet)
+    curves = _read_all(logs, input_format, quiet, metric_map)
     name = canonical(metric)
     if output_format is OutputFormat.json:
         emit_json(

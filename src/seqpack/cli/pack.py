@@ -95,7 +95,9 @@ def _print_text(summary: dict[str, Any]) -> None:
 def pack(
     inputs: list[Path] = typer.Argument(None, help="JSONL/Parquet files or datasets save_to_disk dirs."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
-    pack_size: int = typer.Option(..., "--pack-size", "-n", help="Pack capacity N in runtime tokens."),
+    pack_size: int = typer.Option(
+        ..., "--pack-size", "-n", help="Pack capacity N in runtime tokens (stored tokens with --layout hf)."
+    ),
     example: bool = typer.Option(False, "--example", help="Pack the small SFT dataset seqpack ships."),
     split: str = typer.Option("training", "--split", help="training or validation."),
     max_seq_length: int = typer.Option(None, "--max-seq-length", help="Longest sample kept (default N)."),

@@ -8,6 +8,13 @@ Keys that have no TensorBoard twin (``load_balancing_loss``, ``mtp_1 loss``) kee
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from seqpack.errors import UsageError
+
+if TYPE_CHECKING:
+    from seqpack.curves._series import Curves
+
 # printed key -> (canonical name, factor to the canonical unit). Spec §10 (log lines), §11 (golden names).
 LOG_KEYS: dict[str, tuple[str, float]] = {
     "lm loss": ("lm loss", 1.0),
@@ -34,6 +41,19 @@ LOG_KEYS: dict[str, tuple[str, float]] = {
     "val_loss": ("lm loss validation", 1.0),  # NeMo 2.x
 }
 
+# Hugging Face Trainer names (``trainer_state.json`` keys; TensorBoard and W&B tags) -> canonical names.
+HF_KEYS: dict[str, str] = {
+    "loss": "lm loss",
+    "train/loss": "lm loss",
+    "grad_norm": "grad-norm",
+    "train/grad_norm": "grad-norm",
+    "learning_rate": "learning-rate",
+    "train/learning_rate": "learning-rate",
+    "eval_loss": "lm loss validation",
+    "eval/loss": "lm loss validation",
+    "train/epoch": "epoch",
+}
+
 LOSS = "lm loss"
 SKIPPED = "skipped-iterations"
 NAN_ITERS = "nan-iterations"
@@ -55,4 +75,32 @@ def canonical(name: str) -> str:
     key = name.strip()
     if key in LOG_KEYS:
         return LOG_KEYS[key][0]
-    return key
+    return HF_KEYS.get(key, key)
+
+
+def parse_metric_map(pairs: list[str]) -> dict[str, str]:
+    """``["train/my_loss=lm loss"]`` -> ``{canonical source name: canonical target name}``."""
+    mapping: dict[str, str] = {}
+    for pair in pairs:
+        src, sep, dst = pair.partition("=")
+        if not sep or not src.strip() or not dst.strip():
+            raise UsageError(
+                f"--metric-map: expected NAME=CANONICAL (e.g. 'train/loss=lm loss'), found {pair!r}"
+            )
+        mapping[canonical(src)] = canonical(dst)
+    return mapping
+
+
+def rename_metrics(curves: Curves, mapping: dict[str, str]) -> None:
+    """Rename ``curves``' metrics per ``mapping`` (from :func:`parse_metric_map`), in place.
+
+    Keys are canonical, so a built-in name maps onto itself (``train/loss=lm loss`` changes nothing).
+    """
+    for src, dst in mapping.items():
+        if src == dst or src not in curves.metrics:
+            continue
+        if dst in curves.metrics:
+            curves.notes.append(f"{curves.source}: '{src}' mapped onto '{dst}', which replaces the run's own")
+        curves.metrics[dst] = curves.metrics.pop(src)
+        if src in curves.missing:
+            curves.missing[dst] = curves.missing.pop(src)

@@ -1,8 +1,10 @@
 """One entry point, :func:`read_curves`: detect the format of an input (or take the forced one) and read it.
 
-Detection, cheapest first: a directory or an ``events.out.tfevents*`` name is TensorBoard; ``.csv`` is CSV;
-``.jsonl`` is JSONL; a file starting with ``{`` is golden JSON when it parses as one object, JSONL otherwise;
-anything else is a text log (Megatron-LM, Bridge or NeMo, told apart by the lines themselves).
+Detection, cheapest first: a Hugging Face Trainer run (``trainer_state.json``, or a directory holding one
+directly or in a ``checkpoint-N``) is ``hf``; another directory or an ``events.out.tfevents*`` name is
+TensorBoard; ``.csv`` is CSV; ``.jsonl`` is JSONL; a file starting with ``{`` is golden JSON when it parses
+as one object (``hf`` when it has a ``log_history``), JSONL otherwise; anything else is a text log
+(Megatron-LM, Bridge or NeMo, told apart by the lines themselves).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from seqpack.curves._hf import is_trainer_run, read_trainer_state
 from seqpack.curves._logs import read_log
 from seqpack.curves._series import FORMATS, Curves
 from seqpack.curves._tables import read_csv, read_golden, read_jsonl, read_tensorboard
@@ -22,6 +25,8 @@ _HEAD_BYTES = 4096
 def detect_format(path: str | os.PathLike[str]) -> str:
     """Guess the format of ``path`` from its name and first bytes (text logs: ``mlm``, refined on reading)."""
     p = Path(path)
+    if is_trainer_run(p):
+        return "hf"
     if p.is_dir() or p.name.startswith("events.out.tfevents"):
         return "tensorboard"
     suffix = p.suffix.lower()
@@ -42,6 +47,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         # One object per line -> JSONL; a pretty-printed or single-line object of metrics -> golden.
         if first_line.endswith(b"}") and b'"values"' not in first_line:
             return "jsonl"
+        if b'"log_history"' in head:  # a renamed trainer_state.json (its keys are sorted: it comes early)
+            return "hf"
         return "golden"
     return "mlm"
 
@@ -68,4 +75,6 @@ def read_curves(
         return read_csv(path)
     if fmt == "jsonl":
         return read_jsonl(path)
+    if fmt == "hf":
+        return read_trainer_state(path)
     return read_tensorboard(path)

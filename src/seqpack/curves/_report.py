@@ -3,12 +3,14 @@
 matplotlib is imported only here and only when a plot is asked for, with the non-interactive Agg backend
 (no display needed on a cluster login node). The PNG::
 
-    +------------------------------------------------+
-    |  lm loss   -- run A   -- run B                  |   curves on one axis
-    |            |  first divergence (dotted line)    |
-    +------------------------------------------------+
-    |  B - A     ~~~~ shaded: +-allowed per step      |   per-step difference and tolerance band
-    +------------------------------------------------+
+    +------------------------------------------+
+    |  lm loss  ==== A (reference)             |  legend outside the axes,
+    |           - o - B   (dashed, markers)    |  A (reference) is drawn wide and pale, B dashed on
+    |           |  first divergence (dotted)   |  top of it: two equal curves stay both visible
+    +------------------------------------------+
+    |  |B - A|  log scale     ~~~~~            |  each difference on its own scale, the allowed
+    |  - - - - - allowed |difference| - - - -  |  difference as a dashed line: 4e-6 under a band of
+    +------------------------------------------+  1.6e-2 is a curve, not a flat line at zero
 """
 
 from __future__ import annotations
@@ -18,12 +20,19 @@ import html
 import io
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from seqpack._plot import pyplot
 from seqpack.curves._compare import Comparison
 from seqpack.curves._series import Curves
+
+#: Candidate markers, one per run after the reference; at most ``_MARKS`` markers per curve.
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_MARKS = 25
+#: Longest legend label; longer ones keep their start and end (``gpt3_mcore_te…/golden_values_h100.json``).
+_LABEL_CHARS = 48
 
 
 def _labels(paths: list[str]) -> dict[str, str]:
@@ -33,8 +42,144 @@ def _labels(paths: list[str]) -> dict[str, str]:
     for path, name in zip(paths, names, strict=True):
         if names.count(name) > 1:
             name = "/".join(Path(path).parts[-2:])
+        if len(name) > _LABEL_CHARS:
+            head = _LABEL_CHARS // 3
+            name = name[:head] + "\u2026" + name[len(name) - (_LABEL_CHARS - head - 1) :]
         out[path] = name
     return out
+
+
+def _legend_below(fig: Any, axes: list[Any]) -> None:
+    """One legend for every panel, under the figure: it never covers a curve, whatever the label lengths
+    (constrained layout shrinks the panels to make room)."""
+    handles: list[Any] = []
+    texts: list[str] = []
+    for ax in axes:
+        h, t = ax.get_legend_handles_labels()
+        handles += h
+        texts += t
+    if handles:
+        columns = 1 if max(len(t) for t in texts) > _LABEL_CHARS else 2
+        fig.legend(handles, texts, loc="outside lower center", ncols=columns, fontsize=8, frameon=False)
+
+
+def curves_figure(
+    runs: list[Curves],
+    metric: str,
+    comparisons: list[Comparison] | None = None,
+    steps: tuple[int | None, int | None] = (None, None),
+) -> Any:
+    """The matplotlib figure of :func:`render_png` (the caller closes it)."""
+    plt = pyplot()
+    with_diff = bool(comparisons)
+    fig, axes = plt.subplots(
+        2 if with_diff else 1,
+        1,
+        figsize=(10, (7 if with_diff else 4.5) + 0.18 * (len(runs) * (2 if with_diff else 1) // 2 + 1)),
+        sharex=True,
+        gridspec_kw={"height_ratios": [3, 2]} if with_diff else None,
+        squeeze=False,
+        layout="constrained",
+    )
+    top = axes[0][0]
+    labels = _labels([run.source for run in runs])
+    reference = runs[0].source if runs else ""
+    colors = {run.source: f"C{k % 10}" for k, run in enumerate(runs)}
+    for k, run in enumerate(runs):
+        series = run.metrics.get(metric)
+        if series is None:
+            continue
+        part = series.window(*steps)
+        label = labels[run.source]
+        if k == 0 and with_diff:
+            top.plot(part.iterations, part.values, lw=4, alpha=0.35, color=colors[run.source],
+                     label=f"{label} (reference)", solid_capstyle="butt")  # fmt: skip
+        else:
+            marker = _MARKERS[(k - 1) % len(_MARKERS)] if with_diff else None
+            top.plot(part.iterations, part.values, lw=1.2, ls="--" if with_diff else "-", marker=marker,
+                     markersize=3.5, markevery=max(1, len(part) // _MARKS), color=colors[run.source],
+                     label=label)  # fmt: skip
+        for seg in run.segments[1:]:
+            top.axvline(seg.first_iteration, color="grey", lw=0.8, ls="--")
+    top.set_ylabel(metric)
+    top.grid(alpha=0.3)
+    if with_diff and comparisons:
+        _difference_panel(top, axes[1][0], comparisons, labels, colors, labels.get(reference, reference))
+        first = comparisons[0]
+        verdict = "match" if all(c.passed for c in comparisons) else "MISMATCH"
+        top.set_title(f"{metric}: {verdict} ({first.profile.name}: {first.rule})", fontsize=10)
+    else:
+        top.set_xlabel("iteration")
+        top.set_title(metric, fontsize=10)
+    _legend_below(fig, [row[0] for row in axes])
+    return fig
+
+
+def _difference_panel(
+    top: Any,
+    bottom: Any,
+    comparisons: list[Comparison],
+    labels: dict[str, str],
+    colors: dict[str, str],
+    ref_label: str,
+) -> None:
+    """``|candidate - reference|`` per step on a log scale, with the allowed difference as a dashed line."""
+    from matplotlib.transforms import blended_transform_factory
+
+    first = comparisons[0]
+    band = np.where(np.isfinite(first.allowed) & (first.allowed > 0), first.allowed, np.nan)
+    lowest = np.inf  # the smallest value drawn: the zero ticks go a decade below it
+    if np.any(np.isfinite(band)):
+        bottom.plot(first.steps, band, color="black", ls="--", lw=1.0,
+                    label=f"allowed |difference| ({first.profile.name})")  # fmt: skip
+        lowest = float(np.nanmin(band))
+    exact = []
+    for comp in comparisons:
+        diff = comp.abs_diff
+        shown = np.where(diff > 0, diff, np.nan)  # a log axis has no 0: equal steps are counted instead
+        label = labels.get(comp.candidate, comp.candidate)
+        if np.any(np.isfinite(shown)):
+            bottom.plot(comp.steps, shown, lw=1.0, color=colors.get(comp.candidate), marker=".",
+                        markersize=3, label=f"|{label} - {ref_label}|")  # fmt: skip
+            lowest = min(lowest, float(np.nanmin(shown)))
+        equal = diff == 0
+        if equal.any():
+            exact.append(f"{label}: {int(equal.sum())} of {diff.size} steps equal to {ref_label}")
+            # Ticks along the panel's foot: a log axis cannot place a zero.
+            foot = blended_transform_factory(bottom.transData, bottom.transAxes)
+            bottom.scatter(
+                comp.steps[equal],
+                np.full(int(equal.sum()), 0.03),
+                marker="|",
+                s=60,
+                transform=foot,
+                color=colors.get(comp.candidate),
+                label=f"|{label} - {ref_label}| = 0",
+            )
+        step = comp.first_divergence
+        if step is not None:
+            k = int(np.flatnonzero(comp.steps == step)[0])
+            for ax in (top, bottom):
+                ax.axvline(step, color="tab:red", lw=1.0, ls=":")
+            if diff[k] > 0:
+                bottom.plot([step], [diff[k]], "o", color="tab:red")
+            top.annotate(
+                f"first divergence: step {step}",
+                xy=(step, comp.cand[k]),
+                xytext=(8, 8),
+                textcoords="offset points",
+                color="tab:red",
+                fontsize=8,
+            )
+    if np.isfinite(lowest) or exact:
+        bottom.set_yscale("log")
+    if np.isfinite(lowest) and exact:
+        bottom.set_ylim(bottom=lowest / 10)
+    if exact:
+        bottom.set_title("; ".join(exact), loc="left", fontsize=8, color="dimgrey")
+    bottom.set_ylabel("|difference| (log scale)")
+    bottom.set_xlabel("iteration")
+    bottom.grid(alpha=0.3, which="both")
 
 
 def render_png(
@@ -44,72 +189,10 @@ def render_png(
     steps: tuple[int | None, int | None] = (None, None),
 ) -> bytes:
     """Draw ``metric`` of every run; with ``comparisons``, add the difference panel. Returns PNG bytes."""
-    plt = pyplot()
-    with_diff = bool(comparisons)
-    fig, axes = plt.subplots(
-        2 if with_diff else 1,
-        1,
-        figsize=(10, 7 if with_diff else 4.5),
-        sharex=True,
-        gridspec_kw={"height_ratios": [3, 2]} if with_diff else None,
-        squeeze=False,
-    )
-    top = axes[0][0]
-    labels = _labels([run.source for run in runs])
-    colors = {run.source: f"C{k % 10}" for k, run in enumerate(runs)}
-    for run in runs:
-        series = run.metrics.get(metric)
-        if series is None:
-            continue
-        part = series.window(*steps)
-        top.plot(part.iterations, part.values, lw=1.2, color=colors[run.source], label=labels[run.source])
-        for seg in run.segments[1:]:
-            top.axvline(seg.first_iteration, color="grey", lw=0.8, ls="--")
-    top.set_ylabel(metric)
-    top.grid(alpha=0.3)
-    top.legend(loc="best", fontsize=8)
-    if with_diff and comparisons:
-        bottom = axes[1][0]
-        first = comparisons[0]
-        band = np.where(np.isfinite(first.allowed), first.allowed, np.nan)
-        if np.any(np.isfinite(band)):
-            bottom.fill_between(first.steps, -band, band, color="tab:green", alpha=0.2, label="tolerance")
-        for comp in comparisons:
-            bottom.plot(
-                comp.steps,
-                comp.cand - comp.ref,
-                lw=1.0,
-                color=colors.get(comp.candidate),
-                label=f"{labels.get(comp.candidate, comp.candidate)} - reference",
-            )
-            step = comp.first_divergence
-            if step is not None:
-                k = int(np.flatnonzero(comp.steps == step)[0])
-                for ax in (top, bottom):
-                    ax.axvline(step, color="tab:red", lw=1.0, ls=":")
-                bottom.plot([step], [comp.cand[k] - comp.ref[k]], "o", color="tab:red")
-                top.annotate(
-                    f"first divergence: step {step}",
-                    xy=(step, comp.cand[k]),
-                    xytext=(8, 8),
-                    textcoords="offset points",
-                    color="tab:red",
-                    fontsize=8,
-                )
-        bottom.axhline(0.0, color="black", lw=0.6)
-        bottom.set_ylabel("difference")
-        bottom.set_xlabel("iteration")
-        bottom.grid(alpha=0.3)
-        bottom.legend(loc="best", fontsize=8)
-        verdict = "match" if all(c.passed for c in comparisons) else "MISMATCH"
-        top.set_title(f"{metric}: {verdict} ({first.profile.name}: {first.rule})", fontsize=10)
-    else:
-        top.set_xlabel("iteration")
-        top.set_title(metric, fontsize=10)
-    fig.tight_layout()
+    fig = curves_figure(runs, metric, comparisons, steps)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
+    pyplot().close(fig)
     return buffer.getvalue()
 
 

@@ -28,7 +28,7 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 # Formats a reader can report (and ``--input-format`` can force).
-FORMATS: tuple[str, ...] = ("mlm", "bridge", "nemo", "tensorboard", "golden", "csv", "jsonl")
+FORMATS: tuple[str, ...] = ("mlm", "bridge", "nemo", "tensorboard", "golden", "csv", "jsonl", "hf")
 
 
 @dataclass(frozen=True)

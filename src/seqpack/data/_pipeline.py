@@ -155,6 +155,11 @@ def _check_options(opts: PackOptions) -> tuple[int, str]:
         raise UsageError("--prompt-field/--completion-field need --tokenizer")
     if opts.layout not in LAYOUTS:
         raise UsageError(f"--layout must be one of {', '.join(LAYOUTS)}, got {opts.layout!r}")
+    if opts.layout == "hf":  # the HF layout counts stored tokens (docs/pack.md); Bridge's bins do not
+        if opts.bridge_compat:
+            raise UsageError("--bridge-compat builds Bridge's packs; it cannot be combined with --layout hf")
+        if opts.too_long is TooLong.split and max_len // opts.pad_seq_to_mult * opts.pad_seq_to_mult < 2:
+            raise UsageError("--too-long split with --layout hf needs pieces of at least 2 tokens")
     if opts.eos_id is not None and opts.eos_id < 0:
         raise UsageError(f"--eos-id must be >= 0, got {opts.eos_id}")
     return max_len, algorithm
@@ -268,7 +273,7 @@ class _Pass1:
     def add(self, examples: Examples, shaped: Shaped, spec: ShapeSpec) -> None:
         """Store one chunk's shaped pieces (in input order), count them, list what was not kept as is."""
         self.store.append(shaped.tokens, shaped.mask, shaped.lengths)
-        self.lengths.append(shaped.lengths - 1)
+        self.lengths.append(spec.counted(shaped.lengths))
         c = self.counts
         c.samples_in += len(examples.lengths)
         c.tokens_in += int(examples.lengths.sum())
@@ -283,17 +288,18 @@ class _Pass1:
             self._reject_line(examples, spec, int(i), Action(int(actions[i])), int(shaped.pieces[i]))
 
     def _reject_line(self, examples: Examples, spec: ShapeSpec, i: int, action: Action, pieces: int) -> None:
-        runtime = int(examples.lengths[i]) - 1
+        runtime = int(spec.counted(examples.lengths[i]))
+        unit = "tokens" if spec.counts_stored else "runtime tokens"
         what = {
             Action.rejected: "rejected (not packed)",
-            Action.truncated: f"truncated to {spec.cap} runtime tokens",
+            Action.truncated: f"truncated to {spec.cap} {unit}",
             Action.split: f"split into {pieces} pieces",
             Action.dropped: "dropped (not packed, as Bridge does with pad_seq_to_mult=1)",
         }[action]
         record = {
             "source": self.paths[examples.source],
             "line" if examples.line_based else "row": int(examples.locs[i]),
-            "reason": f"too long: {runtime} runtime tokens > {spec.cap}",
+            "reason": f"too long: {runtime} {unit} > {spec.cap}",
             "length": runtime,
             "action": what,
         }
@@ -376,7 +382,9 @@ def pack_files(opts: PackOptions) -> PackResult:
 
             def spec_for(eos: int) -> ShapeSpec:
                 too_long = opts.too_long or TooLong.reject
-                return ShapeSpec(max_len, opts.pad_seq_to_mult, eos, too_long, opts.bridge_compat)
+                return ShapeSpec(
+                    max_len, opts.pad_seq_to_mult, eos, too_long, opts.bridge_compat, opts.layout == "hf"
+                )
 
             chunks = iter_chunks(opts.inputs, opts.chunk_rows)
             converter = Converter(pass1.paths, text_spec)

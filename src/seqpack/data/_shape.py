@@ -18,6 +18,11 @@ A sample with ``r > cap`` is too long. seqpack's own modes (``--too-long``):
 ``--bridge-compat`` reproduces Bridge 0.6.2 instead: with m = 1 a long sample is dropped (its histogram
 skips it); with m > 1 every sample is cut or padded to ``min(cap, target) + 1`` stored tokens (so long ones
 lose their tail, EOS included).
+
+The Hugging Face layout (``counts_stored``) counts *stored* tokens instead (``r = stored``): HF models shift
+the labels inside the model, so a row holds every stored token. The same rules apply to that count; a
+``split`` piece then holds ``cap`` stored tokens and still overlaps the next by one: cap 3 ->
+``[a b c] [c d e] [e 2]``.
 """
 
 from __future__ import annotations
@@ -58,11 +63,21 @@ class ShapeSpec:
     eos_id: int
     too_long: TooLong = TooLong.reject
     bridge_compat: bool = False
+    counts_stored: bool = False  # HF layout: lengths count stored tokens, not stored - 1
 
     @property
     def cap(self) -> int:
-        """``floor(max / m) * m``: the longest runtime length a packed sample keeps (spec §2)."""
+        """``floor(max / m) * m``: the longest counted length a packed sample keeps (spec §2)."""
         return (self.max_seq_length // self.pad_multiple) * self.pad_multiple
+
+    @property
+    def shift(self) -> int:
+        """Stored tokens minus counted tokens: 1 (Bridge's runtime length), 0 (HF layout)."""
+        return 0 if self.counts_stored else 1
+
+    def counted(self, stored: np.ndarray) -> np.ndarray:
+        """The length the cap, the pad multiple and the pack size apply to."""
+        return stored - self.shift
 
 
 def check_lengths(max_seq_length: int, pad_multiple: int) -> None:
@@ -90,9 +105,11 @@ class Shaped:
 
 def shape(tokens: np.ndarray, mask: np.ndarray, lengths: np.ndarray, spec: ShapeSpec) -> Shaped:
     """Apply the too-long rule and pre-padding to a chunk of stored examples."""
-    m, cap = spec.pad_multiple, spec.cap
-    runtime = lengths - 1
+    m, cap, shift = spec.pad_multiple, spec.cap, spec.shift
+    runtime = spec.counted(lengths)
     long = runtime > cap
+    # A split piece holds ``span`` stored tokens; the next starts ``span - 1`` later (one token overlaps).
+    span = cap + shift
     if m == 1 and not long.any():  # the common case: every sample stored as it came, nothing to copy
         kept = np.full(len(lengths), Action.kept, dtype=np.int8)
         return Shaped(tokens, mask, lengths, kept, np.ones(len(lengths), dtype=np.int64))
@@ -114,26 +131,26 @@ def shape(tokens: np.ndarray, mask: np.ndarray, lengths: np.ndarray, spec: Shape
         actions[long] = Action.truncated
     else:
         actions[long] = Action.split
-        pieces[long] = -(-runtime[long] // cap)
+        pieces[long] = -(-(lengths[long] - 1) // (span - 1))
     # One row per stored piece.
     sample = np.repeat(np.arange(len(lengths)), pieces)
     first_piece = np.cumsum(pieces) - pieces
     k = np.arange(len(sample), dtype=np.int64) - first_piece[sample]
-    src = starts[sample] + k * cap
+    src = starts[sample] + k * (span - 1)
     n_copy = copy_len[sample]
     append_last = np.full(len(sample), -1, dtype=np.int64)
     is_long = long[sample]
     if not spec.bridge_compat and spec.too_long is TooLong.split:
-        n_copy = np.where(is_long, np.minimum(cap + 1, lengths[sample] - k * cap), n_copy)
+        n_copy = np.where(is_long, np.minimum(span, lengths[sample] - k * (span - 1)), n_copy)
     elif not spec.bridge_compat and spec.too_long is TooLong.truncate:
-        n_copy = np.where(is_long, cap, n_copy)
+        n_copy = np.where(is_long, span - 1, n_copy)
         append_last = np.where(is_long, starts[sample] + lengths[sample] - 1, -1)
-    piece_runtime = n_copy + (append_last >= 0) - 1
+    piece_runtime = n_copy + (append_last >= 0) - shift
     out_len = (
-        np.minimum(_ceil_to(piece_runtime, m), cap if spec.bridge_compat else np.iinfo(np.int64).max) + 1
+        np.minimum(_ceil_to(piece_runtime, m), cap if spec.bridge_compat else np.iinfo(np.int64).max) + shift
     )
     if m == 1:
-        out_len = piece_runtime + 1
+        out_len = piece_runtime + shift
     out_tokens, out_mask = _fill(tokens, mask, src, n_copy, append_last, out_len, spec.eos_id)
     return Shaped(out_tokens, out_mask, out_len, actions, pieces)
 

@@ -20,6 +20,7 @@ import io
 import math
 import os
 import platform
+import shlex
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -43,6 +44,7 @@ vertical-align:top}th{background:#f4f4f4}td.num{text-align:right;font-variant-nu
 .cards{display:flex;flex-wrap:wrap;gap:1em;margin:1.2em 0}.card{border:1px solid #ddd;border-radius:8px;
 padding:.8em 1em;flex:1 1 220px}.card .big{font-size:1.8em;font-weight:700}
 pre{background:#f6f8fa;padding:.8em;overflow-x:auto;font-size:.88em}img{max-width:100%}
+pre.cmd{white-space:pre-wrap;overflow-wrap:anywhere}
 code{background:#f6f8fa;padding:0 .25em}
 """
 
@@ -87,6 +89,8 @@ def render_packing_png(result: DemoResult) -> bytes:
     from seqpack._plot import pyplot
 
     plt = pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     inspect = result.artefacts.inspect
     if inspect is not None:
@@ -97,10 +101,11 @@ def render_packing_png(result: DemoResult) -> bytes:
         left.bar(starts, binned, width=LENGTH_BIN, align="edge", color="tab:blue", alpha=0.8)
         left.set_yscale("log")
         left.axvline(result.sizes.pack_size, color="tab:red", ls="--", lw=1)
-        left.annotate(
+        left.annotate(  # at the top, clear of the few longest samples' bar at the line's foot
             f"pack size {result.sizes.pack_size}",
-            xy=(result.sizes.pack_size, 1),
-            xytext=(-6, 6),
+            xy=(result.sizes.pack_size, 0.95),
+            xycoords=("data", "axes fraction"),
+            xytext=(-6, 0),
             textcoords="offset points",
             ha="right",
             color="tab:red",
@@ -121,8 +126,9 @@ def render_packing_png(result: DemoResult) -> bytes:
         right.annotate(
             f" {share} padding", xy=(runs[mode].positions, k), va="center", fontsize=8, color="dimgrey"
         )
+    right.xaxis.set_major_locator(MaxNLocator(4))  # "1,000k" labels run into each other past four
     right.xaxis.set_major_formatter(lambda x, _pos: f"{x / 1000:,.0f}k")
-    right.margins(x=0.25)
+    right.margins(x=0.4)  # room for the "91.5% padding" label after the longest bar
     right.set_yticks(y, [m.value for m in names])
     right.invert_yaxis()
     right.set_xlabel("token slots computed (whole run)")
@@ -216,8 +222,9 @@ def _curves(result: DemoResult) -> str:
         "<p>Both runs start from the same weights and take the same optimizer steps over the same samples "
         "(global batches of packs; the padded run gets each pack's sequences as separate rows padded to "
         "the pack size). The loss is the per-token mean over each global batch, so the layout does not "
-        "change it: the curves lie on top of each other. The lower panel is the per-step difference with "
-        "the allowed band.</p>"
+        "change it: the curves lie on top of each other (packed wide and pale, padded dashed on top). The "
+        "lower panel is the per-step |padded - packed| on a log scale, with the allowed difference "
+        "(1 bf16 ulp of the loss) as a dashed line: the distance between the two is the margin.</p>"
         + _png_tag(curves.png, "lm loss of the packed and padded runs")
         + f"<p>Profile <code>{_e(c.profile.name)}</code>, {c.profile.ulps} ulp: {_e(c.rule)}. Verdict: "
         + (
@@ -257,7 +264,7 @@ def _packing(result: DemoResult, packing_png: bytes) -> str:
     ]
     return (
         "<h2>Packing</h2>"
-        + _table(["", ""], [[_e(k), _e(v)] for k, v in rows])
+        + _table(["packing", "value"], [[_e(k), _e(v)] for k, v in rows])
         + _png_tag(packing_png, "sample lengths and compute per run")
     )
 
@@ -294,8 +301,19 @@ def _training(result: DemoResult) -> str:
         f"{_num(params)} parameters; AdamW lr {sizes.lr}, global batch {sizes.gbs} packs, seed {sizes.seed}; "
         f"float32 on CPU, {result.threads} thread(s). Throughput is timed over the steps after the first."
     )
-    header = ["", *[m.value for m in (DataMode.packed, DataMode.padded) if m in runs]]
-    return f"<h2>Training runs</h2><p>{_e(model)}</p>" + _table(header, rows, numeric=[1, 2])
+    header = ["run", *[m.value for m in (DataMode.packed, DataMode.padded) if m in runs]]
+    slots = (
+        "tokens/s (all slots) counts every position the model computes, padding included: a padding slot "
+        "costs about as much as a real token, so both runs get through slots at a similar rate (which one "
+        "is ahead per slot depends on the machine: padded rows need only the causal mask, a pack needs "
+        "one per sequence). Real tokens/s is the speed of training: the padded run spends most of its "
+        "slots on padding."
+    )
+    return (
+        f"<h2>Training runs</h2><p>{_e(model)}</p>"
+        + _table(header, rows, numeric=[1, 2])
+        + f"<p class=muted>{_e(slots)}</p>"
+    )
 
 
 def _doctor(result: DemoResult) -> str:
@@ -337,14 +355,40 @@ def _commands(result: DemoResult) -> str:
     lines = []
     for step in result.steps:
         if step.command:
-            lines.append(f"# {step.name}\n{step.command}")
+            lines.append(f"# {step.name}\n{wrap_command(step.command)}")
     doctor = result.artefacts.doctor
     if doctor is not None:
-        lines.append(f"# doctor, the fixed config\n{doctor.fixed_command}")
+        lines.append(f"# doctor, the fixed config\n{wrap_command(doctor.fixed_command)}")
     return (
         "<h2>The same steps by hand</h2><p>Each step is one <code>seqpack</code> command; run them on your "
-        "own data (paths as in this run):</p><pre>" + _e("\n\n".join(lines)) + "</pre>"
+        "own data (paths as in this run):</p><pre class=cmd>" + _e("\n\n".join(lines)) + "</pre>"
     )
+
+
+def wrap_command(command: str, width: int = 78) -> str:
+    """A shell command on lines of at most ``width`` (``\\`` continuations): reads and pastes as it is.
+
+    An option stays with its value; lines break only between such units::
+
+        seqpack train --data packed/training_512.idx.parquet --vocab 128 \\
+          --hidden 64 --layers 2 --heads 4 --ffn 128 --lr 0.005 --gbs 4 \\
+          --epochs 1 --log logs/packed.log
+    """
+    units: list[str] = []
+    for word in shlex.split(command):
+        quoted = shlex.quote(word)
+        if units and units[-1].startswith("-") and " " not in units[-1] and not word.startswith("-"):
+            units[-1] += " " + quoted  # the option's value
+        else:
+            units.append(quoted)
+    lines: list[str] = []
+    for unit in units:
+        # A multi-line unit (a quoted script) may start a line's end; nothing follows it on its line.
+        if lines and "\n" not in lines[-1] and len(lines[-1]) + 1 + len(unit.split("\n")[0]) <= width:
+            lines[-1] += " " + unit
+        else:
+            lines.append(unit)
+    return " \\\n  ".join(lines)
 
 
 def _files(result: DemoResult) -> str:

@@ -47,11 +47,14 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("report", "write the report"),
 )
 #: The tokenizer step as a command (there is no ``seqpack`` command for it: it is a helper for demos/tests).
-TOKENIZER_SNIPPET = (
-    "import json, sys; from seqpack.data.toy_tokenizer import build_tokenizer; "
-    "build_tokenizer([m['content'] for line in open(sys.argv[1]) for m in json.loads(line)['messages']], "
-    "sys.argv[2], split_digits=True)"
-)
+#: Several lines and no single quote, so the quoted ``python -c '...'`` argument reads as the code it runs.
+TOKENIZER_SNIPPET = """
+import json, sys
+from seqpack.data.toy_tokenizer import build_tokenizer
+lines = open(sys.argv[1])
+texts = [m["content"] for line in lines for m in json.loads(line)["messages"]]
+build_tokenizer(texts, sys.argv[2], split_digits=True)
+"""
 #: Torch threads by default: the tiny model's matrices are too small to gain from more, and one thread
 #: keeps both runs' timings steady on a shared or busy machine (``--threads`` changes it).
 DEFAULT_THREADS = 1
