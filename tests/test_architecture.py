@@ -20,7 +20,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"data"}),
     frozenset({"batching"}),
     frozenset({"doctor", "plan", "train", "diff"}),
-    frozenset({"verify", "hf", "correlate", "demo", "config"}),
+    frozenset({"verify", "hf", "correlate", "demo", "config", "_api"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),
 )

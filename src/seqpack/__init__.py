@@ -1,8 +1,24 @@
-"""seqpack: sequence packing and long-context training checks for Megatron-Bridge users."""
+"""seqpack: sequence packing and long-context training checks for Megatron-Bridge users.
+
+The main jobs, as functions with typed arguments and result objects (the way ``pyarrow.parquet`` offers its
+jobs)::
+
+    seqpack.pack(inputs, out_dir, pack_size, ...)      -> PackResult     seqpack pack
+    seqpack.inspect(path, dp=..., gbs=...)             -> Inspection     seqpack inspect
+    seqpack.check_config(config, overrides, ...)       -> Report         seqpack doctor
+    seqpack.compare_curves(reference, *candidates)     -> [Comparison]   seqpack curves compare
+    seqpack.pack_lengths(lengths, pack_size, ...)      -> PackPlan       the packing algorithms alone
+
+and the batching entry points (``PackedDataset``, ``PackedCollator``, ``GlobalBatchSampler``,
+``pack_in_batch``, ``partition_thd``, ``to_packed_seq_params``). They load on first use, so ``import
+seqpack`` (and every command's start-up) stays light.
+"""
 
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from seqpack.errors import DataError, InputError, SeqpackError, UsageError
 
@@ -11,4 +27,33 @@ try:
 except PackageNotFoundError:  # running from a source tree without an install
     __version__ = "0.0.0+unknown"
 
-__all__ = ["DataError", "InputError", "SeqpackError", "UsageError", "__version__"]
+#: Public name -> the module that defines it (loaded on first access).
+_PUBLIC = {
+    **dict.fromkeys(("pack", "inspect", "check_config", "compare_curves"), "seqpack._api"),
+    **dict.fromkeys(("pack_lengths", "PackPlan", "CostModel", "ModelDims"), "seqpack.packing"),
+    **dict.fromkeys(
+        (
+            "PackedDataset",
+            "PackedCollator",
+            "GlobalBatchSampler",
+            "pack_in_batch",
+            "partition_thd",
+            "to_packed_seq_params",
+        ),
+        "seqpack.batching",
+    ),
+}
+
+__all__ = ["DataError", "InputError", "SeqpackError", "UsageError", "__version__", *_PUBLIC]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'seqpack' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -2,65 +2,37 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import typer
 
 from seqpack._progress import progress
 from seqpack.batching import dump_batches
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
-from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
-from seqpack.data.packed import PackedBlock, PackedReader, read_legacy_npy
-from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
-from seqpack.errors import DataError, InputError, UsageError
-from seqpack.plan import (
-    DEFAULT_SAMPLER_SEED,
-    CostModel,
-    ModelDims,
-    check_batch,
-    resolve_cost_model,
-    row_costs,
-    step_imbalance,
-)
-
-PERCENTILES = (50, 90, 99)
+from seqpack.data.inspection import MISMATCH, Inspection, inspect_packed
+from seqpack.data.packed import PackedBlock
+from seqpack.errors import UsageError
+from seqpack.packing import CostModel, ModelDims, resolve_cost_model
+from seqpack.plan import SamplerSimulation
 
 
-def _report(stats: PackedStats, pack_size: int | None) -> dict[str, Any]:
-    hist = {str(k): int(v) for k, v in enumerate(stats.sequences_per_pack) if v}
-    lengths = {f"p{q}": stats.length_percentile(q) for q in PERCENTILES}
-    nonzero = [int(i) for i in range(stats.length_counts.size) if stats.length_counts[i]]
-    return {
-        "packs": stats.packs,
-        "sequences": stats.sequences,
-        "stored_tokens": stats.stored_tokens,
-        "runtime_tokens": stats.runtime_tokens,
-        "pack_size": pack_size,
-        "efficiency_percent": round(stats.efficiency(pack_size), 2) if pack_size else None,
-        "sequences_per_pack": hist,
-        "runtime_length": {"min": nonzero[0] if nonzero else 0, **lengths, "max": stats.dataset_max_seqlen},
-        "packed_runtime_tokens": {"min": stats.min_packed_seqlen or 0, "max": stats.max_packed_seqlen},
-    }
-
-
-def _simulation(dp: int | None, gbs: int | None, model: str | None) -> tuple[int, int, CostModel] | None:
-    """Checked ``(dp, gbs, cost model)`` of the sampler simulation, or None when not asked for."""
+def _simulation(dp: int | None, gbs: int | None, model: str | None) -> SamplerSimulation | None:
+    """The sampler simulation asked for with ``--dp``/``--gbs`` (checked), or None."""
     if dp is None and gbs is None:
         if model is not None:
             raise UsageError("--model sets the cost model of the --dp/--gbs simulation; add --dp and --gbs")
         return None
     if dp is None or gbs is None:
         raise UsageError("--dp and --gbs go together")
-    check_batch(gbs, dp)
-    return dp, gbs, resolve_cost_model(None if model is None else ModelDims.parse(model))
+    cost_model: CostModel = resolve_cost_model(None if model is None else ModelDims.parse(model))
+    return SamplerSimulation(dp, gbs, cost_model)
 
 
-def _print_text(spec: str, files: list[str], report: dict[str, Any], meta: dict[str, Any]) -> None:
+def _print_text(inspection: Inspection) -> None:
     p = out_console.print
+    spec, files = inspection.path, inspection.files
+    report, meta = inspection.to_dict(), inspection.metadata.to_dict()
     p(f"packed data      {spec} ({len(files)} file{'s' if len(files) != 1 else ''})")
     p(f"packs            {report['packs']}")
     p(f"sequences        {report['sequences']}")
@@ -129,76 +101,25 @@ def inspect_command(
     Example: seqpack inspect out/training_4096.idx.parquet --format json
     """
     simulation = _simulation(dp, gbs, model)
-    if path.lower().endswith(".npy"):
-        files = [path]
-        blocks: Any = [read_legacy_npy(path)]
-    else:
-        reader = PackedReader(path)
-        files = reader.paths
-        blocks = reader.iter_blocks()
-    names = packed_names(files)
-    meta_path = metadata if metadata is not None else find_metadata(files)
-    if metadata is not None and not metadata.exists():
-        raise InputError(f"{os.fspath(metadata)}: no such file")
-    entries = read_metadata(meta_path) if meta_path is not None else []
-    picked = pick_entry(entries, names.split) if entries else None
-    pack_size = int(picked[1]["pack_size"]) if picked else names.pack_size
-    if picked and names.pack_size is not None and names.pack_size != pack_size:
-        raise DataError(
-            f"{meta_path}: entry {picked[0]}: pack_size {pack_size} differs from the file name's "
-            f"{names.pack_size}"
-        )
     with progress(quiet) as bar:
         task = bar.add_task("inspect", total=None)
 
-        costs: list[np.ndarray] = []
+        def on_block(block: PackedBlock) -> None:
+            bar.advance(task, block.num_rows)
+            if simulation is not None:
+                simulation.add(block)
 
-        def advancing(source: Iterable[PackedBlock]) -> Iterator[PackedBlock]:
-            for block in source:
-                yield block  # collect_stats validates the block before asking for the next one
-                bar.advance(task, block.num_rows)
-                if simulation is not None:
-                    runtime = block.sequence_lengths() - 1
-                    costs.append(row_costs(runtime, block.sequences_per_row(), simulation[2]))
-
-        stats = collect_stats(advancing(blocks), pack_size=pack_size)
-    report = _report(stats, pack_size)
+        inspection = inspect_packed(path, metadata=metadata, on_block=on_block)
     if simulation is not None:
-        sim_dp, sim_gbs, cost_model = simulation
-        result = step_imbalance(np.concatenate(costs), sim_dp, sim_gbs)
-        report["dp_imbalance"] = {
-            "dp": sim_dp,
-            "gbs": sim_gbs,
-            "sampler_seed": DEFAULT_SAMPLER_SEED,
-            **result.to_dict(),
-            "cost_model": cost_model.to_record(),
-        }
-    meta: dict[str, Any]
-    if meta_path is None:
-        meta = {"status": "skipped", "reason": "no metadata sidecar found (pass --metadata)"}
-    elif picked is None:
-        meta = {
-            "status": "skipped",
-            "path": str(meta_path),
-            "reason": f"no entry of {meta_path} names this split",
-        }
-    else:
-        mismatches = compare_metadata(picked[1], stats)
-        meta = {
-            "status": "mismatch" if mismatches else "consistent",
-            "path": str(meta_path),
-            "entry": picked[0],
-            "mismatches": [m.__dict__ for m in mismatches],
-        }
-    if dump is not None:  # batch dumps for `seqpack diff` (seqpack.diff)
-        entry = picked[1] if picked else None
-        dump_batches(path, out, dump, pack_size=pack_size, metadata=entry, batch_size=batch_size,
-                     variant=variant, overwrite=overwrite)  # fmt: skip
+        inspection = replace(inspection, dp_imbalance=simulation.result())
+    if dump is not None:  # batch dumps for `seqpack diff`
+        dump_batches(path, out, dump, pack_size=inspection.pack_size, metadata=inspection.metadata_entry,
+                     batch_size=batch_size, variant=variant, overwrite=overwrite)  # fmt: skip
     if output_format is OutputFormat.json:
-        emit_json({"path": path, "files": files, **report, "metadata": meta})
+        emit_json(inspection.to_dict())
     else:
-        _print_text(path, files, report, meta)
-    if meta["status"] == "mismatch":
+        _print_text(inspection)
+    if inspection.metadata.status == MISMATCH:
         raise typer.Exit(1)
 
 

@@ -31,6 +31,7 @@ from seqpack.plan._candidates import (
 from seqpack.plan._imbalance import (
     DEFAULT_SAMPLER_SEED,
     Imbalance,
+    SamplerSimulation,
     check_batch,
     rank_loads,
     row_costs,
@@ -47,6 +48,7 @@ __all__ = [
     "CostModel",
     "Imbalance",
     "ModelDims",
+    "SamplerSimulation",
     "Topology",
     "balance_worthwhile",
     "balanced_pack",

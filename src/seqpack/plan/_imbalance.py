@@ -14,13 +14,14 @@ rank 1 packs 0, 1.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from seqpack.batching import GlobalBatchSampler
+from seqpack.data.packed import PackedBlock
 from seqpack.errors import UsageError
 from seqpack.packing import CostModel
 
@@ -108,3 +109,33 @@ def row_costs(
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     costs: FloatArray = np.add.reduceat(model.dense * lengths + model.attention * lengths * lengths, starts)
     return costs
+
+
+@dataclass
+class SamplerSimulation:
+    """Bridge's sampler dealt over ``dp`` ranks, ``gbs`` packs a step, fed packed blocks in stored order
+    (``seqpack inspect --dp --gbs``): the pack costs are taken during the inspection's own pass."""
+
+    dp: int
+    gbs: int
+    model: CostModel
+    _costs: list[FloatArray] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_batch(self.gbs, self.dp)
+
+    def add(self, block: PackedBlock) -> None:
+        """Take the costs of ``block``'s packs (runtime length = stored - 1 per sequence)."""
+        self._costs.append(row_costs(block.sequence_lengths() - 1, block.sequences_per_row(), self.model))
+
+    def result(self) -> dict[str, Any]:
+        """The simulated imbalance of one epoch, with the settings it was simulated under."""
+        costs = np.concatenate(self._costs) if self._costs else np.zeros(0, dtype=np.float64)
+        imbalance = step_imbalance(costs, self.dp, self.gbs)
+        return {
+            "dp": self.dp,
+            "gbs": self.gbs,
+            "sampler_seed": DEFAULT_SAMPLER_SEED,
+            **imbalance.to_dict(),
+            "cost_model": self.model.to_record(),
+        }
