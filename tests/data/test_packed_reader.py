@@ -15,13 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.packs import make_row, random_rows, write_packs
-from seqpack.data.packed import (
-    PackedBlock,
-    PackedReader,
-    read_legacy_npy,
-    resolve_packed_paths,
-    validate_block,
-)
+from seqpack.data import read_legacy_npy
+from seqpack.data.packed import PackedBlock, PackedReader, resolve_packed_paths, validate_block
 from seqpack.errors import DataError, InputError
 
 

@@ -1,6 +1,7 @@
 """Samples in, packs out: readers, tokenization, loss masks, pre-padding, writers, packed-data readers."""
 
 from seqpack.data._example_data import EXAMPLE_EOS_ID, example_dataset_path
+from seqpack.data._legacy_npy import read_legacy_npy
 from seqpack.data._pipeline import PackOptions, PackResult, bridge_overrides, pack_files
 from seqpack.data._shape import TooLong
 from seqpack.data._write import PACKED_SCHEMA, ROW_GROUP_SIZE
@@ -18,7 +19,6 @@ from seqpack.data.packed import (
     PackedBlock,
     PackedReader,
     PackedRow,
-    read_legacy_npy,
     resolve_packed_paths,
     validate_block,
 )

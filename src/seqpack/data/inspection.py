@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seqpack.data._legacy_npy import read_legacy_npy
 from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
-from seqpack.data.packed import PackedBlock, PackedReader, read_legacy_npy
+from seqpack.data.packed import PackedBlock, PackedReader
 from seqpack.data.packed_stats import MetadataMismatch, PackedStats, collect_stats, compare_metadata
 from seqpack.errors import DataError, InputError
 

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from seqpack.data.packed import PackedBlock, PackedReader, PackedRow, read_legacy_npy, validate_block
+from seqpack.data._legacy_npy import read_legacy_npy
+from seqpack.data.packed import PackedBlock, PackedReader, PackedRow, validate_block
 from seqpack.errors import InputError
 from seqpack.fingerprint import Fingerprint, PackedFingerprinter
 
