@@ -1,4 +1,4 @@
-"""Readers of packed data: Bridge's packed Parquet (spec §3); the legacy pickled ``.npy`` is read by ``_legacy_npy``.
+"""Readers of packed data: Bridge's packed Parquet (spec §3); legacy ``.npy`` files go to ``_legacy_npy``.
 
 One row is one pack. Three list columns hold it (extra columns are allowed and ignored)::
 
