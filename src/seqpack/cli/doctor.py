@@ -17,8 +17,10 @@ from seqpack.config import (
     check,
     default_lang,
     load_config,
+    parse_stack,
     suggest_fixes,
 )
+from seqpack.config._versions import known_versions
 from seqpack.errors import UsageError
 from seqpack.translate import Translation, load_model_args, mlm_to_bridge, split_mlm_args
 
@@ -63,6 +65,15 @@ def _env_findings(allowed: list[str]) -> list[Finding]:
         )
         for f in env_findings()
     ]
+
+
+def _stack(given: list[str] | None) -> dict[str, str]:
+    """The versions the atlas checks: the installed ones (read as `seqpack env` reads them, from distribution
+    metadata only, nothing imported), with ``--stack`` entries on top."""
+    from seqpack.diff._env import REPORTED_PACKAGES, _installed_version
+
+    installed = {name: _installed_version(dists) for name, dists in REPORTED_PACKAGES}
+    return {**known_versions(installed), **parse_stack(given or [])}
 
 
 def _print_text(report: Report, fixes: list[str] | None) -> None:
@@ -157,6 +168,12 @@ def doctor(
         None, "--kernel-chunk", help="An attention-kernel chunk the pack width must be a multiple of."
     ),
     allow: list[str] | None = typer.Option(None, "--allow", help="Accept a finding by id (repeatable)."),
+    stack: list[str] | None = typer.Option(
+        None,
+        "--stack",
+        help="Versions for the known-defect atlas, e.g. megatron-bridge==0.6.2,megatron-core==0.19.2 "
+        "(default: the installed ones).",
+    ),
     fix: bool = typer.Option(False, "--fix", help="Print the corrected overrides."),
     lang: str | None = typer.Option(None, "--lang", help="Message language: en or zh (default: the locale)."),
     env: bool = typer.Option(
@@ -212,6 +229,12 @@ def doctor(
         packed=packed,
         allow=[a for a in allow or [] if not a.startswith(_ENV_PREFIX)],
         lang=lang or default_lang(),
+        stack=_stack(stack),
+        launcher=("mlm" if config is None else None)
+        if mlm_args or model_config
+        else "bridge"
+        if config
+        else None,
     )
     report = check(loaded, doctor_options)
     if env:

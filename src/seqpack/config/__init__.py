@@ -6,7 +6,9 @@
 ['SP011']
 """
 
+from seqpack.config._atlas import atlas_markdown
 from seqpack.config._catalog import CATALOG
+from seqpack.config._defects import DEFECTS, Defect
 from seqpack.config._doctor import (
     SCHEMA_VERSION,
     DoctorOptions,
@@ -19,14 +21,17 @@ from seqpack.config._doctor import (
 from seqpack.config._findings import Finding, Rule
 from seqpack.config._load import LoadedConfig, LoadProblem, load_config, parse_override
 from seqpack.config._rules import RULES
+from seqpack.config._versions import parse_stack
 from seqpack.config._view import ConfigView, DatasetKind
 
 __all__ = [
     "CATALOG",
+    "DEFECTS",
     "RULES",
     "SCHEMA_VERSION",
     "ConfigView",
     "DatasetKind",
+    "Defect",
     "DoctorOptions",
     "Finding",
     "LoadProblem",
@@ -34,9 +39,11 @@ __all__ = [
     "Report",
     "Rule",
     "apply_overrides",
+    "atlas_markdown",
     "check",
     "default_lang",
     "load_config",
     "parse_override",
+    "parse_stack",
     "suggest_fixes",
 ]
