@@ -38,12 +38,14 @@ class Fingerprint:
     """A line of code that tells an affected Bridge wheel from a fixed one.
 
     ``present_when`` says whether ``text`` appears in ``path`` (relative to ``megatron/bridge``; the first of
-    several paths that exists is read) on the affected releases or on the fixed ones.
+    several paths that exists is read) on the affected releases or on the fixed ones. ``requires`` names the
+    code the defect lives in: a release without it (or without the file) predates the defect.
     """
 
     paths: tuple[str, ...]
     text: str
     present_when: Literal["affected", "fixed"]
+    requires: str | None = None
 
 
 @dataclass(frozen=True)
@@ -289,7 +291,12 @@ DEFECTS: list[Defect] = [
                 "且 Parquet 打包数据集忽略了 pad_seq_to_mult。",
             ),
         },
-        Fingerprint(("training/gpt_step.py",), "_trim_padded_cu_seqlens_for_cp", "fixed"),
+        Fingerprint(
+            ("training/gpt_step.py",),
+            "_trim_padded_cu_seqlens_for_cp",
+            "fixed",
+            requires="def _partition_packed_batch_for_cp",
+        ),
     ),
     Defect(
         "SP204",
@@ -602,6 +609,7 @@ DEFECTS: list[Defect] = [
             ("models/qwen_vl/modelling_qwen3_vl/utils.py",),
             "first_end = min(half_seqlen * (cp_rank + 1)",
             "fixed",
+            requires="def preprocess_packed_seqs",
         ),
     ),
 ]

@@ -1,0 +1,198 @@
+"""The atlas's Bridge ranges against the released wheels' own code (downloaded from PyPI, never installed).
+
+* Every Bridge entry with a code fingerprint: the fingerprint is present exactly on the releases the range
+  says (affected or fixed), for every wheel 0.3.0-0.6.2.
+* SP201 (Bridge #2952), run: each wheel's ``training/gpt_step.get_batch`` is executed as a middle pipeline
+  stage of a PP 4 + offline packing config; the packing metadata is lost on the releases the atlas marks
+  affected and reaches the stage on the others, and the doctor says so for that config.
+* SP204 (Bridge PR #5213), run: Bridge 0.6.2's packed collate drops the loss of exactly the positions the
+  doctor's data scan flags; with the workaround (a turn delimiter that is not the EOS id) nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+import types
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from _support.peers import bridge_wheel_root
+from seqpack.config import DEFECTS, DoctorOptions, check, load_config
+from seqpack.config._defect_facts import eos_inside_trained_spans
+from seqpack.config._versions import BRIDGE
+
+pytestmark = pytest.mark.network
+
+WHEELS = ("0.3.0", "0.3.1", "0.4.0", "0.4.2", "0.5.0", "0.5.1", "0.6.0", "0.6.2")
+FINGERPRINTED = [d for d in DEFECTS if d.component == BRIDGE and d.fingerprint is not None]
+EOS = 2
+
+
+def _bridge_file(version: str, relative: str) -> Path:
+    return bridge_wheel_root(version) / "megatron" / "bridge" / relative
+
+
+@pytest.mark.parametrize("version", WHEELS)
+def test_fingerprints_match_the_ranges(version: str) -> None:
+    for defect in FINGERPRINTED:
+        fp = defect.fingerprint
+        assert fp is not None
+        files = [p for p in (_bridge_file(version, rel) for rel in fp.paths) if p.exists()]
+        affected = defect.affected.covers(version)
+        code = files[0].read_text() if files else ""
+        if not files or (fp.requires is not None and fp.requires not in code):
+            assert not affected, (defect.id, version)  # the code is not in this release at all
+            continue
+        present = fp.text in code
+        assert present == (affected if fp.present_when == "affected" else not affected), (defect.id, version)
+
+
+# ---------------------------------------------------------------- SP201: gpt_step.get_batch on a middle stage
+
+
+def _load_with_stand_ins(path: Path, name: str) -> types.ModuleType:
+    """Import ``path`` with every ``megatron.*`` / ``modelopt.*`` import replaced by a stand-in object.
+
+    The stand-ins are only names the module binds at import time; the test then replaces the three it calls
+    on the get_batch path (stage predicates and the CP slicer). ``sys.modules`` is restored afterwards.
+    """
+    tree = ast.parse(path.read_text())
+    wanted: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] in ("megatron", "modelopt")
+        ):
+            wanted.setdefault(node.module, set()).update(a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in ("megatron", "modelopt"):
+                    wanted.setdefault(alias.name, set())
+    prefixes = {".".join(m.split(".")[: i + 1]) for m in wanted for i in range(m.count(".") + 1)}
+    saved = {p: sys.modules.get(p) for p in prefixes}
+    try:
+        for prefix in sorted(prefixes):
+            module = types.ModuleType(prefix)
+            module.__path__ = []  # type: ignore[attr-defined]
+            sys.modules[prefix] = module
+            parent, _, leaf = prefix.rpartition(".")
+            if parent:
+                setattr(sys.modules[parent], leaf, module)
+        for module_name, names in wanted.items():
+            for attr in names:
+                setattr(sys.modules[module_name], attr, type(attr, (), {}))
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        for prefix, old in saved.items():
+            if old is None:
+                sys.modules.pop(prefix, None)
+            else:
+                sys.modules[prefix] = old
+
+
+class _OnHost:
+    """A batch value whose device moves are no-ops (the middle-stage path only moves and forwards it)."""
+
+    def cuda(self, non_blocking: bool = False) -> _OnHost:
+        return self
+
+    def cpu(self) -> _OnHost:
+        return self
+
+
+def _middle_stage_packing_metadata(version: str) -> Any:
+    """What ``get_batch`` of Bridge ``version`` hands the model on a middle stage (PP 4, offline packing)."""
+    pytest.importorskip("torch")
+    gpt_step = _load_with_stand_ins(
+        _bridge_file(version, "training/gpt_step.py"), f"bridge_gpt_step_{version}"
+    )
+    gpt_step.is_pp_first_stage = lambda *_a, **_k: False  # a middle stage of PP 4
+    gpt_step.is_pp_last_stage = lambda *_a, **_k: False
+    gpt_step.get_batch_on_this_cp_rank = lambda batch, **_k: batch  # CP 1
+    specs = SimpleNamespace(packed_sequence_size=4096)
+    cfg = SimpleNamespace(
+        dataset=SimpleNamespace(
+            enable_offline_packing=True,  # v0.6 names
+            offline_packing_specs=specs,
+            packed_sequence_specs=specs,  # <= v0.5 names
+            pack_sequences_in_batch=False,
+            skip_getting_attention_mask_from_dataset=True,
+        ),
+        model=SimpleNamespace(virtual_pipeline_model_parallel_size=None, pipeline_model_parallel_size=4),
+    )
+    batch = {k: _OnHost() for k in ("tokens", "labels", "loss_mask", "position_ids", "cu_seqlens")}
+    batch |= {"cu_seqlens_argmin": _OnHost(), "max_seqlen": _OnHost(), "attention_mask": None}
+    pg = SimpleNamespace(pp=object(), cp=SimpleNamespace(size=lambda: 1))
+    out = gpt_step.get_batch(iter([batch]), cfg, False, pg_collection=pg)
+    return out[5]  # cu_seqlens (<= 0.5) or the packed-metadata dict (0.6)
+
+
+@pytest.mark.parametrize("version", WHEELS)
+def test_pp4_offline_packing_is_affected_where_gpt_step_drops_the_metadata(version: str) -> None:
+    lost = _middle_stage_packing_metadata(version) is None
+    config = load_config(
+        overrides=[
+            "model.pipeline_model_parallel_size=4",
+            "dataset.enable_offline_packing=true",
+            "dataset.offline_packing_specs.packed_sequence_size=4096",
+            "dataset.seq_length=4096",
+            "model.seq_length=4096",
+        ]
+    )
+    report = check(config, DoctorOptions(stack={BRIDGE: version}))
+    flagged = [(f.id, f.severity) for f in report.findings if f.id == "SP201"]
+    assert flagged == ([("SP201", "error")] if lost else []), version
+    assert lost == (version in ("0.3.0", "0.3.1", "0.4.0", "0.4.2"))
+
+
+# ---------------------------------------------------------------- SP204: Bridge 0.6.2's packed collate
+
+
+def _collate_0_6_2_loss(sequences: list[list[int]], masks: list[list[int]]) -> np.ndarray:
+    from _support.bridge_batching import bridge_packing_modules, collate_only
+
+    ids = [t for s in sequences for t in s]
+    boundaries = np.cumsum([0] + [len(s) for s in sequences]).tolist()
+    item = {"input_ids": ids, "loss_mask": [m for s in masks for m in s], "seq_boundaries": boundaries}
+    dataset = collate_only(
+        bridge_packing_modules().gpt_sft.GPTSFTPackedDataset,
+        EOS,
+        max_seq_length=64,
+        pad_to_max_length=False,
+        pad_seq_length_to_mult=1,
+        _pad_seq_to_mult=1,
+        pad_cu_seqlens=False,
+    )
+    out = dataset.collate_fn([item])
+    return out["loss_mask"][0].numpy()[: len(ids) - len(sequences)]
+
+
+@pytest.mark.parametrize("delimiter", [EOS, 5])
+def test_packed_collate_drops_exactly_the_flagged_positions(delimiter: int) -> None:
+    # Two conversations; the first has a turn delimiter inside its trained span (loss_mode full).
+    sequences = [[11, 12, delimiter, 13, 14, EOS], [21, 22, EOS]]
+    masks = [[1, 1, 1, 1, 1, 0], [1, 1, 0]]
+    got = _collate_0_6_2_loss(sequences, masks)
+    wanted = np.array([m for s in masks for m in s[:-1]])  # the per-input loss the data asks for
+    dropped = np.flatnonzero((wanted == 1) & (got == 0))
+
+    ids = np.array([t for s in sequences for t in s])
+    lengths = np.array([len(s) for s in sequences])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    flagged = eos_inside_trained_spans(ids, np.array([m for s in masks for m in s]), starts, lengths, EOS)
+    seq_of = np.searchsorted(starts, flagged, side="right") - 1
+    assert (
+        dropped.tolist() == (flagged - seq_of).tolist()
+    )  # stored -> input position (one label per sequence)
+    assert dropped.tolist() == ([2] if delimiter == EOS else [])
