@@ -1,7 +1,8 @@
-"""The atlas's Bridge ranges against the released wheels' own code (downloaded from PyPI, never installed).
+"""The atlas's ranges against the released wheels' own code (downloaded from PyPI, never installed).
 
-* Every Bridge entry with a code fingerprint: the fingerprint is present exactly on the releases the range
-  says (affected or fixed), for every wheel 0.3.0-0.6.2.
+* Every Bridge and Megatron-Core entry with a code fingerprint: the fingerprint is present exactly on the
+  releases the range says (affected or fixed), for the megatron-bridge wheels 0.3.0-0.6.2 and the
+  megatron-core wheels 0.16.1-0.19.2.
 * SP201 (Bridge #2952), run: each wheel's ``training/gpt_step.get_batch`` is executed as a middle pipeline
   stage of a PP 4 + offline packing config; the packing metadata is lost on the releases the atlas marks
   affected and reaches the stage on the others, and the doctor says so for that config.
@@ -22,15 +23,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from _support.peers import bridge_wheel_root
+from _support.peers import bridge_wheel_root, megatron_core_wheel_root
 from seqpack.config import DEFECTS, DoctorOptions, check, load_config
 from seqpack.config._defect_facts import eos_inside_trained_spans
-from seqpack.config._versions import BRIDGE
+from seqpack.config._versions import BRIDGE, MCORE
 
 pytestmark = pytest.mark.network
 
 WHEELS = ("0.3.0", "0.3.1", "0.4.0", "0.4.2", "0.5.0", "0.5.1", "0.6.0", "0.6.2")
-FINGERPRINTED = [d for d in DEFECTS if d.component == BRIDGE and d.fingerprint is not None]
+MCORE_WHEELS = ("0.16.1", "0.17.1", "0.18.0", "0.18.2", "0.19.0", "0.19.2")
+WHEEL_ROOT = {BRIDGE: bridge_wheel_root, MCORE: megatron_core_wheel_root}
 EOS = 2
 
 
@@ -38,12 +40,17 @@ def _bridge_file(version: str, relative: str) -> Path:
     return bridge_wheel_root(version) / "megatron" / "bridge" / relative
 
 
-@pytest.mark.parametrize("version", WHEELS)
-def test_fingerprints_match_the_ranges(version: str) -> None:
-    for defect in FINGERPRINTED:
+@pytest.mark.parametrize(
+    ("component", "version"), [(BRIDGE, v) for v in WHEELS] + [(MCORE, v) for v in MCORE_WHEELS]
+)
+def test_fingerprints_match_the_ranges(component: str, version: str) -> None:
+    entries = [d for d in DEFECTS if d.component == component and d.fingerprint is not None]
+    assert len(entries) >= 4
+    root = WHEEL_ROOT[component](version)
+    for defect in entries:
         fp = defect.fingerprint
         assert fp is not None
-        files = [p for p in (_bridge_file(version, rel) for rel in fp.paths) if p.exists()]
+        files = [p for p in (root / rel for rel in fp.paths) if p.exists()]
         affected = defect.affected.covers(version)
         code = files[0].read_text() if files else ""
         if not files or (fp.requires is not None and fp.requires not in code):

@@ -35,9 +35,9 @@ EFFECTS: dict[str, dict[str, str]] = {
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """A line of code that tells an affected Bridge wheel from a fixed one.
+    """A line of code that tells an affected release's wheel from a fixed one.
 
-    ``present_when`` says whether ``text`` appears in ``path`` (relative to ``megatron/bridge``; the first of
+    ``present_when`` says whether ``text`` appears in ``path`` (relative to the wheel's root; the first of
     several paths that exists is read) on the affected releases or on the fixed ones. ``requires`` names the
     code the defect lives in: a release without it (or without the file) predates the defect.
     """
@@ -238,7 +238,7 @@ DEFECTS: list[Defect] = [
                 "报告中各基准下降 10-20 分。",
             ),
         },
-        Fingerprint(("training/gpt_step.py",), "_middle_pp_stage_needs_batch", "fixed"),
+        Fingerprint(("megatron/bridge/training/gpt_step.py",), "_middle_pp_stage_needs_batch", "fixed"),
     ),
     Defect(
         "SP202",
@@ -251,7 +251,8 @@ DEFECTS: list[Defect] = [
         f"{MLM_REPO}#4092 (fix: PR #4103; PR #4150 closed unmerged)",
         "megatron/training/utils.py get_batch_on_this_tp_rank broadcasts cu_seqlens/max_seqlen only on the "
         "first and last stage in tags core_v0.16.0 and core_v0.17.0 (core_v0.15.0 has no SFT cu_seqlens); "
-        "PR #4103 (first tag core_v0.18.0) adds the intermediate-stage SFT broadcast",
+        "PR #4103 (first tag core_v0.18.0) adds the intermediate-stage SFT broadcast; wheels: 0.17.1 lacks "
+        "it, 0.18.0-0.19.2 have it (the 0.16.1 wheel ships no megatron/training)",
         {
             "en": (
                 "Megatron-LM SFT packing with PP > 2 and TP > 1: TP ranks of middle stages get no cu_seqlens",
@@ -265,6 +266,11 @@ DEFECTS: list[Defect] = [
                 "报维度不匹配错误。",
             ),
         },
+        Fingerprint(
+            ("megatron/training/utils.py", "megatron/core/utils.py"),
+            "Broadcast required THD metadata",
+            "fixed",
+        ),
     ),
     Defect(
         "SP203",
@@ -292,7 +298,7 @@ DEFECTS: list[Defect] = [
             ),
         },
         Fingerprint(
-            ("training/gpt_step.py",),
+            ("megatron/bridge/training/gpt_step.py",),
             "_trim_padded_cu_seqlens_for_cp",
             "fixed",
             requires="def _partition_packed_batch_for_cp",
@@ -327,7 +333,7 @@ DEFECTS: list[Defect] = [
             ),
         },
         Fingerprint(
-            ("data/packing/gpt_sft.py", "data/datasets/sft.py"),
+            ("megatron/bridge/data/packing/gpt_sft.py", "megatron/bridge/data/datasets/sft.py"),
             "loss_mask[tokens == self.tokenizer.eos_id] = 0",
             "affected",
         ),
@@ -355,7 +361,9 @@ DEFECTS: list[Defect] = [
                 "3）每段对话多出一个计入损失的目标词元，推理时并不存在。",
             ),
         },
-        Fingerprint(("data/datasets/utils.py",), "input_ids += [tokenizer.eos_id]", "affected"),
+        Fingerprint(
+            ("megatron/bridge/data/datasets/utils.py",), "input_ids += [tokenizer.eos_id]", "affected"
+        ),
     ),
     Defect(
         "SP206",
@@ -383,7 +391,11 @@ DEFECTS: list[Defect] = [
                 "为 false）时，CP 切分访问其不存在的序列维度并抛出 IndexError。",
             ),
         },
-        Fingerprint(("data/packing/gpt_sft.py", "data/datasets/sft.py"), '"attention_mask": None', "fixed"),
+        Fingerprint(
+            ("megatron/bridge/data/packing/gpt_sft.py", "megatron/bridge/data/datasets/sft.py"),
+            '"attention_mask": None',
+            "fixed",
+        ),
     ),
     Defect(
         "SP207",
@@ -431,7 +443,11 @@ DEFECTS: list[Defect] = [
                 "或定宽行加入的填充词元像真实词元一样参与路由，扭曲负载均衡损失和专家使用统计。",
             ),
         },
-        Fingerprint(("data/packing/gpt_sft.py", "data/datasets/sft.py"), '"padding_mask"', "fixed"),
+        Fingerprint(
+            ("megatron/bridge/data/packing/gpt_sft.py", "megatron/bridge/data/datasets/sft.py"),
+            '"padding_mask"',
+            "fixed",
+        ),
     ),
     Defect(
         "SP209",
@@ -443,7 +459,8 @@ DEFECTS: list[Defect] = [
         (override(CP, 1),),
         f"{MLM_REPO} PR #4495 (dev: PR #4494)",
         "_roll_tensor_packed_seq rolls by cu_seqlens_q (unpadded) in tags core_v0.16.0-core_v0.19.0; main "
-        "prefers cu_seqlens_q_padded from 2026-08-22; no release carries it (PR #4495 open, #4494 on dev)",
+        "prefers cu_seqlens_q_padded from 2026-08-22; no release carries it (PR #4495 open, #4494 on dev); "
+        "the wheels 0.16.1-0.19.2 all roll by cu_seqlens_q",
         {
             "en": (
                 "multi-token prediction under THD + CP rolls its targets on unpadded boundaries",
@@ -456,6 +473,12 @@ DEFECTS: list[Defect] = [
                 "长度不是 2*CP 倍数时目标词元跨越序列边界。",
             ),
         },
+        Fingerprint(
+            ("megatron/core/transformer/multi_token_prediction.py",),
+            "cu_seqlens_q_padded",
+            "fixed",
+            requires="def _roll_tensor_packed_seq",
+        ),
     ),
     Defect(
         "SP210",
@@ -466,7 +489,9 @@ DEFECTS: list[Defect] = [
         _unfused_rope_cp_packing,
         (override("model.apply_rope_fusion", True),),
         f"{MLM_REPO} PR #5243",
-        "fix commit (split of PR #3674) first in tag core_v0.19.0, on the core_r0.19.0 branch only",
+        "fix commit (split of PR #3674) first in tag core_v0.19.0; the per-sequence offsets "
+        "(has_packed_freqs) are in the wheels 0.19.0 and 0.19.2, not in 0.16.1-0.18.2; first affected "
+        "release not established",
         {
             "en": (
                 "the unfused THD RoPE path under CP gives later packed sequences the positions of the first",
@@ -480,6 +505,7 @@ DEFECTS: list[Defect] = [
                 "的切片没有按序列起点偏移，第一个之后的序列复用了序列 0 的旋转位置。",
             ),
         },
+        Fingerprint(("megatron/core/models/common/embeddings/rope_utils.py",), "has_packed_freqs", "fixed"),
     ),
     Defect(
         "SP211",
@@ -490,8 +516,9 @@ DEFECTS: list[Defect] = [
         _mtp_full_recompute_packing,
         (override("model.recompute_granularity", "selective"),),
         f"{MLM_REPO} PR #4593",
-        "fix commit first in tag core_v0.18.0; core_v0.17.0 checkpoints the MTP layer with "
-        "recompute_granularity full without the packed parameters",
+        "fix commit first in tag core_v0.18.0; the wheels 0.16.1 and 0.17.1 checkpoint the MTP layer with "
+        "recompute_granularity full through a generic forward that drops the packed parameters, 0.18.0+ do "
+        "not; first affected release not established",
         {
             "en": (
                 "MTP with full activation recomputation crashes on packed sequences",
@@ -502,6 +529,11 @@ DEFECTS: list[Defect] = [
                 "重计算的 MTP 前向没有拿到打包序列参数。",
             ),
         },
+        Fingerprint(
+            ("megatron/core/transformer/multi_token_prediction.py",),
+            "def _checkpointed_forward(self, forward_func",
+            "affected",
+        ),
     ),
     Defect(
         "SP212",
@@ -579,7 +611,9 @@ DEFECTS: list[Defect] = [
             ),
         },
         Fingerprint(
-            ("data/packing/offline.py", "data/datasets/packed_sequence.py"), "_pre_pad_data_point", "fixed"
+            ("megatron/bridge/data/packing/offline.py", "megatron/bridge/data/datasets/packed_sequence.py"),
+            "_pre_pad_data_point",
+            "fixed",
         ),
     ),
     Defect(
@@ -606,7 +640,7 @@ DEFECTS: list[Defect] = [
             ),
         },
         Fingerprint(
-            ("models/qwen_vl/modelling_qwen3_vl/utils.py",),
+            ("megatron/bridge/models/qwen_vl/modelling_qwen3_vl/utils.py",),
             "first_end = min(half_seqlen * (cp_rank + 1)",
             "fixed",
             requires="def preprocess_packed_seqs",
