@@ -45,7 +45,7 @@ def _bridge_file(version: str, relative: str) -> Path:
 )
 def test_fingerprints_match_the_ranges(component: str, version: str) -> None:
     entries = [d for d in DEFECTS if d.component == component and d.fingerprint is not None]
-    assert len(entries) >= 4
+    assert len(entries) >= 3
     root = WHEEL_ROOT[component](version)
     for defect in entries:
         fp = defect.fingerprint
@@ -203,3 +203,30 @@ def test_packed_collate_drops_exactly_the_flagged_positions(delimiter: int) -> N
         dropped.tolist() == (flagged - seq_of).tolist()
     )  # stored -> input position (one label per sequence)
     assert dropped.tolist() == ([2] if delimiter == EOS else [])
+
+
+# ---------------------------------------------------------------- SP210: vlm_step.pack_batch_sequences
+
+
+def _in_batch_cu_seqlens(version: str, tokens: list[int], real: int) -> list[int]:
+    """cu_seqlens Bridge ``version``'s in-batch packing builds for one row with ``real`` leading tokens."""
+    torch = pytest.importorskip("torch")
+    vlm_step = _load_with_stand_ins(
+        _bridge_file(version, "training/vlm_step.py"), f"bridge_vlm_step_{version}"
+    )
+    ids = torch.tensor([tokens])
+    args = (ids, ids.clone(), torch.ones_like(ids, dtype=torch.float), None, torch.arange(len(tokens))[None])
+    padding = torch.tensor([[1] * real + [0] * (len(tokens) - real)])
+    new_api = "padding_mask" in vlm_step.pack_batch_sequences.__code__.co_varnames
+    out = vlm_step.pack_batch_sequences(
+        *args, pad_token_id=0, **({"padding_mask": padding} if new_api else {})
+    )
+    return out[5].tolist()
+
+
+@pytest.mark.parametrize("version", ["0.3.1", "0.4.0"])
+def test_in_batch_packing_lengths(version: str) -> None:
+    affected = next(d for d in DEFECTS if d.id == "SP210").affected.covers(version)
+    padded_with_9 = _in_batch_cu_seqlens(version, [5, 6, 7, 9, 9, 9], real=3)  # a tokenizer whose pad id is 9
+    ends_in_id_0 = _in_batch_cu_seqlens(version, [5, 6, 0, 0, 0, 0], real=3)  # last real token has id 0
+    assert (padded_with_9, ends_in_id_0) == (([0, 6], [0, 2]) if affected else ([0, 3], [0, 3]))

@@ -76,7 +76,7 @@ CASES = [
           "ddp.fp8_param_gather=true"], "0.4.2", "0.5.0"),
     Case("SP208", [*BASE, *PAD4, MOE], [*BASE, MOE], "0.6.2", None),
     Case("SP209", [*BASE, *CP2, MTP], [*BASE, MTP], "0.19.2", "0.15.3"),
-    Case("SP210", [*BASE, *CP2], [*BASE, *CP2, "model.apply_rope_fusion=true"], "0.18.2", "0.19.0"),
+    Case("SP210", VLM, SEQ, "0.3.1", "0.4.0"),
     Case("SP211", [*BASE, MTP, "model.recompute_granularity=full"],
          [*BASE, MTP, "model.recompute_granularity=selective"], "0.17.1", "0.18.0"),
     Case("SP212", [*BASE, *CP2], BASE, "2.20.2", None),

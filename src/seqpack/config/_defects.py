@@ -39,7 +39,7 @@ class Fingerprint:
 
     ``present_when`` says whether ``text`` appears in ``path`` (relative to the wheel's root; the first of
     several paths that exists is read) on the affected releases or on the fixed ones. ``requires`` names the
-    code the defect lives in: a release without it (or without the file) predates the defect.
+    code the defect lives in: a release without it (or without the file) does not run that code.
     """
 
     paths: tuple[str, ...]
@@ -187,8 +187,8 @@ def _mtp_cp_packing(d: DefectContext) -> bool:
     return _mtp(d) and _cp(d) > 1 and d.ctx.view.packing
 
 
-def _unfused_rope_cp_packing(d: DefectContext) -> bool:
-    return _cp(d) > 1 and d.ctx.view.packing and not d.truthy("model.apply_rope_fusion")
+def _in_batch_packing(d: DefectContext) -> bool:
+    return d.ctx.view.dataset.enable_in_batch_packing
 
 
 def _mtp_full_recompute_packing(d: DefectContext) -> bool:
@@ -482,30 +482,34 @@ DEFECTS: list[Defect] = [
     ),
     Defect(
         "SP210",
-        MCORE,
-        Affected(None, "0.19.0"),
+        BRIDGE,
+        Affected("0.3.0", "0.4.0"),
         "silent",
-        (CP, "model.apply_rope_fusion", OFFLINE, IN_BATCH),
-        _unfused_rope_cp_packing,
-        (override("model.apply_rope_fusion", True),),
-        f"{MLM_REPO} PR #5243",
-        "fix commit (split of PR #3674) first in tag core_v0.19.0; the per-sequence offsets "
-        "(has_packed_freqs) are in the wheels 0.19.0 and 0.19.2, not in 0.16.1-0.18.2; first affected "
-        "release not established",
+        (IN_BATCH, "dataset.pack_sequences_in_batch"),
+        _in_batch_packing,
+        (),
+        f"{BRIDGE_REPO} PR #2932",
+        "vlm_step.pack_batch_sequences (first in the 0.3.0 wheel; not in tag v0.2.0) measures lengths with "
+        "pad_token_id=0 in the wheels 0.3.0 and 0.3.1; 0.4.0 takes the collator's padding mask (PR #2932, "
+        "first tag v0.4.0); the wheels' function is run on CPU by tests/config/test_defect_wheels.py",
         {
             "en": (
-                "the unfused THD RoPE path under CP gives later packed sequences the positions of the first",
-                "With packed per-token frequencies, each CP rank's "
-                "slice was not offset by its sequence start, "
-                "so sequences after the first reuse sequence 0's rotary positions.",
+                "in-batch (VLM) packing takes each sequence to end at its last token whose id is not 0",
+                "With a pad id other than 0 no padding is removed (every row packs at full width); a real "
+                "token with id 0 at the end of a sequence is cut off with its loss.",
             ),
             "zh": (
-                "CP 下未融合的 THD RoPE 路径让后续打包序列使用第一个序列的位置",
-                "使用按词元打包的频率表时，各 CP rank "
-                "的切片没有按序列起点偏移，第一个之后的序列复用了序列 0 的旋转位置。",
+                "批内（VLM）打包把每个序列的结尾当作最后一个 id 不为 0 的词元",
+                "pad id 不是 0 时一点填充都不会被去掉（每行按满宽打包）；"
+                "序列末尾 id 为 0 的真实词元连同其损失被截掉。",
             ),
         },
-        Fingerprint(("megatron/core/models/common/embeddings/rope_utils.py",), "has_packed_freqs", "fixed"),
+        Fingerprint(
+            ("megatron/bridge/training/vlm_step.py",),
+            "length = int(padding_mask[i].sum().item())",
+            "fixed",
+            requires="def pack_batch_sequences",
+        ),
     ),
     Defect(
         "SP211",
