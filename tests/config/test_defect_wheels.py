@@ -230,3 +230,63 @@ def test_in_batch_packing_lengths(version: str) -> None:
     padded_with_9 = _in_batch_cu_seqlens(version, [5, 6, 7, 9, 9, 9], real=3)  # a tokenizer whose pad id is 9
     ends_in_id_0 = _in_batch_cu_seqlens(version, [5, 6, 0, 0, 0, 0], real=3)  # last real token has id 0
     assert (padded_with_9, ends_in_id_0) == (([0, 6], [0, 2]) if affected else ([0, 3], [0, 3]))
+
+
+# ---------------------------------------------------------------- SP203 / SP206: packed CP partitioning
+
+
+@pytest.mark.parametrize("version", ["0.5.0", "0.5.1"])
+def test_packed_cp_partition_of_the_collated_batch(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wheel's packed collate feeds the wheel's CP partitioning (as when the batch keeps the dataset's
+    attention_mask). Transformer Engine's index helper is stood in for by one that records the cu_seqlens it
+    is handed and returns seqpack's zigzag indices of their valid (non-negative) prefix."""
+    torch = pytest.importorskip("torch")
+    from _support.bridge_batching import collate_only, legacy_packed_dataset_cls
+    from seqpack.batching.cp import zigzag_indices
+
+    sequences = [[11, 12, 13, 14, EOS], [21, 22, 23, 24, 25, 26, 27, 28, EOS]]  # runtime lengths 4 and 8
+    item = {
+        "input_ids": [t for s in sequences for t in s],
+        "loss_mask": [1] * 14,
+        "seq_boundaries": [0, 5, 14],
+    }
+    dataset = collate_only(
+        legacy_packed_dataset_cls(version),
+        EOS,
+        max_seq_length=16,
+        pad_to_max_length=False,
+        pad_seq_length_to_mult=1,
+        _pad_seq_to_mult=4,
+        pad_cu_seqlens=False,
+    )
+    batch = dataset.collate_fn([item])
+    gpt_step = _load_with_stand_ins(
+        _bridge_file(version, "training/gpt_step.py"), f"bridge_gpt_step_cp_{version}"
+    )
+    gpt_step.parallel_state = SimpleNamespace(get_context_parallel_rank=lambda: 0)
+    gpt_step.is_te_min_version = lambda *_a: True
+    handed: list[list[int]] = []
+
+    def partitioned_indices(cu_seqlens: Any, _total: int, cp: int, rank: int) -> Any:
+        handed.append(cu_seqlens.tolist())
+        valid = [int(c) for c in cu_seqlens.tolist() if c >= 0]
+        return torch.as_tensor(zigzag_indices(valid, cp, rank))
+
+    monkeypatch.setitem(
+        sys.modules,
+        "transformer_engine_torch",
+        SimpleNamespace(thd_get_partitioned_indices=partitioned_indices),
+    )
+    by_id = {d.id: d for d in DEFECTS}
+    tokens = batch["tokens"].clone()
+    if by_id["SP206"].affected.covers(version):
+        assert tuple(batch["attention_mask"].shape) == (1,)  # the placeholder has no sequence dimension
+        with pytest.raises(IndexError):
+            gpt_step._partition_packed_batch_for_cp(batch, 2)
+    else:
+        assert batch["attention_mask"] is None
+        out = gpt_step._partition_packed_batch_for_cp(batch, 2)
+        assert out["tokens"].tolist() == tokens[:, zigzag_indices([0, 4, 12], 2, 0)].tolist()
+    # SP203: the -1 padding of the collated cu_seqlens reaches Transformer Engine on the affected release.
+    sentinel = [0, 4, 12, -1] if by_id["SP203"].affected.covers(version) else [0, 4, 12]
+    assert handed and all(h == sentinel for h in handed)

@@ -79,7 +79,6 @@ MTP = "model.mtp_num_layers"
 OFFLINE = "dataset.enable_offline_packing"
 IN_BATCH = "dataset.enable_in_batch_packing"
 SPECS = "dataset.offline_packing_specs"
-PAD_CU = f"{SPECS}.pad_cu_seqlens"
 PAD_MULT = f"{SPECS}.pad_seq_to_mult"
 CHAT = "dataset.dataset_kwargs.chat"
 LOSS_MODE = "dataset.preprocessing.loss_mode"
@@ -140,9 +139,8 @@ def _mlm_middle_stage_tp(d: DefectContext) -> bool:
     )
 
 
-def _cp_padded_cu_seqlens(d: DefectContext) -> bool:
-    specs = d.ctx.view.offline_specs
-    return _offline(d) and _cp(d) > 1 and specs.pad_cu_seqlens
+def _cp_offline_packing(d: DefectContext) -> bool:
+    return _offline(d) and _cp(d) > 1
 
 
 def _eos_in_trained_spans(d: DefectContext) -> bool:
@@ -277,24 +275,27 @@ DEFECTS: list[Defect] = [
         BRIDGE,
         Affected("0.3.0", "0.5.1"),
         "crash",
-        (CP, OFFLINE, PAD_CU, PAD_MULT),
-        _cp_padded_cu_seqlens,
-        (override(PAD_CU, False),),
+        (CP, OFFLINE, PAD_MULT),
+        _cp_offline_packing,
+        (),
         f"{BRIDGE_REPO} PR #4489",
-        "the wheels 0.3.0-0.5.0 pass the -1-padded cu_seqlens to thd_get_partitioned_indices; "
-        "_trim_padded_cu_seqlens_for_cp is in the wheels 0.5.1 and 0.6.x (PR #4489, tag v0.6.0, "
-        "carried into 0.5.1); 0.3.0 is the first wheel with the packed THD CP partitioning",
+        "_trim_padded_cu_seqlens_for_cp is in the wheels 0.5.1 and 0.6.x, not in 0.3.0-0.5.0 (PR #4489, tag "
+        "v0.6.0, carried into 0.5.1); run on CPU, the 0.5.0 packed collate + CP partitioning hand "
+        "thd_get_partitioned_indices cu_seqlens [0, 4, 12, -1], 0.5.1 hands [0, 4, 12]; 0.3.0 is the first "
+        "wheel with the packed THD CP partitioning",
         {
             "en": (
-                "packed THD context parallelism hands the -1 sentinels of padded cu_seqlens to TE's "
-                "partition-index helper",
-                "With pad_cu_seqlens the boundary list is padded with -1 entries; the CP slicing passed them "
-                "to Transformer Engine untrimmed, and the Parquet packed dataset ignored pad_seq_to_mult.",
+                "packed THD context parallelism hands the -1 padding of cu_seqlens to TE's partition-index "
+                "helper",
+                "The packed collate pads the boundary list with -1 (always one entry, more with "
+                "pad_cu_seqlens); the CP slicing passed it to Transformer Engine untrimmed, and the Parquet "
+                "packed dataset ignored pad_seq_to_mult. The fix was made after an observed failure.",
             ),
             "zh": (
-                "打包 THD 上下文并行把填充 cu_seqlens 中的 -1 哨兵值交给了 TE 的分区索引函数",
-                "开启 pad_cu_seqlens 后边界列表以 -1 补齐；CP 切分未截掉这些值就交给 Transformer Engine，"
-                "且 Parquet 打包数据集忽略了 pad_seq_to_mult。",
+                "打包 THD 上下文并行把 cu_seqlens 中的 -1 填充交给了 TE 的分区索引函数",
+                "打包 collate 用 -1 补齐边界列表（至少一个，开启 pad_cu_seqlens 时更多）；"
+                "CP 切分未截掉就交给 Transformer Engine，且 Parquet 打包数据集忽略了 pad_seq_to_mult。"
+                "该修复源于一次实际出现的故障。",
             ),
         },
         Fingerprint(
