@@ -8,9 +8,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from _support.packs import bridge_metadata, make_row, write_metadata, write_packs
+from _support.packs import bridge_metadata, make_row, random_rows, write_metadata, write_packs
 from seqpack.cli import main
 from seqpack.config import (
     DEFECTS,
@@ -21,6 +24,8 @@ from seqpack.config import (
     parse_stack,
     suggest_fixes,
 )
+from seqpack.config._defect_facts import _scan_packed
+from seqpack.config._doctor import build_context
 from seqpack.config._versions import BRIDGE, MCORE, TE, Affected, release
 from seqpack.errors import UsageError
 
@@ -37,6 +42,7 @@ BASE = [
 ]
 CP2 = ["model.context_parallel_size=2", "model.calculate_per_token_loss=true"]
 CHAT = ["dataset.dataset_kwargs.chat=true"]
+EOS_ID = 2
 PAD4 = ["dataset.offline_packing_specs.pad_seq_to_mult=4"]
 PP = "model.pipeline_model_parallel_size"
 MOE = "model.num_moe_experts=8"
@@ -228,3 +234,34 @@ def test_cli_stack_json_and_allow(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*argv, "--stack", "megatron-bridge==0.4.2", "--allow", "SP201"]) == 0
     assert main([*argv, "--stack", "megatron-bridge=0.4.2"]) == 2
     capsys.readouterr()
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), group=st.sampled_from([1, 3, 500]))
+def test_eos_scan_matches_a_per_sequence_loop(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, group: int
+) -> None:
+    """The vectorised scan (row groups, list offsets, seq_start_id) counts what a plain loop over every
+    sequence counts: inputs equal to EOS with their loss on, the sequence's last token excluded."""
+    rng = np.random.default_rng(seed)
+    rows = random_rows(rng, 12, 32)
+    for row in rows:  # put EOS inside some sequences; loss anywhere, last tokens included
+        ids = row["input_ids"]
+        row["loss_mask"] = rng.integers(0, 2, size=len(ids)).tolist()
+        for j in rng.choice(len(ids), size=min(3, len(ids)), replace=False):
+            ids[int(j)] = EOS_ID
+    directory = tmp_path_factory.mktemp("scan")
+    path = write_packs(directory / "training_32.idx.parquet", rows, row_group_size=group)
+    write_metadata(
+        directory / "32_metadata.jsonl", [{**bridge_metadata(rows, 32), "seqpack": {"eos_id": EOS_ID}}]
+    )
+    want = 0
+    for row in rows:
+        ends = [*row["seq_start_id"][1:], len(row["input_ids"])]
+        for start, end in zip(row["seq_start_id"], ends, strict=True):
+            want += sum(
+                row["input_ids"][j] == EOS_ID and row["loss_mask"][j] == 1 for j in range(start, end - 1)
+            )
+    loaded = load_config(overrides=[*BASE, "dataset.offline_packing_specs.packed_sequence_size=32"])
+    scan = _scan_packed(build_context(loaded, DoctorOptions(packed=str(path))))
+    assert scan is not None and scan.hits == want
