@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import sys
 import types
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from _support.peers import bridge_wheel_root, megatron_core_wheel_root
+from _support.peers import bridge_wheel_root, exec_file_as_module, megatron_core_wheel_root
 from seqpack.config import DEFECTS, DoctorOptions, check, load_config
 from seqpack.config._defect_facts import eos_inside_trained_spans
 from seqpack.config._versions import BRIDGE, MCORE
@@ -95,11 +94,7 @@ def _load_with_stand_ins(path: Path, name: str) -> types.ModuleType:
         for module_name, names in wanted.items():
             for attr in names:
                 setattr(sys.modules[module_name], attr, type(attr, (), {}))
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        return exec_file_as_module(path, name)
     finally:
         for prefix, old in saved.items():
             if old is None:
@@ -166,21 +161,28 @@ def test_pp4_offline_packing_is_affected_where_gpt_step_drops_the_metadata(versi
 # ---------------------------------------------------------------- SP204: Bridge 0.6.2's packed collate
 
 
+def _collating(cls: Any, *, width: int, pad_seq_to_mult: int) -> Any:
+    """A Bridge packed dataset of class ``cls`` that only collates (variable width, no padded cu_seqlens)."""
+    from _support.bridge_batching import collate_only
+
+    return collate_only(
+        cls,
+        EOS,
+        max_seq_length=width,
+        pad_to_max_length=False,
+        pad_seq_length_to_mult=1,
+        _pad_seq_to_mult=pad_seq_to_mult,
+        pad_cu_seqlens=False,
+    )
+
+
 def _collate_0_6_2_loss(sequences: list[list[int]], masks: list[list[int]]) -> np.ndarray:
-    from _support.bridge_batching import bridge_packing_modules, collate_only
+    from _support.bridge_batching import bridge_packing_modules
 
     ids = [t for s in sequences for t in s]
     boundaries = np.cumsum([0] + [len(s) for s in sequences]).tolist()
     item = {"input_ids": ids, "loss_mask": [m for s in masks for m in s], "seq_boundaries": boundaries}
-    dataset = collate_only(
-        bridge_packing_modules().gpt_sft.GPTSFTPackedDataset,
-        EOS,
-        max_seq_length=64,
-        pad_to_max_length=False,
-        pad_seq_length_to_mult=1,
-        _pad_seq_to_mult=1,
-        pad_cu_seqlens=False,
-    )
+    dataset = _collating(bridge_packing_modules().gpt_sft.GPTSFTPackedDataset, width=64, pad_seq_to_mult=1)
     out = dataset.collate_fn([item])
     return out["loss_mask"][0].numpy()[: len(ids) - len(sequences)]
 
@@ -241,7 +243,7 @@ def test_packed_cp_partition_of_the_collated_batch(version: str, monkeypatch: py
     attention_mask). Transformer Engine's index helper is stood in for by one that records the cu_seqlens it
     is handed and returns seqpack's zigzag indices of their valid (non-negative) prefix."""
     torch = pytest.importorskip("torch")
-    from _support.bridge_batching import collate_only, legacy_packed_dataset_cls
+    from _support.bridge_batching import legacy_packed_dataset_cls
     from seqpack.batching.cp import zigzag_indices
 
     sequences = [[11, 12, 13, 14, EOS], [21, 22, 23, 24, 25, 26, 27, 28, EOS]]  # runtime lengths 4 and 8
@@ -250,15 +252,7 @@ def test_packed_cp_partition_of_the_collated_batch(version: str, monkeypatch: py
         "loss_mask": [1] * 14,
         "seq_boundaries": [0, 5, 14],
     }
-    dataset = collate_only(
-        legacy_packed_dataset_cls(version),
-        EOS,
-        max_seq_length=16,
-        pad_to_max_length=False,
-        pad_seq_length_to_mult=1,
-        _pad_seq_to_mult=4,
-        pad_cu_seqlens=False,
-    )
+    dataset = _collating(legacy_packed_dataset_cls(version), width=16, pad_seq_to_mult=4)
     batch = dataset.collate_fn([item])
     gpt_step = _load_with_stand_ins(
         _bridge_file(version, "training/gpt_step.py"), f"bridge_gpt_step_cp_{version}"
