@@ -97,12 +97,19 @@ def _download_and_unpack(root: Path, project: str, version: str) -> None:
         archive.extractall(root)
 
 
-def exec_file_as_module(path: Path, name: str) -> types.ModuleType:
-    """Execute the file at ``path`` as a fresh module ``name`` (not registered in ``sys.modules``)."""
+def exec_file_as_module(path: Path, name: str, *, register: bool = False) -> types.ModuleType:
+    """Execute the file at ``path`` as a fresh module ``name``; with ``register`` it is in ``sys.modules``
+    while it executes (dataclasses look their module up there), never afterwards."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    if register:
+        sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if register:
+            sys.modules.pop(name, None)
     return module
 
 

@@ -12,9 +12,7 @@
 
 from __future__ import annotations
 
-import ast
 import sys
-import types
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,7 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from _support.peers import bridge_wheel_root, exec_file_as_module, megatron_core_wheel_root
+from _support.peers import bridge_wheel_root, megatron_core_wheel_root
+from _support.stand_ins import load_with_stand_ins
 from seqpack.config import DEFECTS, DoctorOptions, check, load_config
 from seqpack.config._defect_facts import eos_inside_trained_spans
 from seqpack.config._versions import BRIDGE, MCORE
@@ -62,47 +61,6 @@ def test_fingerprints_match_the_ranges(component: str, version: str) -> None:
 # ---------------------------------------------------------------- SP201: gpt_step.get_batch on a middle stage
 
 
-def _load_with_stand_ins(path: Path, name: str) -> types.ModuleType:
-    """Import ``path`` with every ``megatron.*`` / ``modelopt.*`` import replaced by a stand-in object.
-
-    The stand-ins are only names the module binds at import time; the test then replaces the three it calls
-    on the get_batch path (stage predicates and the CP slicer). ``sys.modules`` is restored afterwards.
-    """
-    tree = ast.parse(path.read_text())
-    wanted: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.ImportFrom)
-            and node.module
-            and node.module.split(".")[0] in ("megatron", "modelopt")
-        ):
-            wanted.setdefault(node.module, set()).update(a.name for a in node.names)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] in ("megatron", "modelopt"):
-                    wanted.setdefault(alias.name, set())
-    prefixes = {".".join(m.split(".")[: i + 1]) for m in wanted for i in range(m.count(".") + 1)}
-    saved = {p: sys.modules.get(p) for p in prefixes}
-    try:
-        for prefix in sorted(prefixes):
-            module = types.ModuleType(prefix)
-            module.__path__ = []  # type: ignore[attr-defined]
-            sys.modules[prefix] = module
-            parent, _, leaf = prefix.rpartition(".")
-            if parent:
-                setattr(sys.modules[parent], leaf, module)
-        for module_name, names in wanted.items():
-            for attr in names:
-                setattr(sys.modules[module_name], attr, type(attr, (), {}))
-        return exec_file_as_module(path, name)
-    finally:
-        for prefix, old in saved.items():
-            if old is None:
-                sys.modules.pop(prefix, None)
-            else:
-                sys.modules[prefix] = old
-
-
 class _OnHost:
     """A batch value whose device moves are no-ops (the middle-stage path only moves and forwards it)."""
 
@@ -116,7 +74,7 @@ class _OnHost:
 def _middle_stage_packing_metadata(version: str) -> Any:
     """What ``get_batch`` of Bridge ``version`` hands the model on a middle stage (PP 4, offline packing)."""
     pytest.importorskip("torch")
-    gpt_step = _load_with_stand_ins(
+    gpt_step = load_with_stand_ins(
         _bridge_file(version, "training/gpt_step.py"), f"bridge_gpt_step_{version}"
     )
     gpt_step.is_pp_first_stage = lambda *_a, **_k: False  # a middle stage of PP 4
@@ -213,7 +171,7 @@ def test_packed_collate_drops_exactly_the_flagged_positions(delimiter: int) -> N
 def _in_batch_cu_seqlens(version: str, tokens: list[int], real: int) -> list[int]:
     """cu_seqlens Bridge ``version``'s in-batch packing builds for one row with ``real`` leading tokens."""
     torch = pytest.importorskip("torch")
-    vlm_step = _load_with_stand_ins(
+    vlm_step = load_with_stand_ins(
         _bridge_file(version, "training/vlm_step.py"), f"bridge_vlm_step_{version}"
     )
     ids = torch.tensor([tokens])
@@ -254,7 +212,7 @@ def test_packed_cp_partition_of_the_collated_batch(version: str, monkeypatch: py
     }
     dataset = _collating(legacy_packed_dataset_cls(version), width=16, pad_seq_to_mult=4)
     batch = dataset.collate_fn([item])
-    gpt_step = _load_with_stand_ins(
+    gpt_step = load_with_stand_ins(
         _bridge_file(version, "training/gpt_step.py"), f"bridge_gpt_step_cp_{version}"
     )
     gpt_step.parallel_state = SimpleNamespace(get_context_parallel_rank=lambda: 0)
@@ -284,3 +242,40 @@ def test_packed_cp_partition_of_the_collated_batch(version: str, monkeypatch: py
     # SP203: the -1 padding of the collated cu_seqlens reaches Transformer Engine on the affected release.
     sentinel = [0, 4, 12, -1] if by_id["SP203"].affected.covers(version) else [0, 4, 12]
     assert handed and all(h == sentinel for h in handed)
+
+
+# ---------------------------------------------------------------- SP209: Megatron-Core's MTP roll, CP 2
+
+
+def _mtp_roll_cp2(
+    tmp_path: Path, boundaries: list[list[int]], padded: list[int], tokens: list[int]
+) -> np.ndarray:
+    """The packed row after the megatron-core 0.19.2 wheel's MTP roll on two gloo CP ranks, once per
+    ``cu_seqlens_q`` in ``boundaries`` (rows of the result, in global token order)."""
+    mp = pytest.importorskip("torch.multiprocessing")
+    from _support.mtp_roll import roll_on_rank
+
+    path = (
+        megatron_core_wheel_root("0.19.2") / "megatron" / "core" / "transformer" / "multi_token_prediction.py"
+    )
+    args = (2, str(tmp_path / "rendezvous"), str(path), boundaries, padded, tokens, str(tmp_path))
+    mp.spawn(roll_on_rank, args=args, nprocs=2)
+    out = np.zeros((len(boundaries), len(tokens)), dtype=np.int64)
+    for rank in range(2):
+        positions, *values = np.load(tmp_path / f"rank{rank}.npy")
+        out[:, positions] = values
+    return out
+
+
+def test_mtp_roll_under_cp_uses_the_boundaries_it_is_given(tmp_path: Path) -> None:
+    # Two sequences of 5 and 7 real tokens, each padded to a multiple of 2*CP = 4 (pad id 0).
+    tokens = [10, 11, 12, 13, 14, 0, 0, 0, 20, 21, 22, 23, 24, 25, 26, 0]
+    padded, unpadded = [0, 8, 16], [0, 5, 12]
+    real_next = {j: tokens[j + 1] for j in [*range(0, 4), *range(8, 14)]}  # each real token's target
+    assert next(d for d in DEFECTS if d.id == "SP209").affected.covers("0.19.2")
+
+    # 0.19.2 rolls by cu_seqlens_q, which is unpadded under CP with padding; the fix rolls by the padded one.
+    shipped, fixed = _mtp_roll_cp2(tmp_path, [unpadded, padded], padded, tokens)
+    assert {j: int(fixed[j]) for j in real_next} == real_next
+    wrong = {j: int(shipped[j]) for j in real_next if shipped[j] != real_next[j]}
+    assert len(wrong) >= 3  # real tokens trained towards the wrong targets (positions shifted by the roll)

@@ -461,17 +461,19 @@ DEFECTS: list[Defect] = [
         f"{MLM_REPO} PR #4495 (dev: PR #4494)",
         "_roll_tensor_packed_seq rolls by cu_seqlens_q (unpadded) in tags core_v0.16.0-core_v0.19.0; main "
         "prefers cu_seqlens_q_padded from 2026-08-22; no release carries it (PR #4495 open, #4494 on dev); "
-        "the wheels 0.16.1-0.19.2 all roll by cu_seqlens_q",
+        "the wheels 0.16.1-0.19.2 all roll by cu_seqlens_q; run on CPU (gloo, CP 2), the 0.19.2 roll with "
+        "unpadded boundaries mis-targets real tokens, with padded ones it is right",
         {
             "en": (
                 "multi-token prediction under THD + CP rolls its targets on unpadded boundaries",
                 "The CP partition is cut on padded boundaries but the MTP roll used the unpadded ones, so at "
-                "lengths that are not multiples of 2*CP target tokens shift across sequence edges.",
+                "lengths that are not multiples of 2*CP the MTP targets are shifted to the wrong tokens (and "
+                "very short sequences fail with IndexError).",
             ),
             "zh": (
                 "THD + CP 下多词元预测按未填充边界滚动目标",
                 "CP 分区按填充后的边界切分，MTP 的滚动却用未填充边界；"
-                "长度不是 2*CP 倍数时目标词元跨越序列边界。",
+                "长度不是 2*CP 倍数时 MTP 目标错位到错误的词元（很短的序列会报 IndexError）。",
             ),
         },
         Fingerprint(
