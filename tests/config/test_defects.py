@@ -265,3 +265,16 @@ def test_eos_scan_matches_a_per_sequence_loop(
     loaded = load_config(overrides=[*BASE, "dataset.offline_packing_specs.packed_sequence_size=32"])
     scan = _scan_packed(build_context(loaded, DoctorOptions(packed=str(path))))
     assert scan is not None and scan.hits == want
+
+
+def test_cli_launcher_from_the_inputs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Megatron-LM flags alone: Megatron-LM's get_batch defect, not Bridge's; a Bridge YAML: the reverse."""
+    stack = ["--stack", "megatron-core==0.17.1,megatron-bridge==0.4.2", "--format", "json"]
+    sizes = ["--pack-size", "4096", "--seq-length", "4096", "--mbs", "1", "--gbs", "8"]
+    mlm = ["--mlm-args", "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4"]
+    main(["doctor", *mlm, *sizes, *stack])
+    assert [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["SP202"]
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("model:\n  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 4\n")
+    main(["doctor", str(cfg), *sizes, *stack])
+    assert [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["SP201"]

@@ -76,6 +76,16 @@ def _stack(given: list[str] | None) -> dict[str, str]:
     return {**known_versions(installed), **parse_stack(given or [])}
 
 
+def _launcher(config: Path | None, mlm_flags: object) -> str | None:
+    """Which launcher runs the config: a Bridge YAML alone -> Bridge, Megatron-LM flags alone -> Megatron-LM,
+    both or neither -> unknown (the atlas then applies the defects of either)."""
+    if config is not None and not mlm_flags:
+        return "bridge"
+    if config is None and mlm_flags:
+        return "mlm"
+    return None
+
+
 def _print_text(report: Report, fixes: list[str] | None) -> None:
     out_console.print(f"config era: {report.config_era}")
     if not report.findings:
@@ -230,11 +240,7 @@ def doctor(
         allow=[a for a in allow or [] if not a.startswith(_ENV_PREFIX)],
         lang=lang or default_lang(),
         stack=_stack(stack),
-        launcher=("mlm" if config is None else None)
-        if mlm_args or model_config
-        else "bridge"
-        if config
-        else None,
+        launcher=_launcher(config, mlm_args or model_config),
     )
     report = check(loaded, doctor_options)
     if env:
