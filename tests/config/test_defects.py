@@ -85,7 +85,7 @@ CASES = [
     Case("SP211", [*BASE, MTP, "model.recompute_granularity=full"],
          [*BASE, MTP, "model.recompute_granularity=selective"], "0.17.1", "0.18.0"),
     Case("SP212", [*BASE, *CP2], BASE, "2.20.2", None),
-    Case("SP213", [*BASE, *CP2], BASE, "2.18.0", "2.17.1"),
+    Case("SP213", [*BASE, *CP2], [*BASE, *CP2, "model.cp_comm_type=a2a"], "2.18.0", "2.17.1"),
     Case("SP214", [*BASE, *CHAT, *PAD4], [*BASE, *CHAT], "0.5.1", "0.6.0"),
     Case("SP215", [*VLM, *CP2], VLM, "0.6.2", "0.3.1"),
 ]  # fmt: skip

@@ -197,6 +197,11 @@ def _cp_packing(d: DefectContext) -> bool:
     return _cp(d) > 1 and d.ctx.view.packing
 
 
+def _p2p_cp_packing(d: DefectContext) -> bool:
+    """Packed CP with point-to-point communication (Megatron-Core's default ``cp_comm_type``)."""
+    return _cp_packing(d) and d.get("model.cp_comm_type", "p2p") == "p2p"
+
+
 def _chat_prepadding(d: DefectContext) -> bool:
     return _offline(d) and _chat(d) and (_pad_multiple(d) > 1 or _cp(d) > 1)
 
@@ -570,8 +575,8 @@ DEFECTS: list[Defect] = [
         TE,
         Affected("2.18", None),
         "slowdown",
-        (CP, OFFLINE, IN_BATCH),
-        _cp_packing,
+        (CP, "model.cp_comm_type", OFFLINE, IN_BATCH),
+        _p2p_cp_packing,
         (),
         f"{TE_REPO}#3487 (regression from PR #2898)",
         "the regressing commit 4cd705b7 (PR #2898) is first in tag v2.18; the issue is open",
