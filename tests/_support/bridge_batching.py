@@ -124,8 +124,9 @@ LEGACY_BRIDGE_VERSION = "0.5.1"
 
 
 @functools.cache
-def legacy_packed_dataset_cls() -> Any:
-    """Bridge 0.5.1's ``GPTSFTPackedDataset`` (``data/datasets/sft.py``), for the legacy collate keys.
+def legacy_packed_dataset_cls(version: str = LEGACY_BRIDGE_VERSION) -> Any:
+    """Bridge 0.5.1's (or an earlier ``version``'s) ``GPTSFTPackedDataset`` (``data/datasets/sft.py``), for
+    the legacy collate keys.
 
     That file holds the base dataset too; the imports it needs only for unpacked data are stand-ins.
     """
@@ -133,12 +134,12 @@ def legacy_packed_dataset_cls() -> Any:
     pytest.importorskip("datasets")
     import megatron.core.msc_utils  # noqa: F401
 
-    path = bridge_wheel_root(LEGACY_BRIDGE_VERSION) / "megatron" / "bridge" / "data" / "datasets" / "sft.py"
+    path = bridge_wheel_root(version) / "megatron" / "bridge" / "data" / "datasets" / "sft.py"
     utils_names = ["_chat_preprocess", "_get_samples_mapping", "_JSONLMemMapDataset", "_OnlineSampleMapping",
                    "_preprocess", "_tokenize"]  # fmt: skip
     module = load_module_by_path(
         path,
-        "bridge_051_sft",
+        f"bridge_{version.replace('.', '')}_sft",
         stubs={
             "megatron.bridge.data.datasets.utils": dict.fromkeys(utils_names, _unused),
             "megatron.bridge.training.tokenizers.tokenizer": {"MegatronTokenizer": object},

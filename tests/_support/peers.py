@@ -97,6 +97,22 @@ def _download_and_unpack(root: Path, project: str, version: str) -> None:
         archive.extractall(root)
 
 
+def exec_file_as_module(path: Path, name: str, *, register: bool = False) -> types.ModuleType:
+    """Execute the file at ``path`` as a fresh module ``name``; with ``register`` it is in ``sys.modules``
+    while it executes (dataclasses look their module up there), never afterwards."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    if register:
+        sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if register:
+            sys.modules.pop(name, None)
+    return module
+
+
 def load_module_by_path(
     path: Path, name: str, stubs: Mapping[str, Mapping[str, Any]] | None = None
 ) -> types.ModuleType:
@@ -118,11 +134,7 @@ def load_module_by_path(
         for attr, value in attrs.items():
             setattr(sys.modules[mod_name], attr, value)
     try:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        return exec_file_as_module(path, name)
     finally:
         for prefix in installed:
             sys.modules.pop(prefix, None)

@@ -201,11 +201,11 @@ def test_mlm_args_override_the_model_config(capsys: pytest.CaptureFixture[str], 
 def test_env_option_adds_installed_stack_findings(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from seqpack import diff
-    from seqpack.env._stack import VersionTable, env_findings
+    import seqpack.cli.doctor as doctor_cli
+    from seqpack.env import VersionTable, env_findings
 
     old_stack = VersionTable(python="3.11.7", packages={"megatron-core": "0.16.1", "megatron-bridge": None})
-    monkeypatch.setattr(diff, "env_findings", lambda: env_findings(old_stack))
+    monkeypatch.setattr(doctor_cli, "env_findings", lambda: env_findings(old_stack))
     assert main(["doctor", "--cp", "1", "--env", "--allow", "ENV001", "--format", "json"]) == 0
     findings = {f["id"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
     assert findings["ENV001"]["allowed"] is True

@@ -17,8 +17,11 @@ from seqpack.doctor import (
     check,
     default_lang,
     load_config,
+    parse_stack,
     suggest_fixes,
 )
+from seqpack.doctor._versions import known_versions
+from seqpack.env import env_findings, installed_packages
 from seqpack.errors import UsageError
 from seqpack.translate import Translation, load_model_args, mlm_to_bridge, split_mlm_args
 
@@ -48,8 +51,6 @@ _ENV_PREFIX = "ENV"
 
 def _env_findings(allowed: list[str]) -> list[Finding]:
     """``seqpack env``'s conclusions about the installed stack, in doctor's finding shape (English only)."""
-    from seqpack.env import env_findings
-
     return [
         Finding(
             id=f.id,
@@ -63,6 +64,22 @@ def _env_findings(allowed: list[str]) -> list[Finding]:
         )
         for f in env_findings()
     ]
+
+
+def _stack(given: list[str] | None) -> dict[str, str]:
+    """The versions the atlas checks: the installed ones (read as `seqpack env` reads them, from distribution
+    metadata only, nothing imported), with ``--stack`` entries on top."""
+    return {**known_versions(installed_packages()), **parse_stack(given or [])}
+
+
+def _launcher(config: Path | None, mlm_flags: object) -> str | None:
+    """Which launcher runs the config: a Bridge YAML alone -> Bridge, Megatron-LM flags alone -> Megatron-LM,
+    both or neither -> unknown (the atlas then applies the defects of either)."""
+    if config is not None and not mlm_flags:
+        return "bridge"
+    if config is None and mlm_flags:
+        return "mlm"
+    return None
 
 
 def _print_text(report: Report, fixes: list[str] | None) -> None:
@@ -157,6 +174,12 @@ def doctor(
         None, "--kernel-chunk", help="An attention-kernel chunk the pack width must be a multiple of."
     ),
     allow: list[str] | None = typer.Option(None, "--allow", help="Accept a finding by id (repeatable)."),
+    stack: list[str] | None = typer.Option(
+        None,
+        "--stack",
+        help="Versions for the known-defect atlas, e.g. megatron-bridge==0.6.2,megatron-core==0.19.2 "
+        "(default: the installed ones).",
+    ),
     fix: bool = typer.Option(False, "--fix", help="Print the corrected overrides."),
     lang: str | None = typer.Option(None, "--lang", help="Message language: en or zh (default: the locale)."),
     env: bool = typer.Option(
@@ -212,6 +235,8 @@ def doctor(
         packed=packed,
         allow=[a for a in allow or [] if not a.startswith(_ENV_PREFIX)],
         lang=lang or default_lang(),
+        stack=_stack(stack),
+        launcher=_launcher(config, mlm_args or model_config),
     )
     report = check(loaded, doctor_options)
     if env:

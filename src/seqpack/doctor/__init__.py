@@ -6,7 +6,9 @@
 ['SP011']
 """
 
+from seqpack.doctor._atlas import atlas_markdown
 from seqpack.doctor._catalog import CATALOG
+from seqpack.doctor._defects import DEFECTS, Defect
 from seqpack.doctor._doctor import (
     SCHEMA_VERSION,
     DoctorOptions,
@@ -19,14 +21,17 @@ from seqpack.doctor._doctor import (
 from seqpack.doctor._findings import Finding, Rule
 from seqpack.doctor._load import LoadedConfig, LoadProblem, load_config, parse_override
 from seqpack.doctor._rules import RULES
+from seqpack.doctor._versions import parse_stack
 from seqpack.doctor._view import ConfigView, DatasetKind
 
 __all__ = [
     "CATALOG",
+    "DEFECTS",
     "RULES",
     "SCHEMA_VERSION",
     "ConfigView",
     "DatasetKind",
+    "Defect",
     "DoctorOptions",
     "Finding",
     "LoadProblem",
@@ -34,9 +39,11 @@ __all__ = [
     "Report",
     "Rule",
     "apply_overrides",
+    "atlas_markdown",
     "check",
     "default_lang",
     "load_config",
     "parse_override",
+    "parse_stack",
     "suggest_fixes",
 ]

@@ -5,14 +5,16 @@ from __future__ import annotations
 import glob
 import locale
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import OmegaConf
 
+from seqpack.doctor._atlas import atlas_findings
 from seqpack.doctor._catalog import CATALOG, LANGS, message_params
 from seqpack.doctor._context import Context
+from seqpack.doctor._defects import DEFECT_IDS, DEFECTS
 from seqpack.doctor._family import infer_family
 from seqpack.doctor._findings import ERROR, SEVERITY_ORDER, Finding, Hit
 from seqpack.doctor._load import LoadedConfig, _build_view, parse_override, set_key, to_plain
@@ -37,6 +39,11 @@ class DoctorOptions:
     packed: str | None = None
     allow: Sequence[str] = ()
     lang: str = "en"
+    #: Versions of the training stack (``megatron-bridge`` / ``megatron-core`` / ``transformer-engine`` ->
+    #: version) the known-defect atlas is checked against; a component not named is unknown.
+    stack: Mapping[str, str] = field(default_factory=dict)
+    #: ``"bridge"`` or ``"mlm"`` when known: which launcher's defects apply (``None``: both).
+    launcher: str | None = None
 
 
 @dataclass
@@ -137,14 +144,15 @@ def _hits(result: Hit | Iterable[Hit] | None) -> list[Hit]:
 
 
 def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
-    """Run every rule of :data:`RULES`; findings are sorted by severity, then rule id."""
+    """Run every rule of :data:`RULES` and the known-defect atlas; findings sorted by severity, then id."""
     options = options or DoctorOptions()
     if options.lang not in LANGS:
         raise UsageError(f"--lang {options.lang!r}: expected one of {', '.join(LANGS)}")
-    known = {r.id for r in RULES}
+    known = {r.id for r in RULES} | DEFECT_IDS
     unknown = [a for a in options.allow if a not in known]
     if unknown:
-        raise UsageError(f"--allow {', '.join(unknown)}: no such rule (ids: SP001..{RULES[-1].id})")
+        ids = f"SP001..{RULES[-1].id}, {DEFECTS[0].id}..{DEFECTS[-1].id}"
+        raise UsageError(f"--allow {', '.join(unknown)}: no such rule (ids: {ids})")
     ctx = build_context(loaded, options)
     findings: list[Finding] = []
     for rule in RULES:
@@ -163,6 +171,14 @@ def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
                     allowed=rule.id in options.allow,
                 )
             )
+    findings += atlas_findings(
+        ctx,
+        loaded.raw,
+        stack=options.stack,
+        launcher=options.launcher,
+        allow=set(options.allow),
+        lang=options.lang,
+    )
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.id))
     return Report(config_era=loaded.view.era, findings=findings)
 
@@ -200,8 +216,8 @@ def suggest_fixes(loaded: LoadedConfig, options: DoctorOptions | None = None) ->
         report = check(current, options)
         changed = False
         for finding in report.findings:
-            if finding.allowed or finding.severity == "info":
-                continue
+            if finding.allowed or finding.severity == "info" or finding.id in DEFECT_IDS:
+                continue  # a defect's workaround changes the run (topology, data): the user chooses it
             rank = SEVERITY_ORDER[finding.severity]
             for item in finding.fix:
                 key, _, value = item.partition("=")

@@ -10,6 +10,7 @@ from seqpack.env._stack import (
     collect_versions,
     env_findings,
     env_report,
+    installed_packages,
     parse_version,
 )
 
@@ -20,5 +21,6 @@ __all__ = [
     "collect_versions",
     "env_findings",
     "env_report",
+    "installed_packages",
     "parse_version",
 ]

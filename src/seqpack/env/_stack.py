@@ -125,9 +125,15 @@ def _installed_version(names: tuple[str, ...]) -> str | None:
     return None
 
 
+def installed_packages() -> dict[str, str | None]:
+    """The version of every package ``seqpack env`` reports (``None``: not installed), from distribution
+    metadata alone: nothing is imported, so this is cheap enough for every ``seqpack doctor`` run."""
+    return {display: _installed_version(names) for display, names in REPORTED_PACKAGES}
+
+
 def collect_versions() -> VersionTable:
     """Read the installed versions; import torch (only torch, only if installed) for the CUDA view."""
-    packages = {display: _installed_version(names) for display, names in REPORTED_PACKAGES}
+    packages = installed_packages()
     cuda_available: bool | None = None
     cuda_version: str | None = None
     gpu_names: tuple[str, ...] = ()

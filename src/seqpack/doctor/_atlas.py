@@ -1,0 +1,145 @@
+"""Turn the known-defect table into doctor findings for the user's stack, and into the docs' atlas table.
+
+Where the version comes from decides the finding::
+
+    component version known, inside the range   ->  error (silent wrong training) or warning (crash, slowdown)
+    component version known, outside the range  ->  nothing
+    component version unknown                   ->  warning "... if your megatron-bridge is older than 0.5.0"
+
+Versions are the installed ones (what ``seqpack env`` reads) overlaid by ``--stack``; the Python API takes
+them in :attr:`DoctorOptions.stack`. Bridge's entries are skipped for a Megatron-LM launch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from seqpack.doctor._context import Context
+from seqpack.doctor._defect_facts import MLM_LAUNCHER, DefectContext
+from seqpack.doctor._defects import DEFECTS, EFFECTS, Defect
+from seqpack.doctor._findings import ERROR, WARNING, Finding
+from seqpack.doctor._versions import BRIDGE
+
+_VERSION_CLAUSE = {
+    "en": {
+        "known": "{title}: {component} {version} is affected ({range})",
+        "below": "{title}, if your {component} is older than {fixed}",
+        "between": "{title}, if your {component} is {first} or newer and older than {fixed}",
+        "open": "{title}; no {component} release is known to fix it",
+    },
+    "zh": {
+        "known": "{title}：{component} {version} 受影响（{range}）",
+        "below": "{title}（若你的 {component} 早于 {fixed}）",
+        "between": "{title}（若你的 {component} 不早于 {first} 且早于 {fixed}）",
+        "open": "{title}；{component} 尚无已知的修复版本",
+    },
+}
+_WHY = {
+    "en": "{why} Effect: {effect}.",
+    "zh": "{why} 影响：{effect}。",
+}
+_UPGRADE = {
+    "en": " Upgrade {component} to {fixed} or newer.",
+    "zh": " 升级 {component} 至 {fixed} 或更新版本。",
+}
+
+
+def _message(defect: Defect, version: str | None, lang: str) -> str:
+    title = defect.text[lang][0]
+    a = defect.affected
+    if version is not None:
+        key = "known"
+    elif a.fixed is None:
+        key = "open"
+    else:
+        key = "between" if a.first else "below"
+    return _VERSION_CLAUSE[lang][key].format(
+        title=title,
+        component=defect.component,
+        version=version,
+        range=a.describe(),
+        first=a.first,
+        fixed=a.fixed,
+    )
+
+
+def _why(defect: Defect, lang: str) -> str:
+    text = _WHY[lang].format(why=defect.text[lang][1], effect=EFFECTS[defect.effect][lang])
+    if defect.affected.fixed:
+        text += _UPGRADE[lang].format(component=defect.component, fixed=defect.affected.fixed)
+    return text
+
+
+def _applies(defect: Defect, launcher: str | None) -> bool:
+    """Bridge's defects live in Bridge's own step and data code, which a Megatron-LM launch never runs."""
+    return not (launcher == MLM_LAUNCHER and defect.component == BRIDGE)
+
+
+def atlas_findings(
+    ctx: Context,
+    raw: dict,
+    *,
+    stack: Mapping[str, str],
+    launcher: str | None = None,
+    allow: frozenset[str] | set[str] = frozenset(),
+    lang: str = "en",
+) -> list[Finding]:
+    """The findings of every defect whose trigger holds and whose range covers the stack (or is unknown)."""
+    dctx = DefectContext(ctx=ctx, raw=raw, launcher=launcher)
+    findings = []
+    for defect in DEFECTS:
+        if not _applies(defect, launcher):
+            continue
+        version = stack.get(defect.component)
+        if version is not None and not defect.affected.covers(version):
+            continue
+        if not defect.trigger(dctx):
+            continue
+        severity = ERROR if version is not None and defect.effect == "silent" else WARNING
+        message = _message(defect, version, lang)
+        scan = dctx.eos_scan() if "packed data" in defect.fields else None
+        if scan is not None and scan.hits:
+            message += f" [{scan.hits} x EOS id {scan.eos_id}; {scan.first}]"
+        findings.append(
+            Finding(
+                id=defect.id,
+                severity=severity,
+                fields=list(defect.fields),
+                message=message,
+                why=_why(defect, lang),
+                fix=list(defect.workaround),
+                upstream=defect.source,
+                allowed=defect.id in allow,
+            )
+        )
+    return findings
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def atlas_markdown() -> str:
+    """The atlas as the Markdown table ``docs/doctor.md`` carries (a test keeps the two identical)."""
+    lines = [
+        "| id | component | affected | effect | trigger reads | workaround | source | finding (en / zh) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for d in DEFECTS:
+        workaround = "<br>".join(f"`{w}`" for w in d.workaround) or "-"
+        if d.affected.fixed:
+            workaround += f"<br>upgrade to {d.affected.fixed}"
+        cells = [
+            d.id,
+            d.component,
+            d.affected.describe(),
+            EFFECTS[d.effect]["en"],
+            ", ".join(f"`{f}`" for f in d.fields),
+            workaround,
+            d.source,
+            f"{d.text['en'][0]} / {d.text['zh'][0]}",
+        ]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    lines += ["", "How each range was established:", ""]
+    lines += [f"- {d.id}: {d.established}." for d in DEFECTS]
+    return "\n".join(lines) + "\n"

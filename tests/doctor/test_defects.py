@@ -1,0 +1,280 @@
+"""The known-defect atlas: every entry fires on its trigger inside its range and stays quiet on the twin
+config, outside the range and for the other launcher; unknown versions give a conditional warning."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from _support.packs import bridge_metadata, make_row, random_rows, write_metadata, write_packs
+from seqpack.cli import main
+from seqpack.doctor import (
+    DEFECTS,
+    DoctorOptions,
+    atlas_markdown,
+    check,
+    load_config,
+    parse_stack,
+    suggest_fixes,
+)
+from seqpack.doctor._defect_facts import _scan_packed
+from seqpack.doctor._doctor import build_context
+from seqpack.doctor._versions import BRIDGE, MCORE, TE, Affected, release
+from seqpack.errors import UsageError
+
+SEQ = [
+    "dataset.seq_length=4096",
+    "model.seq_length=4096",
+    "train.micro_batch_size=1",
+    "train.global_batch_size=8",
+]
+BASE = [
+    *SEQ,
+    "dataset.enable_offline_packing=true",
+    "dataset.offline_packing_specs.packed_sequence_size=4096",
+]
+CP2 = ["model.context_parallel_size=2", "model.calculate_per_token_loss=true"]
+CHAT = ["dataset.dataset_kwargs.chat=true"]
+EOS_ID = 2
+PAD4 = ["dataset.offline_packing_specs.pad_seq_to_mult=4"]
+PP = "model.pipeline_model_parallel_size"
+MOE = "model.num_moe_experts=8"
+MTP = "model.mtp_num_layers=1"
+VLM = [
+    *SEQ,
+    "dataset.enable_in_batch_packing=true",
+    "train.micro_batch_size=2",
+    "model.hf_model_id=Qwen/Qwen3-VL-8B",
+]
+
+
+@dataclass
+class Case:
+    id: str
+    fail: list[str]
+    ok: list[str]
+    inside: str
+    outside: str | None  # None: no release is outside (open at both ends)
+    launcher: str | None = None
+
+
+CASES = [
+    Case("SP201", [*BASE, f"{PP}=4"], [*BASE, f"{PP}=2"], "0.4.2", "0.5.0"),
+    Case("SP202", [*BASE, f"{PP}=4", "model.tensor_model_parallel_size=2"], [*BASE, f"{PP}=4"],
+         "0.17.1", "0.18.0", launcher="mlm"),
+    Case("SP203", [*BASE, *CP2, *PAD4], [*BASE, *PAD4], "0.5.0", "0.5.1"),
+    Case("SP204", [*BASE, *CHAT, "dataset.dataset_kwargs.chat_loss_mode=full"],
+         [*BASE, *CHAT, "dataset.dataset_kwargs.chat_loss_mode=assistant"], "0.6.2", None),
+    Case("SP205", [*SEQ, *CHAT], SEQ, "0.3.1", "0.4.0"),
+    Case("SP206", [*BASE, *CP2, "dataset.skip_getting_attention_mask_from_dataset=false"], [*BASE, *CP2],
+         "0.5.0", "0.5.1"),
+    Case("SP207", [*SEQ, "model.cuda_graph_impl=full_iteration", "mixed_precision=bf16_with_mxfp8_mixed",
+                   "ddp.fp8_param_gather=true"],
+         [*SEQ, "model.cuda_graph_impl=transformer_engine", "mixed_precision=bf16_with_mxfp8_mixed",
+          "ddp.fp8_param_gather=true"], "0.4.2", "0.5.0"),
+    Case("SP208", [*BASE, *PAD4, MOE], [*BASE, MOE], "0.6.2", None),
+    Case("SP209", [*BASE, *CP2, MTP], [*BASE, MTP], "0.19.2", "0.15.3"),
+    Case("SP210", VLM, SEQ, "0.3.1", "0.4.0"),
+    Case("SP211", [*BASE, MTP, "model.recompute_granularity=full"],
+         [*BASE, MTP, "model.recompute_granularity=selective"], "0.17.1", "0.18.0"),
+    Case("SP212", [*BASE, *CP2], BASE, "2.20.2", None),
+    Case("SP213", [*BASE, *CP2], [*BASE, *CP2, "model.cp_comm_type=a2a"], "2.18.0", "2.17.1"),
+    Case("SP214", [*BASE, *CHAT, *PAD4], [*BASE, *CHAT], "0.5.1", "0.6.0"),
+    Case("SP215", [*VLM, *CP2], VLM, "0.6.2", "0.3.1"),
+]  # fmt: skip
+BY_ID = {d.id: d for d in DEFECTS}
+
+
+def _ids(overrides: list[str], **options: object) -> dict[str, str]:
+    """Finding id -> severity of the atlas findings."""
+    report = check(load_config(overrides=overrides), DoctorOptions(**options))  # type: ignore[arg-type]
+    return {f.id: f.severity for f in report.findings if f.id in BY_ID}
+
+
+def test_every_defect_has_a_case_and_fifteen_are_sourced() -> None:
+    assert [c.id for c in CASES] == [d.id for d in DEFECTS]
+    assert len(DEFECTS) >= 15
+    for d in DEFECTS:
+        assert re.search(r"#\d+", d.source) and d.established and d.text["en"][0] != d.text["zh"][0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_trigger_version_and_twin(case: Case) -> None:
+    defect = BY_ID[case.id]
+    inside = {defect.component: case.inside}
+    assert defect.affected.covers(case.inside)
+    want = "error" if defect.effect == "silent" else "warning"
+    assert _ids(case.fail, stack=inside, launcher=case.launcher).get(case.id) == want
+    assert case.id not in _ids(case.ok, stack=inside, launcher=case.launcher)
+    if case.outside is not None:
+        assert not defect.affected.covers(case.outside)
+        assert case.id not in _ids(case.fail, stack={defect.component: case.outside}, launcher=case.launcher)
+    # No version known: a conditional warning, whatever the effect.
+    assert _ids(case.fail, launcher=case.launcher).get(case.id) == "warning"
+
+
+def test_unknown_version_says_which_release_fixes_it() -> None:
+    (f,) = [f for f in check(load_config(overrides=CASES[0].fail)).findings if f.id == "SP201"]
+    assert f.message.endswith("if your megatron-bridge is older than 0.5.0")
+    assert "0.5.0" in f.why and f.fix == ["model.pipeline_model_parallel_size=2"]
+    (g,) = [f for f in check(load_config(overrides=CASES[3].fail)).findings if f.id == "SP204"]
+    assert g.message.endswith("no megatron-bridge release is known to fix it")
+
+
+def test_launcher_selects_the_defects_of_the_code_that_runs() -> None:
+    pp4_tp2 = CASES[1].fail
+    assert "SP202" not in _ids(pp4_tp2, launcher="bridge", stack={MCORE: "0.17.1"})
+    on_mlm = _ids(pp4_tp2, launcher="mlm", stack={BRIDGE: "0.4.2", MCORE: "0.17.1"})
+    assert "SP202" in on_mlm and "SP201" not in on_mlm  # Bridge's step is not in a Megatron-LM launch
+
+
+def test_allow_and_fix_leave_defects_to_the_user() -> None:
+    loaded = load_config(overrides=CASES[0].fail)
+    report = check(loaded, DoctorOptions(stack={BRIDGE: "0.4.2"}, allow=["SP201"]))
+    assert not report.has_error and [f.allowed for f in report.findings if f.id == "SP201"] == [True]
+    assert check(loaded, DoctorOptions(stack={BRIDGE: "0.4.2"})).has_error
+    assert suggest_fixes(loaded, DoctorOptions(stack={BRIDGE: "0.4.2"})) == []
+
+
+def test_messages_in_chinese() -> None:
+    (f,) = [
+        f
+        for f in check(
+            load_config(overrides=CASES[0].fail), DoctorOptions(stack={BRIDGE: "0.4.2"}, lang="zh")
+        ).findings
+        if f.id == "SP201"
+    ]
+    assert (
+        f.message.endswith("megatron-bridge 0.4.2 受影响（< 0.5.0）")
+        and "升级 megatron-bridge 至 0.5.0" in f.why
+    )
+
+
+@pytest.mark.parametrize(
+    ("affected", "inside", "outside"),
+    [
+        (Affected("0.3.0", "0.5.1"), ["0.3.0", "0.5.0", "0.5.0rc2", "0.4.2+cu12"], ["0.2.9", "0.5.1", "1.0"]),
+        (Affected(None, "0.18"), ["0.1.0", "0.17.99"], ["0.18.0", "0.18.0rc1"]),
+        (Affected("2.18", None), ["2.18.0", "2.20.2", "3"], ["2.17.1"]),
+    ],
+)
+def test_ranges_are_half_open(affected: Affected, inside: list[str], outside: list[str]) -> None:
+    assert all(affected.covers(v) for v in inside)
+    assert not any(affected.covers(v) for v in outside)
+
+
+def test_release_and_stack_parsing() -> None:
+    assert release("2.18.0") == release("2.18") == (2, 18) and release("v0.16.1rc2+cu12") == (0, 16, 1)
+    assert release("main") is None
+    assert parse_stack(["megatron_bridge==0.6.2, megatron-core==0.19.2", "transformer-engine==2.x"]) == {
+        BRIDGE: "0.6.2",
+        MCORE: "0.19.2",
+        TE: "2.x",
+    }
+    for bad in ("torch==2.5", "megatron-bridge", "megatron-bridge==next"):
+        with pytest.raises(UsageError, match="--stack"):
+            parse_stack([bad])
+
+
+def test_docs_list_the_atlas() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "doctor.md").read_text()
+    assert atlas_markdown() in doc
+
+
+# ---------------------------------------------------------------- packed data decides SP204
+
+
+def _chat_packs(tmp_path: Path, eos_inside: bool) -> Path:
+    """Two packs; with ``eos_inside`` one conversation has EOS (2) between trained turns."""
+    turn = [11, 12, 2, 13, 14, 2] if eos_inside else [11, 12, 5, 13, 14, 2]
+    rows = [
+        make_row([turn, [21, 22, 2]], [[0, 1, 1, 1, 1, 0], [1, 1, 0]]),
+        make_row([[31, 32, 33, 2]]),
+    ]
+    path = write_packs(tmp_path / "training_64.idx.parquet", rows)
+    write_metadata(tmp_path / "64_metadata.jsonl", [{**bridge_metadata(rows, 64), "seqpack": {"eos_id": 2}}])
+    return path
+
+
+@pytest.mark.parametrize("eos_inside", [True, False])
+def test_eos_inside_trained_spans_is_read_from_the_packs(tmp_path: Path, eos_inside: bool) -> None:
+    packed = _chat_packs(tmp_path, eos_inside)
+    overrides = [
+        *BASE,
+        *CHAT,
+        "dataset.offline_packing_specs.packed_sequence_size=64",
+        "dataset.seq_length=64",
+    ]
+    overrides += ["model.seq_length=64"]
+    report = check(
+        load_config(overrides=overrides), DoctorOptions(packed=str(packed), stack={BRIDGE: "0.6.2"})
+    )
+    found = [f for f in report.findings if f.id == "SP204"]
+    if eos_inside:
+        (f,) = found
+        assert f.severity == "error" and f.message.endswith(f"[1 x EOS id 2; {packed} row 0, token 2]")
+    else:
+        assert found == []  # assistant-mode chat whose trained spans hold no EOS: not affected
+
+
+def test_cli_stack_json_and_allow(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["doctor", "--pp", "4", "--pack-size", "4096", "--seq-length", "4096", "--mbs", "1", "--gbs", "8"]
+    assert main([*argv, "--stack", "megatron-bridge==0.4.2", "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema_version"] == 1 and [f["id"] for f in doc["findings"]] == ["SP201"]
+    assert doc["findings"][0]["upstream"] == "NVIDIA-NeMo/Megatron-Bridge#2952 (fix: PR #3926)"
+    assert main([*argv, "--stack", "megatron-bridge==0.5.0"]) == 0
+    assert main([*argv, "--stack", "megatron-bridge==0.4.2", "--allow", "SP201"]) == 0
+    assert main([*argv, "--stack", "megatron-bridge=0.4.2"]) == 2
+    capsys.readouterr()
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), group=st.sampled_from([1, 3, 500]))
+def test_eos_scan_matches_a_per_sequence_loop(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, group: int
+) -> None:
+    """The vectorised scan (row groups, list offsets, seq_start_id) counts what a plain loop over every
+    sequence counts: inputs equal to EOS with their loss on, the sequence's last token excluded."""
+    rng = np.random.default_rng(seed)
+    rows = random_rows(rng, 12, 32)
+    for row in rows:  # put EOS inside some sequences; loss anywhere, last tokens included
+        ids = row["input_ids"]
+        row["loss_mask"] = rng.integers(0, 2, size=len(ids)).tolist()
+        for j in rng.choice(len(ids), size=min(3, len(ids)), replace=False):
+            ids[int(j)] = EOS_ID
+    directory = tmp_path_factory.mktemp("scan")
+    path = write_packs(directory / "training_32.idx.parquet", rows, row_group_size=group)
+    write_metadata(
+        directory / "32_metadata.jsonl", [{**bridge_metadata(rows, 32), "seqpack": {"eos_id": EOS_ID}}]
+    )
+    want = 0
+    for row in rows:
+        ends = [*row["seq_start_id"][1:], len(row["input_ids"])]
+        for start, end in zip(row["seq_start_id"], ends, strict=True):
+            want += sum(
+                row["input_ids"][j] == EOS_ID and row["loss_mask"][j] == 1 for j in range(start, end - 1)
+            )
+    loaded = load_config(overrides=[*BASE, "dataset.offline_packing_specs.packed_sequence_size=32"])
+    scan = _scan_packed(build_context(loaded, DoctorOptions(packed=str(path))))
+    assert scan is not None and scan.hits == want
+
+
+def test_cli_launcher_from_the_inputs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Megatron-LM flags alone: Megatron-LM's get_batch defect, not Bridge's; a Bridge YAML: the reverse."""
+    stack = ["--stack", "megatron-core==0.17.1,megatron-bridge==0.4.2", "--format", "json"]
+    sizes = ["--pack-size", "4096", "--seq-length", "4096", "--mbs", "1", "--gbs", "8"]
+    mlm = ["--mlm-args", "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4"]
+    main(["doctor", *mlm, *sizes, *stack])
+    assert [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["SP202"]
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("model:\n  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 4\n")
+    main(["doctor", str(cfg), *sizes, *stack])
+    assert [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["SP201"]
