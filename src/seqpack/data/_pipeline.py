@@ -36,7 +36,6 @@ from seqpack.data._lock import claim_output_dir
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks
 from seqpack.data._scratch import ScratchStore, default_scratch_dir
 from seqpack.data._shape import Action, Shaped, ShapeSpec, TooLong, check_lengths, shape
-from seqpack.data._text import TextSpec, load_tokenizer, tokenizer_hash
 from seqpack.data._write import write_packed
 from seqpack.data.metadata import (
     SEQPACK_KEY,
@@ -46,6 +45,7 @@ from seqpack.data.metadata import (
     write_metadata_entry,
 )
 from seqpack.data.overrides import offline_packing_overrides
+from seqpack.data.text import TextSpec, load_tokenizer, tokenizer_hash
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.packing import (
     BRIDGE_ALGORITHMS,
