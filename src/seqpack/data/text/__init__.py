@@ -27,7 +27,31 @@ from seqpack.data.text._prompt_completion import prompt_completion
 from seqpack.data.text._spec import TextSpec
 from seqpack.data.text._tokenizer import library_versions, load_tokenizer, tokenizer_hash
 
-__all__ = ["TextSpec", "load_tokenizer", "text_record", "tokenize_chunk", "tokenizer_hash"]
+__all__ = [
+    "TextSpec",
+    "eos_disagreement",
+    "load_tokenizer",
+    "text_record",
+    "tokenize_chunk",
+    "tokenizer_hash",
+]
+
+
+def eos_disagreement(record: dict[str, Any], tokenizer: Path) -> str | None:
+    """A one-line warning when a pack's recorded EOS is not ``tokenizer``'s (None when they agree).
+
+    Readers (``inspect``, ``train``, ...) take the EOS from the metadata record; a user who also names a
+    tokenizer should hear when the pack was padded with another id, e.g. one inferred from the rows.
+    """
+    recorded = record.get("eos_id")
+    eos = load_tokenizer(tokenizer).eos_token_id
+    if recorded is None or eos is None or int(recorded) == int(eos):
+        return None
+    source = record.get("eos_source") or "unknown source"
+    return (
+        f"warning: the pack's EOS id is {recorded} ({source}), the tokenizer {tokenizer}'s is {eos}; "
+        "the pack's is used"
+    )
 
 
 def text_record(spec: TextSpec) -> dict[str, Any]:
