@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from seqpack._ordered import WorkerLost, map_ordered
-from seqpack.data._examples import IDS_FIELD, Examples, pretokenized, records_of
+from seqpack.data._examples import Examples, pretokenized, records_of
 from seqpack.data._readers import RawChunk, iter_chunks
 from seqpack.data.text import TextSpec, tokenize_chunk
 from seqpack.errors import DataError
@@ -59,17 +59,18 @@ class Converter:
         return tokenize_chunk(path, chunk, self.text)
 
 
-def is_pretokenized(inputs: list[Path]) -> bool:
-    """Whether the first record of the inputs carries ``input_ids`` (then a ``--tokenizer`` given with it
-    supplies only the EOS). An empty or unreadable input says no: the text path reports it in full."""
+def first_record_keys(inputs: list[Path]) -> set[str]:
+    """The field names of the inputs' first record (a column set for tables): what decides whether input is
+    pre-tokenized or text, and which text shape. Empty for an empty or unreadable input (the conversion
+    reports it in full)."""
     chunks = iter_chunks(inputs, 1)
     try:
         chunk = next(chunks)
         if chunk.batch is not None:
-            return IDS_FIELD in chunk.batch.schema.names
-        return IDS_FIELD in records_of("", chunk)[0]
+            return set(chunk.batch.schema.names)
+        return set(records_of("", chunk)[0])
     except (StopIteration, OSError, ValueError, DataError):
-        return False
+        return set()
     finally:
         getattr(chunks, "close", lambda: None)()  # a generator: close the file it holds open
 
