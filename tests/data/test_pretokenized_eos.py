@@ -69,3 +69,11 @@ def test_a_recorded_eos_other_than_the_tokenizers_is_flagged(tokenizer_dir: Path
     message = eos_disagreement({"eos_id": NEWLINE, "eos_source": "inferred"}, tokenizer_dir)
     assert message is not None and f"EOS id is {NEWLINE} (inferred)" in message and "is 2" in message
     assert eos_disagreement({"eos_id": 2, "eos_source": "tokenizer"}, tokenizer_dir) is None
+
+
+def test_lengths_of_pretokenized_rows_with_a_tokenizer(tmp_path: Path, tokenizer_dir: Path) -> None:
+    """``seqpack plan`` reads lengths through the same rule: the rows' ids, not a re-tokenization."""
+    from seqpack.data.lengths import read_lengths
+
+    source = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    assert read_lengths([source], tokenizer=tokenizer_dir, workers=1, quiet=True).tolist() == [3, 2]

@@ -31,7 +31,7 @@ from seqpack._faults import fault_point
 from seqpack._io import atomic_path, disk_full_error, is_disk_full
 from seqpack._progress import progress
 from seqpack.data._examples import IDS_FIELD, Examples
-from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers, first_record_keys
+from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers, text_fields
 from seqpack.data._lock import claim_output_dir
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks
 from seqpack.data._scratch import ScratchStore, default_scratch_dir
@@ -331,22 +331,6 @@ class _Pass1:
         self.rejects.write(orjson.dumps(record) + b"\n")
 
 
-#: Prompt-completion field pairs recognised without --prompt-field/--completion-field: Bridge's local JSONL
-#: preset (``input``/``output``) and its canonical pair (spec §13).
-PROMPT_COMPLETION_PAIRS = (("input", "output"), ("prompt", "completion"))
-CHAT_KEYS = ("conversation", "conversations")
-
-
-def _with_prompt_completion_fields(opts: PackOptions, keys: set[str]) -> PackOptions:
-    """Text rows without chat keys but with one of :data:`PROMPT_COMPLETION_PAIRS` are prompt-completion."""
-    if opts.prompt_field is not None or opts.messages_field in keys or keys.intersection(CHAT_KEYS):
-        return opts
-    for prompt, completion in PROMPT_COMPLETION_PAIRS:
-        if {prompt, completion} <= keys:
-            return replace(opts, prompt_field=prompt, completion_field=completion)
-    return opts
-
-
 def _text_spec(opts: PackOptions, eos_id: int, max_len: int) -> TextSpec:
     """The text step's settings; compat truncates long prompt-completion rows as Bridge does while it
     tokenizes: to the max length, + 1 with a pad multiple > 1 (``tokenize_dataset``'s stored length)."""
@@ -390,9 +374,12 @@ def pack_files(opts: PackOptions) -> PackResult:
                 raise UsageError(f"{opts.tokenizer}: the tokenizer has no EOS token; pass --eos-id")
         # Pre-tokenized input with --tokenizer: the tokenizer only names the EOS (#15: rows made by a chat
         # template end with its end token and a newline, so "the rows' last token" would pad with "\n").
-        keys = first_record_keys(opts.inputs) if opts.prompt_field is None else set()
-        if IDS_FIELD not in keys:
-            text_spec = _text_spec(_with_prompt_completion_fields(opts, keys), int(eos_id), max_len)
+        is_text, prompt, completion = text_fields(
+            opts.inputs, opts.prompt_field, opts.completion_field, opts.messages_field
+        )
+        if is_text:
+            fields = replace(opts, prompt_field=prompt, completion_field=completion)
+            text_spec = _text_spec(fields, int(eos_id), max_len)
     out = opts.out_dir
     packed_path = out / packed_filename(opts.split, opts.pack_size)
     meta_path = out / metadata_filename(opts.pack_size)
