@@ -2,9 +2,9 @@
 
 Two shapes of record, and how the loss mask is derived (documented in ``docs/pack.md``):
 
-* **prompt-completion** ``{"prompt": "...", "completion": "..."}``: ``ids = tok(prompt) + tok(completion,
-  no special tokens) + [EOS]``; mask 0 on the prompt, 1 on the completion and the EOS. The two texts are
-  tokenized separately (batched over the chunk), so the boundary never falls inside a token.
+* **prompt-completion** (``input``/``output`` or ``prompt``/``completion`` rows): Bridge 0.6.2's examples --
+  prompt and separator + completion tokenized separately without special tokens, ``[BOS] prompt [SEP] |
+  completion [EOS]``, mask 0 left of ``|``; see :mod:`seqpack.data.text._prompt_completion`.
 * **chat** ``{"messages": [{"role": ..., "content": ...}, ...]}``: the whole conversation is rendered once
   with the tokenizer's chat template and tokenized with character offsets. For every assistant turn ``i``
   the template is rendered twice more: ``messages[:i]`` with the generation prompt (where the answer
