@@ -350,6 +350,7 @@ def _text_spec(opts: PackOptions, eos_id: int, max_len: int) -> TextSpec:
         add_eos=opts.add_eos,
         truncation_method=opts.truncation_method,
         max_length=(max_len + int(opts.pad_seq_to_mult > 1)) if opts.bridge_compat else None,
+        allow_missing_completion=opts.bridge_compat,
     )
     if not spec.is_chat:
         spec.check_prompt_completion()
