@@ -178,7 +178,7 @@ TEXT = st.text(
 ROW = st.fixed_dictionaries({"input": TEXT, "output": TEXT.filter(lambda t: t.strip(" "))})
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(ROW, min_size=1, max_size=25), name=st.sampled_from(sorted(TOKENIZERS)))
 def test_random_text_equals_bridge(
     bridge_text: Any, tmp_path: Path, rows: list[dict[str, str]], name: str
