@@ -10,7 +10,15 @@ import typer
 from rich.table import Table
 
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
-from seqpack.data import PackOptions, PackResult, TooLong, bridge_overrides, example_dataset_path, pack_files
+from seqpack.data import (
+    SEQPACK_KEY,
+    PackOptions,
+    PackResult,
+    TooLong,
+    bridge_overrides,
+    example_dataset_path,
+    pack_files,
+)
 from seqpack.errors import UsageError
 from seqpack.packing import BALANCED, CostModel, ModelDims, pad_multiple
 
@@ -92,6 +100,17 @@ def _print_text(summary: dict[str, Any]) -> None:
         out_console.print("Flattened layout: input_ids, position_ids, labels (-100 off-target), seq_lengths.")
 
 
+def _warn_inferred_eos(record: dict[str, Any]) -> None:
+    """An EOS guessed from the rows' last token that pads samples deserves a warning: rows rendered by a chat
+    template end with the template's end token and a newline, not with the tokenizer's EOS."""
+    if record.get("eos_source") == "inferred" and int(record.get("pad_seq_to_mult") or 1) > 1:
+        err_console.print(
+            f"warning: EOS id {record['eos_id']} was inferred from the rows' last token and pads every "
+            f"sample to a multiple of {record['pad_seq_to_mult']}; pass --eos-id ID or --tokenizer DIR "
+            "to set it"
+        )
+
+
 def pack(
     inputs: list[Path] = typer.Argument(None, help="JSONL/Parquet files or datasets save_to_disk dirs."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
@@ -108,7 +127,13 @@ def pack(
         help="balanced (default: as few packs as best_fit_decreasing, even step costs across DP ranks), "
         "best_fit_decreasing, first_fit_shuffle (compat default), first_fit_decreasing.",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of Bridge's shuffles."),
+    seed: int = typer.Option(
+        None,
+        "--seed",
+        help="Seed of the packing shuffles, Bridge's GPTSFTDatasetConfig.seed. With --bridge-compat the "
+        "default is 5678, what Bridge's recipe presets pack with (a config built by hand keeps the field's "
+        "1234: pass --seed 1234); 0 otherwise.",
+    ),
     bridge_compat: bool = typer.Option(False, "--bridge-compat", help="Reproduce Bridge 0.6.2 exactly."),
     balance: bool = typer.Option(
         False, "--balance", help="The balanced algorithm (the default now; kept for old command lines)."
@@ -127,11 +152,27 @@ def pack(
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
     eos_id: int = typer.Option(None, "--eos-id", help="EOS/pad id (default: tokenizer's, or rows' last)."),
     tokenizer: Path = typer.Option(
-        None, "--tokenizer", help="Local Hugging Face tokenizer dir (text input)."
+        None, "--tokenizer", help="Local Hugging Face tokenizer dir (text input; pre-tokenized: its EOS)."
     ),
     prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
     completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
     messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
+    loss_mode: str = typer.Option(
+        None, "--loss-mode", help="Supervised tokens: prompt-completion completion (default) or full."
+    ),
+    separator: str = typer.Option(" ", "--separator", help="Text between prompt and completion (Bridge's)."),
+    prompt_template: str = typer.Option(
+        "{prompt}", "--prompt-template", help="Prompt format, e.g. 'Q: {prompt}'."
+    ),
+    strip_whitespace: bool = typer.Option(
+        True, "--strip-whitespace/--no-strip-whitespace", help="Strip spaces around prompt and completion."
+    ),
+    add_bos: bool = typer.Option(False, "--add-bos/--no-add-bos", help="BOS before the prompt."),
+    add_sep: bool = typer.Option(False, "--add-sep/--no-add-sep", help="SEP between prompt and completion."),
+    add_eos: bool = typer.Option(True, "--add-eos/--no-add-eos", help="EOS after the completion."),
+    truncation_method: str = typer.Option(
+        "right", "--truncation-method", help="Compat truncation keeps the head (right) or the tail (left)."
+    ),
     workers: int = typer.Option(
         None,
         "--workers",
@@ -175,6 +216,14 @@ def pack(
         prompt_field=prompt_field,
         completion_field=completion_field,
         messages_field=messages_field,
+        loss_mode=loss_mode,
+        separator=separator,
+        prompt_template=prompt_template,
+        strip_whitespace=strip_whitespace,
+        add_bos=add_bos,
+        add_sep=add_sep,
+        add_eos=add_eos,
+        truncation_method=truncation_method,
         workers=workers,
         scratch_dir=scratch_dir,
         overwrite=overwrite,
@@ -189,6 +238,7 @@ def pack(
         emit_json(summary)
     else:
         _print_text(summary)
+    _warn_inferred_eos(result.metadata[SEQPACK_KEY])
     not_packed = result.counts.rejected + result.counts.dropped
     if not quiet and not_packed:
         err_console.print(f"{not_packed} sample(s) not packed: see {result.rejects_path}")

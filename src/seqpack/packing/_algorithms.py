@@ -20,3 +20,7 @@ ALGORITHMS = (BALANCED, BEST_FIT_DECREASING, *BRIDGE_ALGORITHMS)
 DEFAULT_ALGORITHM = BALANCED
 #: What Bridge 0.6.2 packs with when the user sets nothing (``--bridge-compat``'s default).
 BRIDGE_DEFAULT_ALGORITHM = FIRST_FIT_SHUFFLE
+#: The seed Bridge 0.6.2 packs with when the user sets none (``--bridge-compat``'s default): its recipe
+#: presets build the SFT dataset with ``GPTSFTDatasetConfig(seed=5678)`` (``recipes/utils/dataset_utils.py``:
+#: the prompt-completion JSONL and HF presets, spec §13); a config built by hand keeps the field's 1234.
+BRIDGE_DEFAULT_SEED = 5678

@@ -1,0 +1,90 @@
+"""Text records -> stored examples with a local Hugging Face tokenizer (one module per record shape, batched).
+
+Two shapes of record, and how the loss mask is derived (documented in ``docs/pack.md``):
+
+* **prompt-completion** (``input``/``output`` or ``prompt``/``completion`` rows): Bridge 0.6.2's examples --
+  prompt and separator + completion tokenized separately without special tokens, ``[BOS] prompt [SEP] |
+  completion [EOS]``, mask 0 left of ``|``; see :mod:`seqpack.data.text._prompt_completion`.
+* **chat** ``{"messages": [{"role": ..., "content": ...}, ...]}``: the whole conversation is rendered once
+  with the tokenizer's chat template and tokenized with character offsets. For every assistant turn ``i``
+  the template is rendered twice more: ``messages[:i]`` with the generation prompt (where the answer
+  starts) and ``messages[:i+1]`` (where it ends). Tokens whose characters start inside such a span get
+  mask 1, everything else (system, user, role headers) 0. If the rendering does not end with EOS, EOS is
+  appended, supervised when the last turn is the assistant's.
+
+Nothing is downloaded: the tokenizer is a local directory loaded with ``local_files_only=True``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from seqpack.data._examples import Examples, records_of
+from seqpack.data._readers import RawChunk
+from seqpack.data.text._chat import chat
+from seqpack.data.text._prompt_completion import prompt_completion
+from seqpack.data.text._spec import TextSpec
+from seqpack.data.text._tokenizer import library_versions, load_tokenizer, tokenizer_hash
+
+__all__ = [
+    "TextSpec",
+    "eos_disagreement",
+    "load_tokenizer",
+    "text_record",
+    "tokenize_chunk",
+    "tokenizer_hash",
+]
+
+
+def eos_disagreement(record: dict[str, Any], tokenizer: Path) -> str | None:
+    """A one-line warning when a pack's recorded EOS is not ``tokenizer``'s (None when they agree).
+
+    Readers (``inspect``, ``train``, ...) take the EOS from the metadata record; a user who also names a
+    tokenizer should hear when the pack was padded with another id, e.g. one inferred from the rows.
+    """
+    recorded = record.get("eos_id")
+    eos = load_tokenizer(tokenizer).eos_token_id
+    if recorded is None or eos is None or int(recorded) == int(eos):
+        return None
+    source = record.get("eos_source") or "unknown source"
+    return (
+        f"warning: the pack's EOS id is {recorded} ({source}), the tokenizer {tokenizer}'s is {eos}; "
+        "the pack's is used"
+    )
+
+
+def text_record(spec: TextSpec) -> dict[str, Any]:
+    """The metadata record's ``text`` entry: what turned text into ids, so a pack can be reproduced (the
+    same ids need the same tokenizer files, hashed beside it, and the same library versions)."""
+    record: dict[str, Any] = {"format": "chat" if spec.is_chat else "prompt_completion"}
+    if not spec.is_chat:
+        record.update(
+            prompt_field=spec.prompt_field,
+            completion_field=spec.completion_field,
+            loss_mode=spec.loss_mode or "completion",
+            separator=spec.separator,
+            prompt_template=spec.prompt_template,
+            strip_whitespace=spec.strip_whitespace,
+            add_bos=spec.add_bos,
+            add_sep=spec.add_sep,
+            add_eos=spec.add_eos,
+            truncation_method=spec.truncation_method,
+            truncate_to=spec.max_length,
+        )
+    record["versions"] = library_versions()
+    return record
+
+
+def tokenize_chunk(path: str, chunk: RawChunk, spec: TextSpec) -> Examples:
+    """Stored examples of one chunk of text records (batched tokenizer calls)."""
+    tokenizer = load_tokenizer(Path(spec.tokenizer))
+    records = records_of(path, chunk)
+    before = None
+    if spec.is_chat:
+        tokens, mask, lengths = chat(path, chunk, records, spec, tokenizer)
+    else:
+        tokens, mask, lengths, before = prompt_completion(path, chunk, records, spec, tokenizer)
+    return Examples(
+        chunk.source, chunk.locs, tokens, mask, lengths, line_based=chunk.is_lines, lengths_before=before
+    )
