@@ -6,7 +6,8 @@
   keeping each row's sequence boundaries (``position_ids``) so the sequences stay isolated.
 """
 
+from seqpack.hf._collator import PaddingFreeCollator
 from seqpack.hf._fragments import STRATEGIES
 from seqpack.hf._pack import pack_dataset
 
-__all__ = ["STRATEGIES", "pack_dataset"]
+__all__ = ["STRATEGIES", "PaddingFreeCollator", "pack_dataset"]

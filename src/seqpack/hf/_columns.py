@@ -19,7 +19,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from seqpack.hf._fragments import Fragments
-from seqpack.hf._gather import copy_runs, run_indices, typed_chunks
+from seqpack.hf._gather import copy_runs, run_indices, spanning_view
 
 IntArray = npt.NDArray[np.int64]
 
@@ -31,27 +31,27 @@ MAX_BATCH_TOKENS = 1 << 26
 class Source:
     """One list column: where each physical row's values start, and the values themselves.
 
-    ``chunks`` is a numba typed list of the chunks' value buffers when they are plain numbers without
-    nulls (copied by :func:`copy_runs`); otherwise ``values`` holds all chunks' values as one Arrow array
-    and ``chunk_of`` is all zeros (gathered with Arrow ``take``).
+    When the chunks hold plain numbers without nulls, ``view`` spans their value buffers (see
+    :func:`spanning_view`; ``keep`` holds the chunks so the memory stays alive) and runs are copied by
+    :func:`copy_runs`; otherwise ``values`` holds all chunks' values as one Arrow array, gathered with
+    Arrow ``take``. ``starts`` index into whichever of the two is set.
     """
 
     name: str
     large: bool
-    chunk_of: IntArray
     starts: IntArray
-    chunks: object | None
+    view: np.ndarray | None
     values: pa.Array | None
+    keep: tuple[pa.Array, ...] = ()
 
     def gather(self, rows: IntArray, skips: IntArray, lengths: IntArray) -> pa.Array:
-        """The values of the runs ``(rows, skips, lengths)``, concatenated."""
+        """The values of the runs ``(rows, skips, lengths)``, end to end."""
         starts = self.starts[rows] + skips
-        if self.chunks is None:
+        if self.view is None:
             assert self.values is not None
             return self.values.take(pa.array(run_indices(starts, lengths)))
-        first = self.chunks[0]  # type: ignore[index]
-        out = np.empty(int(lengths.sum()), dtype=first.dtype)
-        copy_runs(self.chunks, self.chunk_of[rows], starts, lengths, out)
+        out = np.empty(int(lengths.sum()), dtype=self.view.dtype)
+        copy_runs(self.view, starts, lengths, out)
         return pa.array(out)
 
 
@@ -92,33 +92,28 @@ def read_sources(table: pa.Table) -> tuple[list[Source], IntArray]:
 
 def _read_column(name: str, column: pa.ChunkedArray) -> tuple[Source, IntArray]:
     chunks = [chunk for chunk in column.chunks if len(chunk)] or [pa.array([], type=column.type)]
-    starts, lengths, chunk_of = [], [], []
-    for index, chunk in enumerate(chunks):
+    starts, lengths = [], []
+    for chunk in chunks:
         offsets = chunk.offsets.to_numpy().astype(np.int64)
         size = np.diff(offsets)
         if chunk.null_count:
             size[chunk.is_null().to_numpy(zero_copy_only=False)] = 0
         starts.append(offsets[:-1])
         lengths.append(size)
-        chunk_of.append(np.full(len(chunk), index, dtype=np.int64))
     values = [chunk.values for chunk in chunks]
-    all_starts = np.concatenate(starts)
+    rows_per_chunk = [len(chunk) for chunk in chunks]
+    large = pa.types.is_large_list(column.type)
+    spanned = None
     if all(_is_copyable(v) for v in values) and len({v.type for v in values}) == 1:
-        buffers = typed_chunks([v.to_numpy(zero_copy_only=True) for v in values])
-        source = Source(
-            name, pa.types.is_large_list(column.type), np.concatenate(chunk_of), all_starts, buffers, None
-        )
+        spanned = spanning_view(values)
+    if spanned is not None:
+        view, bases = spanned
+        row_starts = np.concatenate(starts) + np.repeat(bases, rows_per_chunk)
+        source = Source(name, large, row_starts, view, None, tuple(values))
     else:
         bases = np.cumsum([0] + [len(v) for v in values[:-1]])
-        all_starts = all_starts + np.repeat(bases, [len(c) for c in chunks])
-        source = Source(
-            name,
-            pa.types.is_large_list(column.type),
-            np.zeros(len(all_starts), np.int64),
-            all_starts,
-            None,
-            pa.concat_arrays(values),
-        )
+        row_starts = np.concatenate(starts) + np.repeat(bases, rows_per_chunk)
+        source = Source(name, large, row_starts, None, pa.concat_arrays(values))
     return source, np.concatenate(lengths)
 
 
