@@ -16,7 +16,8 @@ process's ``VmHWM`` (it counts the memory-mapped input pages a tool touches). Ca
 are deleted before each run, so no result is read back from a cache.
 
 * **take** -- the floor: ``table.select(["input_ids", "completion_mask"]).take(order)`` with ``order`` a
-  random permutation of the rows, in memory (no file written).
+  random permutation of the rows, in memory (no file written). On the table as stored (300 chunks) Arrow
+  concatenates the chunks first; **take_combined** combines them before the clock starts (pure gather).
 * **trl** -- ``trl.pack_dataset(ds, seq_length, "bfd")``: its ``map`` plans each batch of 1,000 rows apart
   and writes the result to a cache file next to the input.
 * **seqpack** -- ``seqpack.hf.pack_dataset(ds, seq_length, "bfd")``: one global plan, the result written to
@@ -52,9 +53,11 @@ from datasets import Dataset, disable_progress_bars
 disable_progress_bars()
 tool, path, seq_length = sys.argv[1], sys.argv[2], int(sys.argv[3])
 ds = Dataset.from_file(path)
-if tool == "take":
+if tool.startswith("take"):
     order = np.random.default_rng(0).permutation(len(ds))
     table = ds.data.table.select(["input_ids", "completion_mask"])
+    if tool == "take_combined":
+        table = table.combine_chunks()
     start, cpu = time.perf_counter(), os.times()
     out = table.take(order)
     seconds, after = time.perf_counter() - start, os.times()
@@ -72,7 +75,8 @@ else:
     packs, tokens = len(out), int(lengths.sum())
 hwm = int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read()).group(1)) * 1024
 cpu_seconds = after.user + after.system - cpu.user - cpu.system
-result = {"seconds": seconds, "cpu_seconds": cpu_seconds, "packs": packs, "tokens": tokens, "peak_rss": hwm}
+result = {"seconds": seconds, "cpu_seconds": cpu_seconds, "sys_seconds": after.system - cpu.system,
+          "packs": packs, "tokens": tokens, "peak_rss": hwm}
 print(json.dumps(result))
 """
 
@@ -123,7 +127,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--seq-length", type=int, default=2048)
     parser.add_argument("--repeat", type=int, default=1, help="runs per tool; the table shows the median")
-    parser.add_argument("--tools", default="take,trl,seqpack")
+    parser.add_argument("--tools", default="take,take_combined,trl,seqpack")
     args = parser.parse_args()
     tools = args.tools.split(",")
     from _support.trl import TRL_VERSION
@@ -146,17 +150,24 @@ def main() -> int:
         f"input: {inputs['rows']:,} rows, {inputs['tokens']:,} tokens ({inputs['bytes'] / 2**30:.2f} GiB), "
         f"seq_length {args.seq_length}, TRL {TRL_VERSION}, load average {os.getloadavg()[0]:.1f}"
     )
-    print(f"{'tool':<10}{'seconds':>9}{'CPU s':>8}{'packs':>10}{'tokens':>14}{'peak RSS GiB':>14}")
+    print(
+        f"{'tool':<14}{'seconds':>9}{'CPU s':>8}{'of it sys':>10}{'packs':>10}{'tokens':>14}"
+        f"{'peak RSS GiB':>14}"
+    )
     for tool, row in median.items():
         tokens = "" if row["tokens"] is None else f"{row['tokens']:,}"
         print(
-            f"{tool:<10}{row['seconds']:>9.2f}{row['cpu_seconds']:>8.2f}{row['packs']:>10,}{tokens:>14}"
-            f"{row['peak_rss'] / 2**30:>14.2f}"
+            f"{tool:<14}{row['seconds']:>9.2f}{row['cpu_seconds']:>8.2f}{row['sys_seconds']:>10.2f}"
+            f"{row['packs']:>10,}{tokens:>14}{row['peak_rss'] / 2**30:>14.2f}"
         )
     ratios = {}
     if {"seqpack", "take"} <= set(median):
         ratios["seqpack_over_take"] = median["seqpack"]["seconds"] / median["take"]["seconds"]
         ratios["seqpack_over_take_cpu"] = median["seqpack"]["cpu_seconds"] / median["take"]["cpu_seconds"]
+    if {"seqpack", "take_combined"} <= set(median):
+        combined = median["take_combined"]
+        ratios["seqpack_over_take_combined"] = median["seqpack"]["seconds"] / combined["seconds"]
+        ratios["seqpack_over_take_combined_cpu"] = median["seqpack"]["cpu_seconds"] / combined["cpu_seconds"]
     if {"seqpack", "trl"} <= set(median):
         ratios["trl_over_seqpack"] = median["trl"]["seconds"] / median["seqpack"]["seconds"]
         ratios["trl_over_seqpack_cpu"] = median["trl"]["cpu_seconds"] / median["seqpack"]["cpu_seconds"]

@@ -44,15 +44,23 @@ class Source:
     values: pa.Array | None
     keep: tuple[pa.Array, ...] = ()
 
-    def gather(self, rows: IntArray, skips: IntArray, lengths: IntArray) -> pa.Array:
-        """The values of the runs ``(rows, skips, lengths)``, end to end."""
+    def gather(
+        self, rows: IntArray, skips: IntArray, lengths: IntArray, scratch: dict[str, np.ndarray] | None
+    ) -> pa.Array:
+        """The values of the runs ``(rows, skips, lengths)``, end to end; in ``scratch[name]`` (grown when
+        too small, then reused) when ``scratch`` is given, else in a fresh buffer."""
         starts = self.starts[rows] + skips
         if self.view is None:
             assert self.values is not None
             return self.values.take(pa.array(run_indices(starts, lengths)))
-        out = np.empty(int(lengths.sum()), dtype=self.view.dtype)
+        size = int(lengths.sum())
+        out = None if scratch is None else scratch.get(self.name)
+        if out is None or out.shape[0] < size:
+            out = np.empty(size, dtype=self.view.dtype)
+            if scratch is not None:
+                scratch[self.name] = out
         copy_runs(self.view, starts, lengths, out)
-        return pa.array(out)
+        return pa.array(out[:size])
 
 
 def _is_copyable(values: pa.Array) -> bool:
@@ -123,11 +131,16 @@ def packed_batches(
     physical: IntArray | None,
     rows_per_batch: int,
     seq_lengths: bool,
+    reuse: bool,
 ) -> Iterator[pa.RecordBatch]:
     """The packs as record batches of at most ``rows_per_batch`` packs (and :data:`MAX_BATCH_TOKENS`).
 
-    ``physical`` maps the dataset's rows to table rows (a ``datasets`` indices mapping) when given.
+    ``physical`` maps the dataset's rows to table rows (a ``datasets`` indices mapping) when given. With
+    ``reuse``, every batch's token values live in the same buffers (no fresh pages to fault in and zero
+    for each batch, a third of the work when writing gigabytes): a batch must be consumed (written) before
+    the next one is asked for.
     """
+    scratch: dict[str, np.ndarray] | None = {} if reuse else None
     rows = fragments.rows if physical is None else physical[fragments.rows]
     token_ends = np.concatenate([[0], np.cumsum(fragments.lengths)])
     pack_tokens = token_ends[fragments.pack_offsets]
@@ -141,7 +154,7 @@ def packed_batches(
         token_offsets = pack_tokens[p0 : p1 + 1] - pack_tokens[p0]
         arrays = []
         for source in sources:
-            values = source.gather(rows[part], fragments.skips[part], fragments.lengths[part])
+            values = source.gather(rows[part], fragments.skips[part], fragments.lengths[part], scratch)
             arrays.append(_list_array(source.large, token_offsets, values))
         if seq_lengths:
             arrays.append(

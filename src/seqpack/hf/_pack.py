@@ -138,26 +138,30 @@ def _pack_one(dataset: Any, seq_length: int, strategy: str, options: _Options) -
     info = dataset.info.copy()
     info.features = None  # read back from the packed schema, as map does for an Arrow-format function
     if path is not None and not (load and os.path.exists(path)):
-        _write_stream(path, _batches(dataset, seq_length, strategy, options))
+        _write_stream(path, _batches(dataset, seq_length, strategy, options, reuse=True))
     if path is not None:
         table: Any = MemoryMappedTable.from_file(path)
     else:
-        table = InMemoryTable(pa.Table.from_batches(list(_batches(dataset, seq_length, strategy, options))))
+        batches = _batches(dataset, seq_length, strategy, options, reuse=False)
+        table = InMemoryTable(pa.Table.from_batches(list(batches)))
     packed = Dataset(table, info=info, split=dataset.split, fingerprint=fingerprint)
     if strategy != "wrapped" and "columns" in form and form["columns"] is not None:
         form["columns"] = [*form["columns"], "seq_lengths"]
     return packed.with_format(**form)
 
 
-def _batches(dataset: Any, seq_length: int, strategy: str, options: _Options) -> Any:
-    """Plan the whole dataset, then yield the packed record batches; the first is the schema carrier."""
+def _batches(dataset: Any, seq_length: int, strategy: str, options: _Options, reuse: bool) -> Any:
+    """Plan the whole dataset, then yield the packed record batches (see :func:`packed_batches` for
+    ``reuse``); there is always a first one, it carries the schema."""
     sources, row_lengths = read_sources(dataset.data.table)
     physical = None
     if dataset._indices is not None:  # a select/shuffle/filter view: its rows, in its order
         physical = dataset._indices.column(0).to_numpy().astype(np.int64)
         row_lengths = row_lengths[physical]
     fragments = plan_fragments(row_lengths, seq_length, strategy)
-    batches = packed_batches(sources, fragments, physical, options.writer_batch_size, strategy != "wrapped")
+    batches = packed_batches(
+        sources, fragments, physical, options.writer_batch_size, strategy != "wrapped", reuse
+    )
     first = next(batches, None)
     yield first if first is not None else _empty_batch(dataset.data.table, strategy, sources)
     yield from batches
