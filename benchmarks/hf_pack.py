@@ -22,6 +22,8 @@ are deleted before each run, so no result is read back from a cache.
   and writes the result to a cache file next to the input.
 * **seqpack** -- ``seqpack.hf.pack_dataset(ds, seq_length, "bfd")``: one global plan, the result written to
   a cache file next to the input.
+* **trl_mem**, **seqpack_mem** -- the same with ``map_kwargs={"keep_in_memory": True}``: the result stays in
+  memory, no cache file is written (what is left is each packer's own work).
 
 packs: rows of the result; tokens: tokens in them (``bfd`` truncates rows longer than ``seq_length``, both
 keep the same tokens).
@@ -63,13 +65,14 @@ if tool.startswith("take"):
     seconds, after = time.perf_counter() - start, os.times()
     packs, tokens = out.num_rows, None
 else:
-    if tool == "trl":
+    if tool.startswith("trl"):
         from _support.trl import trl_data_utils
         pack = trl_data_utils().pack_dataset
     else:
         from seqpack.hf import pack_dataset as pack
+    kwargs = {"keep_in_memory": True} if tool.endswith("_mem") else None
     start, cpu = time.perf_counter(), os.times()
-    out = pack(ds, seq_length, "bfd")
+    out = pack(ds, seq_length, "bfd", kwargs)
     seconds, after = time.perf_counter() - start, os.times()
     lengths = out.data.table.column("seq_lengths").combine_chunks().values.to_numpy()
     packs, tokens = len(out), int(lengths.sum())
@@ -127,7 +130,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--seq-length", type=int, default=2048)
     parser.add_argument("--repeat", type=int, default=1, help="runs per tool; the table shows the median")
-    parser.add_argument("--tools", default="take,take_combined,trl,seqpack")
+    parser.add_argument("--tools", default="take,take_combined,trl,seqpack,trl_mem,seqpack_mem")
     args = parser.parse_args()
     tools = args.tools.split(",")
     from _support.trl import TRL_VERSION
@@ -173,6 +176,11 @@ def main() -> int:
         ratios["trl_over_seqpack_cpu"] = median["trl"]["cpu_seconds"] / median["seqpack"]["cpu_seconds"]
         ratios["packs_seqpack_minus_trl"] = median["seqpack"]["packs"] - median["trl"]["packs"]
         ratios["peak_rss_seqpack_over_trl"] = median["seqpack"]["peak_rss"] / median["trl"]["peak_rss"]
+    if {"seqpack_mem", "trl_mem"} <= set(median):
+        ratios["trl_over_seqpack_in_memory"] = median["trl_mem"]["seconds"] / median["seqpack_mem"]["seconds"]
+        ratios["trl_over_seqpack_in_memory_cpu"] = (
+            median["trl_mem"]["cpu_seconds"] / median["seqpack_mem"]["cpu_seconds"]
+        )
     for name, value in ratios.items():
         print(f"{name}: {value:.2f}" if isinstance(value, float) else f"{name}: {value}")
     RESULTS.mkdir(parents=True, exist_ok=True)

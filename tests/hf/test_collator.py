@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from _support.tiny_llama import tiny_llama  # noqa: E402
 from seqpack.errors import DataError  # noqa: E402
 from seqpack.hf import PaddingFreeCollator  # noqa: E402
 
@@ -18,18 +19,7 @@ VOCAB = 61
 
 
 def _model(attn: str) -> object:
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        attn_implementation=attn,
-    )
-    return transformers.LlamaForCausalLM(config).to(torch.float64).eval()
+    return tiny_llama(VOCAB, attn)
 
 
 def _rows() -> list[dict[str, list[int]]]:
