@@ -124,6 +124,23 @@ def test_null_rows_are_dropped_as_trl_drops_them(trl: object) -> None:
         assert ours[:] == trl.pack_dataset(dataset, 3, strategy)[:]  # type: ignore[attr-defined]
 
 
+def test_columns_of_any_value_type_travel_with_their_tokens(trl: object) -> None:
+    """Booleans, strings and values with nulls take Arrow's ``take`` path; the rows are TRL's."""
+    dataset = Dataset.from_dict(
+        {
+            "input_ids": [[1, 2, 3, 4, 5], [6, 7], [8, 9, 10], [11]],
+            "flags": [[True, False, True, False, True], [False, True], [True, True, False], [False]],
+            "words": [["a", "b", "c", "d", "e"], ["f", "g"], ["h", "i", "j"], ["k"]],
+            "scores": [[0.5, None, 1.5, 2.0, None], [None, 3.0], [1.0, 2.0, 3.0], [None]],
+        }
+    )
+    for strategy in ("bfd", "bfd_split", "wrapped"):
+        ours = pack_dataset(dataset, 4, strategy)
+        theirs = trl.pack_dataset(dataset, 4, strategy)  # type: ignore[attr-defined]
+        assert ours.features == theirs.features
+        assert ours[:] == theirs[:]
+
+
 def test_no_token_gives_no_pack() -> None:
     """TRL fails here (an Arrow ``take`` of nothing); seqpack returns no row, with the packed columns."""
     for rows in ([], [[], []]):
