@@ -170,15 +170,18 @@ def test_bad_columns_raise_what_trl_raises(trl: object) -> None:
         pack_dataset(ragged, 4, map_kwargs={"remove_columns": ["labels"]})
 
 
-def test_dataset_dict_and_format_as_trl(trl: object) -> None:
+def test_dataset_dict_and_format_as_trl(trl: object, tmp_path: object) -> None:
     table = _table([5, 2, 3, 1, 7], [2], False, False, 0)
     splits = DatasetDict(
         {"train": Dataset(InMemoryTable(table)), "test": Dataset(InMemoryTable(table.slice(1)))}
     )
     splits = splits.with_format("numpy", columns=["input_ids"])
-    ours = pack_dataset(splits, 4, map_kwargs={"num_proc": 1, "desc": "packing"})
+    named = os.path.join(str(tmp_path), "train-packed.arrow")
+    kwargs = {"num_proc": 1, "desc": "packing", "cache_file_names": {"train": named}}
+    ours = pack_dataset(splits, 4, map_kwargs=kwargs)
     theirs = trl.pack_dataset(splits, 4)  # type: ignore[attr-defined]
     assert list(ours) == ["train", "test"]
+    assert [f["filename"] for f in ours["train"].cache_files] == [named] and ours["test"].cache_files == []
     for split in ours:
         assert ours[split].format == theirs[split].format
         assert ours[split].format["columns"] == ["input_ids", "seq_lengths"]
