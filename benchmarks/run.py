@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "diff_stream": ["--n", "20000"],
     "balance": ["--n", "50000", "--epochs", "1"],
     "train": ["--samples", "300", "--steps", "4", "--threads", "1"],
+    "hf_pack": ["--rows", "20000"],
 }
 
 

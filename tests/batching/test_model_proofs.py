@@ -24,6 +24,7 @@ import pytest
 import torch
 
 from _support.packs import make_row
+from _support.tiny_llama import tiny_llama
 from seqpack.batching import PackedCollator, to_hf_packed, unpartition_thd, zigzag_indices
 
 transformers = pytest.importorskip("transformers")
@@ -35,18 +36,7 @@ PACK = 40
 
 @pytest.fixture(scope="module")
 def model() -> Any:
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        attn_implementation="sdpa",
-    )
-    return transformers.LlamaForCausalLM(config).double().eval()
+    return tiny_llama(VOCAB)
 
 
 def _sequences(seed: int) -> list[tuple[list[int], list[int]]]:

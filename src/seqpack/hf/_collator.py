@@ -1,0 +1,129 @@
+"""``PaddingFreeCollator``: a batch of packed rows for a transformers model, sequences kept apart.
+
+transformers isolates the sequences of a packed row only when the model gets ``position_ids`` that restart
+at 0 at every sequence, **no** ``attention_mask`` and no cache (``use_cache=False``); its causal loss shifts
+the labels inside the model (logits at ``t`` predict ``labels[t + 1]``), so every sequence's first label
+must be -100, or the last token of one sequence is trained to predict the first of the next. Then each
+sequence's loss is the one it has alone. Two rows, right-padded to the longest::
+
+    row 0  input_ids [11 12 13 21 22]   seq_lengths [3, 2]
+    row 1  input_ids [31 32 33]         seq_lengths [3]
+    ->     input_ids    [[11 12 13 21 22] [31 32 33  0  0]]
+           position_ids [[ 0  1  2  0  1] [ 0  1  2  0  1]]   padding: a sequence of its own
+           labels       [[-100 12 13 -100 22] [-100 32 33 -100 -100]]
+
+transformers' ``DataCollatorWithFlattening`` is not for such rows: it flattens the batch and gives each
+*row* positions 0..n-1, so the sequences inside a packed row are merged into one (they attend to each
+other and the boundary tokens are trained across).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seqpack.errors import DataError, UsageError
+
+#: The label transformers' losses ignore.
+IGNORE_INDEX = -100
+#: Row fields that zero out the loss where they are 0 (TRL's names), applied when ``labels`` is absent.
+MASK_FIELDS = ("completion_mask", "assistant_masks")
+
+
+def _positions(row: Mapping[str, Any], index: int, n: int) -> np.ndarray:
+    """A row's per-sequence positions: ``position_ids`` as stored, else from ``seq_lengths``, else one
+    sequence (a ``wrapped`` row has no boundaries)."""
+    if "position_ids" in row:
+        positions = np.asarray(row["position_ids"], dtype=np.int64)
+        if positions.shape != (n,):
+            raise DataError(f"row {index}: field 'position_ids': expected {n} values, found {positions.size}")
+        return positions
+    if "seq_lengths" in row:
+        lengths = np.asarray(row["seq_lengths"], dtype=np.int64)
+        if lengths.sum() != n or (lengths <= 0).any():
+            raise DataError(
+                f"row {index}: field 'seq_lengths': expected positive lengths summing to {n}, "
+                f"found {lengths.tolist()}"
+            )
+        return np.arange(n) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.arange(n)
+
+
+def _labels(row: Mapping[str, Any], index: int, ids: np.ndarray) -> np.ndarray:
+    if "labels" in row:
+        labels = np.asarray(row["labels"], dtype=np.int64)
+        if labels.shape != ids.shape:
+            raise DataError(f"row {index}: field 'labels': expected {ids.size} values, found {labels.size}")
+        return labels.copy()
+    labels = ids.copy()
+    for field in MASK_FIELDS:
+        if field in row:
+            mask = np.asarray(row[field])
+            if mask.shape != ids.shape:
+                raise DataError(
+                    f"row {index}: field {field!r}: expected {ids.size} values, found {mask.size}"
+                )
+            labels[mask == 0] = IGNORE_INDEX
+    return labels
+
+
+@dataclass
+class PaddingFreeCollator:
+    """Collate packed rows (``seqpack.hf.pack_dataset`` output, seqpack's ``--layout hf`` files, TRL's
+    packed datasets) into ``input_ids``, ``position_ids`` and ``labels`` of shape ``[batch, width]``; no
+    ``attention_mask``. Call the model with ``use_cache=False``.
+
+    A row's boundaries come from ``position_ids`` (kept as given) or ``seq_lengths``; its labels from
+    ``labels``, else ``input_ids`` with -100 where ``completion_mask`` / ``assistant_masks`` is 0. Every
+    sequence's first label and all padding are -100. Padding (``pad_token_id``, up to the longest row,
+    rounded up to ``pad_to_multiple_of``) is one more sequence (positions 0, 1, ...), attending to nothing
+    real.
+
+    ``return_flash_attn_kwargs`` adds ``cu_seq_lens_q/k`` and ``max_length_q/k`` over the flattened batch,
+    padding sequences included: flash attention isolates packed sequences from ``position_ids`` alone only
+    for a batch of one row, and with these for any batch (sdpa, eager and flex ignore them).
+
+    Not to be confused with :class:`seqpack.batching.PackedCollator`, which builds Megatron-Bridge's THD
+    batches.
+    """
+
+    pad_token_id: int = 0
+    pad_to_multiple_of: int | None = None
+    return_flash_attn_kwargs: bool = False
+
+    def __call__(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        if not rows:
+            raise UsageError("cannot collate an empty batch")
+        ids = [np.asarray(row["input_ids"], dtype=np.int64) for row in rows]
+        width = max(x.size for x in ids)
+        if self.pad_to_multiple_of:
+            width = -(-width // self.pad_to_multiple_of) * self.pad_to_multiple_of
+        input_ids = np.full((len(rows), width), self.pad_token_id, dtype=np.int64)
+        labels = np.full((len(rows), width), IGNORE_INDEX, dtype=np.int64)
+        positions = np.zeros((len(rows), width), dtype=np.int64)
+        for i, (row, row_ids) in enumerate(zip(rows, ids, strict=True)):
+            n = row_ids.size
+            row_positions = _positions(row, i, n)
+            row_labels = _labels(row, i, row_ids)
+            row_labels[row_positions == 0] = IGNORE_INDEX  # never predicted from the previous sequence
+            input_ids[i, :n] = row_ids
+            positions[i, :n] = row_positions
+            positions[i, n:] = np.arange(width - n)
+            labels[i, :n] = row_labels
+        batch: dict[str, Any] = {
+            "input_ids": torch.from_numpy(input_ids),
+            "position_ids": torch.from_numpy(positions),
+            "labels": torch.from_numpy(labels),
+        }
+        if self.return_flash_attn_kwargs:
+            starts = np.flatnonzero(positions.reshape(-1) == 0)
+            cu = np.append(starts, positions.size).astype(np.int32)
+            longest = int(np.diff(cu).max())
+            batch.update(cu_seq_lens_q=torch.from_numpy(cu), cu_seq_lens_k=torch.from_numpy(cu.copy()))
+            batch.update(max_length_q=longest, max_length_k=longest)
+        return batch

@@ -1,0 +1,178 @@
+"""List columns of an Arrow table as packable sources, and the packed record batches built from them.
+
+A source keeps, per physical row, the chunk that holds it and where its values start in that chunk's
+values buffer (offsets are read, values never are); building a batch copies the fragments' runs once
+into fresh buffers and wraps them in list arrays of the input's list type, as TRL's ``_pack_bfd`` does
+(``type(column).from_arrays(offsets, values)``)::
+
+    input_ids  chunk 0 [[1 2 3] [4 5]]  chunk 1 [[6] [7 8 9 10]]      seq_length 4, bfd
+    packs      [[7 8 9 10] [1 2 3 6] [4 5]]     seq_lengths [[4] [3 1] [2]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from seqpack.hf._fragments import Fragments
+from seqpack.hf._gather import copy_runs, run_indices, spanning_view
+
+IntArray = npt.NDArray[np.int64]
+
+#: Tokens per output record batch at most: bounds the memory of one batch and keeps int32 offsets safe.
+MAX_BATCH_TOKENS = 1 << 26
+
+
+@dataclass(frozen=True)
+class Source:
+    """One list column: where each physical row's values start, and the values themselves.
+
+    When the chunks hold plain numbers without nulls, ``view`` spans their value buffers (see
+    :func:`spanning_view`; ``keep`` holds the chunks so the memory stays alive) and runs are copied by
+    :func:`copy_runs`; otherwise ``values`` holds all chunks' values as one Arrow array, gathered with
+    Arrow ``take``. ``starts`` index into whichever of the two is set.
+    """
+
+    name: str
+    large: bool
+    starts: IntArray
+    view: np.ndarray | None
+    values: pa.Array | None
+    keep: tuple[pa.Array, ...] = ()
+
+    def gather(
+        self, rows: IntArray, skips: IntArray, lengths: IntArray, scratch: dict[str, np.ndarray] | None
+    ) -> pa.Array:
+        """The values of the runs ``(rows, skips, lengths)``, end to end; in ``scratch[name]`` (grown when
+        too small, then reused) when ``scratch`` is given, else in a fresh buffer."""
+        starts = self.starts[rows] + skips
+        if self.view is None:
+            assert self.values is not None
+            return self.values.take(pa.array(run_indices(starts, lengths)))
+        size = int(lengths.sum())
+        out = None if scratch is None else scratch.get(self.name)
+        if out is None or out.shape[0] < size:
+            out = np.empty(size, dtype=self.view.dtype)
+            if scratch is not None:
+                scratch[self.name] = out
+        copy_runs(self.view, starts, lengths, out)
+        return pa.array(out[:size])
+
+
+def _is_copyable(values: pa.Array) -> bool:
+    """Plain numbers without nulls: their buffer is a numpy array, zero-copy."""
+    kind = values.type
+    return (pa.types.is_integer(kind) or pa.types.is_floating(kind)) and values.null_count == 0
+
+
+def read_sources(table: pa.Table) -> tuple[list[Source], IntArray]:
+    """Sources of every column of ``table`` and the tokens of each physical row.
+
+    Errors as TRL's ``_check_if_columns_can_be_packed``: ``TypeError`` for a column that is not a list,
+    ``ValueError`` when two columns disagree on a row's length. A null row counts as empty (TRL drops it).
+    """
+    if table.num_columns == 0:
+        raise ValueError("Packing needs at least one list column; the dataset has none.")
+    sources: list[Source] = []
+    lengths: IntArray | None = None
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
+            raise TypeError(
+                f"Packing requires all columns to be lists of lists; column {name!r} is {column.type}."
+            )
+        source, column_lengths = _read_column(name, column)
+        if lengths is None:
+            lengths = column_lengths
+        elif not np.array_equal(lengths, column_lengths):
+            row = int(np.flatnonzero(lengths != column_lengths)[0])
+            raise ValueError(
+                f"All columns must have values of the same length; row {row}: column "
+                f"{table.column_names[0]!r} has {int(lengths[row])}, {name!r} has {int(column_lengths[row])}."
+            )
+        sources.append(source)
+    assert lengths is not None
+    return sources, lengths
+
+
+def _read_column(name: str, column: pa.ChunkedArray) -> tuple[Source, IntArray]:
+    chunks = [chunk for chunk in column.chunks if len(chunk)] or [pa.array([], type=column.type)]
+    starts, lengths = [], []
+    for chunk in chunks:
+        offsets = chunk.offsets.to_numpy().astype(np.int64)
+        size = np.diff(offsets)
+        if chunk.null_count:
+            size[chunk.is_null().to_numpy(zero_copy_only=False)] = 0
+        starts.append(offsets[:-1])
+        lengths.append(size)
+    values = [chunk.values for chunk in chunks]
+    rows_per_chunk = [len(chunk) for chunk in chunks]
+    large = pa.types.is_large_list(column.type)
+    spanned = None
+    if all(_is_copyable(v) for v in values) and len({v.type for v in values}) == 1:
+        spanned = spanning_view(values)
+    if spanned is not None:
+        view, bases = spanned
+        row_starts = np.concatenate(starts) + np.repeat(bases, rows_per_chunk)
+        source = Source(name, large, row_starts, view, None, tuple(values))
+    else:
+        bases = np.cumsum([0] + [len(v) for v in values[:-1]])
+        row_starts = np.concatenate(starts) + np.repeat(bases, rows_per_chunk)
+        source = Source(name, large, row_starts, None, pa.concat_arrays(values))
+    return source, np.concatenate(lengths)
+
+
+def packed_batches(
+    sources: list[Source],
+    fragments: Fragments,
+    physical: IntArray | None,
+    rows_per_batch: int,
+    seq_lengths: bool,
+    reuse: bool,
+) -> Iterator[pa.RecordBatch]:
+    """The packs as record batches of at most ``rows_per_batch`` packs (and :data:`MAX_BATCH_TOKENS`).
+
+    ``physical`` maps the dataset's rows to table rows (a ``datasets`` indices mapping) when given. With
+    ``reuse``, every batch's token values live in the same buffers (no fresh pages to fault in and zero
+    for each batch, a third of the work when writing gigabytes): a batch must be consumed (written) before
+    the next one is asked for.
+    """
+    scratch: dict[str, np.ndarray] | None = {} if reuse else None
+    rows = fragments.rows if physical is None else physical[fragments.rows]
+    token_ends = np.concatenate([[0], np.cumsum(fragments.lengths)])
+    pack_tokens = token_ends[fragments.pack_offsets]
+    names = [s.name for s in sources] + (["seq_lengths"] if seq_lengths else [])
+    p0 = 0
+    while p0 < fragments.num_packs:
+        limit = np.searchsorted(pack_tokens, pack_tokens[p0] + MAX_BATCH_TOKENS, side="right") - 1
+        p1 = max(p0 + 1, min(p0 + rows_per_batch, int(limit), fragments.num_packs))
+        f0, f1 = int(fragments.pack_offsets[p0]), int(fragments.pack_offsets[p1])
+        part = slice(f0, f1)
+        token_offsets = pack_tokens[p0 : p1 + 1] - pack_tokens[p0]
+        arrays = []
+        for source in sources:
+            values = source.gather(rows[part], fragments.skips[part], fragments.lengths[part], scratch)
+            arrays.append(_list_array(source.large, token_offsets, values))
+        if seq_lengths:
+            arrays.append(
+                _seq_lengths(
+                    sources[0].large, fragments.pack_offsets[p0 : p1 + 1] - f0, fragments.lengths[part]
+                )
+            )
+        yield pa.RecordBatch.from_arrays(arrays, names=names)
+        p0 = p1
+
+
+def _list_array(large: bool, offsets: IntArray, values: pa.Array) -> pa.Array:
+    if large:
+        return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values)
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
+
+
+def _seq_lengths(large: bool, offsets: IntArray, lengths: IntArray) -> pa.Array:
+    """TRL's ``seq_lengths``: a list<int32> of ``list_value_length`` values (int64 for large lists)."""
+    values = pa.array(lengths, pa.int64() if large else pa.int32())
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
