@@ -129,3 +129,23 @@ def test_pack_and_plan_refuse_what_the_rule_refuses(
     err = capsys.readouterr().err
     assert code == 1, err
     assert f"in.jsonl:2: {said}" in err
+
+
+@pytest.mark.parametrize("eos", ["4294967296", "-1", "99999999999999999999"])
+@pytest.mark.parametrize("command", ["pack", "plan", "diff"])
+def test_eos_id_is_range_checked_like_a_token_id(
+    eos: str, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--eos-id 4294967296`` used to pad with 0 (the uint32 store wrapped it) and record 4294967296."""
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b'{"input_ids": [5, 2]}\n')
+    args = {
+        "pack": ["pack", str(source), "--out", str(tmp_path / "out"), "--pack-size", "8"],
+        "plan": ["plan", str(source), "--pack-sizes", "8"],
+        "diff": ["diff", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")],
+    }[command]
+    code = main([*args, "--eos-id", eos, "--quiet"] if command != "diff" else [*args, "--eos-id", eos])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"--eos-id must be a token id in [0, 4294967295], got {eos}" in err
+    assert not (tmp_path / "out").exists()

@@ -46,6 +46,7 @@ from seqpack.data.metadata import (
     write_metadata_entry,
 )
 from seqpack.data.overrides import offline_packing_overrides
+from seqpack.data.token_ids import check_eos_id
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.packing import (
     BRIDGE_ALGORITHMS,
@@ -161,8 +162,7 @@ def _check_options(opts: PackOptions) -> tuple[int, str]:
         raise UsageError("--prompt-field/--completion-field need --tokenizer")
     if opts.layout not in LAYOUTS:
         raise UsageError(f"--layout must be one of {', '.join(LAYOUTS)}, got {opts.layout!r}")
-    if opts.eos_id is not None and opts.eos_id < 0:
-        raise UsageError(f"--eos-id must be >= 0, got {opts.eos_id}")
+    check_eos_id(opts.eos_id)
     return max_len, algorithm
 
 
