@@ -9,7 +9,10 @@ Exit codes are decided here and nowhere else: 0 ok; 1 a finding, a mismatch or i
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from types import FrameType
 
 import typer
 from rich.markup import escape
@@ -49,15 +52,37 @@ def _root(
 _commands.register_all(app)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (Slurm's ``scancel``, a preemption, ``docker stop``) raised in the main thread like Ctrl-C,
+    so every ``finally`` cleans up as it does for SIGINT; the exit code is 143 (128 + SIGTERM)."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (the console script calls ``sys.exit`` on it)."""
     args = sys.argv[1:] if argv is None else argv
     state.debug = "--debug" in args
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    try:
+        return _run(args)
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: list[str]) -> int:
     try:
         result = app(args=args, prog_name="seqpack", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
-    except typer.Abort:
+    except typer.Abort as exc:  # click turns KeyboardInterrupt (and so SIGTERM) into Abort
+        if isinstance(exc.__cause__, Terminated):
+            err_console.print("Terminated.")
+            return 143
         err_console.print("Aborted.")
         return 130
     except ClickException as exc:
@@ -79,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
             f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True
         )
         return 2
+    except Terminated:
+        err_console.print("Terminated.")
+        return 143
     except KeyboardInterrupt:
         err_console.print("Interrupted.")
         return 130

@@ -15,6 +15,7 @@ from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_js
 from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
 from seqpack.data.packed import PackedBlock, PackedReader, read_legacy_npy
 from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
+from seqpack.data.runs import check_run_ids
 from seqpack.diff import dump_batches
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.plan import (
@@ -141,6 +142,7 @@ def inspect_command(
     if metadata is not None and not metadata.exists():
         raise InputError(f"{os.fspath(metadata)}: no such file")
     entries = read_metadata(meta_path) if meta_path is not None else []
+    check_run_ids(files, meta_path, entries)
     picked = pick_entry(entries, names.split) if entries else None
     pack_size = int(picked[1]["pack_size"]) if picked else names.pack_size
     if picked and names.pack_size is not None and names.pack_size != pack_size:

@@ -46,6 +46,7 @@ from seqpack.data.metadata import (
     write_metadata_entry,
 )
 from seqpack.data.overrides import offline_packing_overrides
+from seqpack.data.runs import PARQUET_RUN_ID, RUN_ID, new_run_id, rejects_filename
 from seqpack.data.token_ids import check_eos_id
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.packing import (
@@ -264,8 +265,9 @@ class _ShapeChunk:
 class _Pass1:
     """Consumes shaped chunks in input order: appends them to the store, writes rejects, counts."""
 
-    def __init__(self, paths: tuple[str, ...], store: ScratchStore, rejects: BinaryIO) -> None:
+    def __init__(self, paths: tuple[str, ...], store: ScratchStore, rejects: BinaryIO, run_id: str) -> None:
         self.paths = paths
+        self.run_id = run_id
         self.store = store
         self.rejects = rejects
         self.counts = Counts()
@@ -302,6 +304,7 @@ class _Pass1:
             "reason": f"too long: {runtime} runtime tokens > {spec.cap}",
             "length": runtime,
             "action": what,
+            RUN_ID: self.run_id,
         }
         self.rejects.write(orjson.dumps(record) + b"\n")
 
@@ -333,8 +336,9 @@ def pack_files(opts: PackOptions) -> PackResult:
     meta_path = out / metadata_filename(opts.pack_size)
     if opts.layout == "hf":  # never mixed with a Bridge set's files in the same directory
         packed_path = out / hf_filename(opts.split, opts.pack_size)
-        meta_path = out / f"{opts.pack_size}_metadata.hf.jsonl"
-    rejects_path = out / f"rejects_{opts.split}.jsonl"
+        meta_path = out / HF_METADATA
+    rejects_path = out / rejects_filename(opts.split)
+    run_id = new_run_id()  # carried by every file of the set (seqpack.data.runs)
     record: dict[str, Any] = {
         "version": __version__,
         "split": opts.split,
@@ -349,6 +353,7 @@ def pack_files(opts: PackOptions) -> PackResult:
         "eos_id": eos_id,
         "tokenizer": os.fspath(opts.tokenizer) if opts.tokenizer else None,
         "tokenizer_sha256": tok_sha,
+        RUN_ID: run_id,
     }
     _check_existing(opts, packed_path, meta_path, record)
     record["inputs"] = [os.fspath(p) for p in opts.inputs]
@@ -358,8 +363,12 @@ def pack_files(opts: PackOptions) -> PackResult:
     if opts.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
     out.mkdir(parents=True, exist_ok=True)
+    if packed_path.parent != out:  # the HF layout's data/ folder: never a link out of the directory
+        if packed_path.parent.is_symlink():
+            raise UsageError(f"{packed_path.parent}: a symbolic link; seqpack writes a real folder here")
+        packed_path.parent.mkdir(exist_ok=True)
     # One run per output directory; a killed run's leftovers are reclaimed (docs/failure-behaviour.md).
-    lock = claim_output_dir(out, opts.scratch_dir)
+    lock = claim_output_dir(out, opts.scratch_dir, packed_path.parent)
     try:
         store = ScratchStore((opts.scratch_dir or out) / default_scratch_dir(out).name)
     except BaseException:
@@ -378,7 +387,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             rejects = stack.enter_context(open(rejects_tmp, "wb"))
             t0 = time.perf_counter()
             input_hash = _BackgroundHash(opts.inputs)
-            pass1 = _Pass1(as_paths(opts.inputs), store, rejects)
+            pass1 = _Pass1(as_paths(opts.inputs), store, rejects, run_id)
             task = bar.add_task("read", total=None)
             spec: ShapeSpec | None = None
 
@@ -429,6 +438,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 layout=opts.layout,
                 fingerprinter=fingerprinter,
                 threads=workers,
+                key_value={PARQUET_RUN_ID: run_id.encode()},
             )
             if fingerprinter is not None:
                 record["fingerprint"] = fingerprinter.result().to_dict()
@@ -511,9 +521,22 @@ def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:
     )
 
 
+#: The flattened Hugging Face layout's split names, as ``datasets`` names them.
+HF_SPLITS = {"training": "train", "validation": "validation"}
+#: The HF layout's metadata sidecar: beside ``data/``, named so that no split pattern of ``datasets``
+#: (nor Bridge's ``*_metadata.jsonl`` glob) picks it up.
+HF_METADATA = "metadata.hf.jsonl"
+
+
 def hf_filename(split: str, pack_size: int) -> str:
-    """The flattened Hugging Face layout's file name: ``{split}_{N}.hf.parquet``."""
-    return f"{split}_{pack_size}.hf.parquet"
+    """The HF layout's data file, relative to the output directory: ``data/train-00000-of-00001.parquet``.
+
+    The Hub's shard naming under ``data/`` is the first split pattern ``datasets`` tries, so
+    ``load_dataset(D)``, ``load_dataset("parquet", data_dir=D)`` and ``data_files=`` find the splits
+    and nothing else (the sidecar and the rejects files sit beside ``data/``). One pack size per
+    directory: the pack size is in the metadata, not the name.
+    """
+    return f"data/{HF_SPLITS[split]}-00000-of-00001.parquet"
 
 
 def bridge_overrides(
