@@ -54,10 +54,17 @@ _commands.register_all(app)
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (Slurm's ``scancel``, a preemption, ``docker stop``) raised in the main thread like Ctrl-C,
-    so every ``finally`` cleans up as it does for SIGINT; the exit code is 143 (128 + SIGTERM)."""
+    so every ``finally`` cleans up as it does for SIGINT; the exit code is 143 (128 + SIGTERM).
+
+    typer turns a ``KeyboardInterrupt`` into exit code 130 without a trace of which one it was, so the
+    handler also notes that it fired."""
+
+
+_terminated: list[bool] = []
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
+    _terminated.append(True)
     raise Terminated
 
 
@@ -67,8 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     state.debug = "--debug" in args
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    _terminated.clear()
     try:
-        return _run(args)
+        code = _run(args)
+        if _terminated:
+            err_console.print("Terminated.")
+            return 143
+        return code
     finally:
         if in_main:
             signal.signal(signal.SIGTERM, previous)
@@ -79,10 +91,7 @@ def _run(args: list[str]) -> int:
         result = app(args=args, prog_name="seqpack", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
-    except typer.Abort as exc:  # click turns KeyboardInterrupt (and so SIGTERM) into Abort
-        if isinstance(exc.__cause__, Terminated):
-            err_console.print("Terminated.")
-            return 143
+    except typer.Abort:
         err_console.print("Aborted.")
         return 130
     except ClickException as exc:
@@ -104,9 +113,6 @@ def _run(args: list[str]) -> int:
             f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True
         )
         return 2
-    except Terminated:
-        err_console.print("Terminated.")
-        return 143
     except KeyboardInterrupt:
         err_console.print("Interrupted.")
         return 130
