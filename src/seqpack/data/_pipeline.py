@@ -39,7 +39,9 @@ from seqpack.data._shape import Action, Shaped, ShapeSpec, TooLong, check_length
 from seqpack.data._text import TextSpec, load_tokenizer, tokenizer_hash
 from seqpack.data._write import write_packed
 from seqpack.data.metadata import (
+    HF_METADATA,
     SEQPACK_KEY,
+    hf_filename,
     metadata_filename,
     packed_filename,
     read_metadata,
@@ -335,7 +337,7 @@ def pack_files(opts: PackOptions) -> PackResult:
     packed_path = out / packed_filename(opts.split, opts.pack_size)
     meta_path = out / metadata_filename(opts.pack_size)
     if opts.layout == "hf":  # never mixed with a Bridge set's files in the same directory
-        packed_path = out / hf_filename(opts.split, opts.pack_size)
+        packed_path = out / hf_filename(opts.split)
         meta_path = out / HF_METADATA
     rejects_path = out / rejects_filename(opts.split)
     run_id = new_run_id()  # carried by every file of the set (seqpack.data.runs)
@@ -519,24 +521,6 @@ def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:
             f"read {counts.samples_in / elapsed:,.0f} samples/s {counts.tokens_in / elapsed:,.0f} tokens/s"
         ),
     )
-
-
-#: The flattened Hugging Face layout's split names, as ``datasets`` names them.
-HF_SPLITS = {"training": "train", "validation": "validation"}
-#: The HF layout's metadata sidecar: beside ``data/``, named so that no split pattern of ``datasets``
-#: (nor Bridge's ``*_metadata.jsonl`` glob) picks it up.
-HF_METADATA = "metadata.hf.jsonl"
-
-
-def hf_filename(split: str, pack_size: int) -> str:
-    """The HF layout's data file, relative to the output directory: ``data/train-00000-of-00001.parquet``.
-
-    The Hub's shard naming under ``data/`` is the first split pattern ``datasets`` tries, so
-    ``load_dataset(D)``, ``load_dataset("parquet", data_dir=D)`` and ``data_files=`` find the splits
-    and nothing else (the sidecar and the rejects files sit beside ``data/``). One pack size per
-    directory: the pack size is in the metadata, not the name.
-    """
-    return f"data/{HF_SPLITS[split]}-00000-of-00001.parquet"
 
 
 def bridge_overrides(

@@ -29,7 +29,14 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from seqpack.data.metadata import SEQPACK_KEY, entry_split, packed_names, pick_entry, read_metadata
+from seqpack.data.metadata import (
+    SEQPACK_KEY,
+    entry_split,
+    hf_split,
+    packed_names,
+    pick_entry,
+    read_metadata,
+)
 from seqpack.errors import DataError, SeqpackError
 
 #: The key of the run id in seqpack's metadata record and in every rejects record.
@@ -125,7 +132,7 @@ def check_run_ids(
     directory = Path(meta).parent
     for file in files:
         name = os.fspath(file)
-        picked = pick_entry(entries, packed_names([name]).split)
+        picked = pick_entry(entries, packed_names([name]).split or hf_split(name))
         if picked is None:
             continue
         index, entry = picked
