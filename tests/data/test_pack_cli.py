@@ -56,6 +56,7 @@ def test_reject_is_default_and_listed(tmp_path: Path, capsys: pytest.CaptureFixt
         "reason": "too long: 10 runtime tokens > 8",
         "length": 10,
         "action": "rejected (not packed)",
+        "run_id": orjson.loads((tmp_path / "out" / "8_metadata.jsonl").read_bytes())[0]["seqpack"]["run_id"],
     }
     assert sequences(tmp_path / "out" / "training_8.idx.parquet") == [([5, 6, EOS], [1, 1, 0])]
 
@@ -168,8 +169,8 @@ def test_hf_layout_positions_and_labels(tmp_path: Path, capsys: pytest.CaptureFi
         tmp_path, capsys, "--pack-size", "16", "--layout", "hf", "--algorithm", "first_fit_decreasing"
     )
     assert summary["overrides"] == []
-    assert summary["metadata_path"].endswith("16_metadata.hf.jsonl")
-    [row] = read_rows(tmp_path / "out" / "training_16.hf.parquet")
+    assert summary["metadata_path"].endswith("metadata.hf.jsonl")
+    [row] = read_rows(tmp_path / "out" / "data" / "train-00000-of-00001.parquet")
     assert row["seq_lengths"] == [11, 3]  # LONG first (decreasing), then SHORT
     assert row["input_ids"] == LONG["input_ids"] + SHORT["input_ids"]
     assert row["position_ids"] == [*range(11), 0, 1, 2]

@@ -86,6 +86,34 @@ def test_live_scratch_of_another_run_in_a_shared_scratch_dir_is_kept(tmp_path: P
         live.wait()
 
 
+HOLD_SCRATCH = (
+    "import sys, time; from pathlib import Path; from seqpack.data._scratch import ScratchStore; "
+    "ScratchStore(Path(sys.argv[1])); print('held', flush=True); time.sleep(120)"
+)
+
+
+def test_scratch_is_reclaimed_only_when_its_owner_lock_is_free(tmp_path: Path) -> None:
+    """Node-local scratch is shared by jobs in other PID namespaces, where a live run's PID looks dead:
+    its scratch, named after a PID that is dead here, is kept while the owner holds its lock, and
+    reclaimed once the owner is killed (the kernel drops the lock)."""
+    out, shared = tmp_path / "out", tmp_path / "scratch"
+    out.mkdir()
+    shared.mkdir()
+    scratch = shared / f".seqpack-scratch-{_dead_pid()}"  # a PID that is dead here
+    owner = subprocess.Popen(
+        [sys.executable, "-c", HOLD_SCRATCH, os.fspath(scratch)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline().strip() == "held"
+        assert reclaim(out, shared) == []
+        assert scratch.is_dir()
+    finally:
+        owner.kill()
+        owner.wait()
+    assert reclaim(out, shared) == [scratch]
+    assert not scratch.exists()
+
+
 def _racer(directory: str, barrier: Any, results: Any) -> None:
     barrier.wait()
     try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -24,6 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pyarrow.parquet as pq
 import pytest
 
@@ -62,8 +64,22 @@ def _child(
     )  # type: ignore[call-overload]
 
 
-def _files(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
+def _files(out: Path) -> dict[str, object]:
+    """Every file of the directory but a killed run's leftovers (``.seqpack-*``, checked on their own),
+    with the run id blanked (two runs' files differ by nothing else).
+
+    A Parquet file's run id sits in its footer (and, base64, in the Arrow schema there): its content
+    and row groups are compared instead of its bytes.
+    """
+    files: dict[str, object] = {}
+    for path in sorted(p for p in out.iterdir() if p.is_file() and not p.name.startswith(".seqpack")):
+        if path.suffix == ".parquet":
+            handle = pq.ParquetFile(path)
+            groups = [handle.metadata.row_group(i).num_rows for i in range(handle.num_row_groups)]
+            files[path.name] = (handle.read().replace_schema_metadata(None), groups)
+        else:
+            files[path.name] = re.sub(rb'"run_id": ?"[0-9a-f]{32}"', b'"run_id":"RUN"', path.read_bytes())
+    return files
 
 
 @pytest.fixture(scope="module")
@@ -210,3 +226,81 @@ def _wait_stopped(pid: int) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"process {pid} never stopped")
+
+
+def _readers(out: Path) -> dict[str, list[str]]:
+    """Every command that reads a pack set, on the training split of ``out``."""
+    packed = os.fspath(out / "training_16.idx.parquet")
+    return {
+        "inspect": ["inspect", os.fspath(out), "--quiet"],
+        "doctor": ["doctor", "--packed", packed, "--seq-length", str(PACK_SIZE)],
+        "train": ["train", "--data", packed, "--steps", "1", "--gbs", "1", "--vocab", "1024", "--quiet"],
+        "fingerprint": ["fingerprint", packed, "--check", "--quiet"],
+        "diff": ["diff", packed, packed, "--quiet"],
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["write:1", "commit:1", "rename:1"])
+def test_killed_overwrite_leaves_the_old_set_or_a_mix_every_reader_refuses(
+    point: str, reference: tuple[Path, dict[str, bytes]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#16.1: the new run packs the same samples in another order, so Bridge's six metadata values are the
+    same for both runs and only the run ids tell the new metadata from the old packed file. Killed
+    before its first commit step the old set stays whole and readable; killed after it (``commit``:
+    metadata written; ``rename``: rejects too), every reader refuses, naming both files."""
+    source, expected = reference
+    out = tmp_path / "out"
+    shutil.copytree(source.parent / "reference", out)
+    lines = source.read_bytes().splitlines(keepends=True)
+    random.Random(3).shuffle(lines)
+    shuffled = tmp_path / "shuffled.jsonl"
+    shuffled.write_bytes(b"".join(lines))
+    old_meta = (out / f"{PACK_SIZE}_metadata.jsonl").read_bytes()
+    killed = _child([*_args(shuffled, out), "--overwrite"], {"SEQPACK_FAULT": f"{point}:kill"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    new_meta = (out / f"{PACK_SIZE}_metadata.jsonl").read_bytes()
+    if point == "write:1":
+        assert new_meta == old_meta
+        assert _files(out) == expected
+    else:
+        assert new_meta != old_meta
+        six = ("dataset_max_seqlen", "max_samples_per_bin", "packing_factor", "packing_efficiency",
+               "pack_size", "min_packed_seqlen")  # fmt: skip
+        old_entry, new_entry = orjson.loads(old_meta)[0], orjson.loads(new_meta)[0]
+        assert {k: old_entry[k] for k in six} == {k: new_entry[k] for k in six}  # the six cannot tell
+    for name, args in _readers(out).items():
+        code = main(args)
+        err = capsys.readouterr().err
+        if point == "write:1":
+            assert code == 0, (name, err)
+        else:
+            assert code == 1, (name, err)
+            assert "come from different seqpack pack runs" in err, (name, err)
+            assert "training_16.idx.parquet (run " in err and "16_metadata.jsonl entry 0 (run " in err, err
+
+
+def test_sigterm_cleans_up_like_ctrl_c_and_exits_143(
+    reference: tuple[Path, dict[str, bytes]], tmp_path: Path
+) -> None:
+    """Slurm's scancel and preemption send SIGTERM: the run stops, removes its temp files, scratch and
+    lock, and leaves a previous set as it was."""
+    source, expected = reference
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
+           "SEQPACK_FAULT": "write:1:stop"}  # fmt: skip
+    for first in (True, False):
+        out = tmp_path / ("first" if first else "again")
+        if not first:
+            shutil.copytree(source.parent / "reference", out)
+        run = subprocess.Popen(
+            [sys.executable, "-m", "seqpack", *_args(source, out), "--overwrite"],
+            env=env, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        _wait_stopped(run.pid)
+        os.kill(run.pid, signal.SIGTERM)
+        os.kill(run.pid, signal.SIGCONT)
+        _, err = run.communicate(timeout=60)
+        assert run.returncode == 143, err
+        assert err.strip().splitlines()[-1] == "Terminated."
+        assert not [p.name for p in out.iterdir() if p.name.startswith(".seqpack")]
+        assert _files(out) == ({} if first else expected)

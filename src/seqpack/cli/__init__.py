@@ -9,7 +9,10 @@ Exit codes are decided here and nowhere else: 0 ok; 1 a finding, a mismatch or i
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from types import FrameType
 
 import typer
 from rich.markup import escape
@@ -49,10 +52,41 @@ def _root(
 _commands.register_all(app)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (Slurm's ``scancel``, a preemption, ``docker stop``) raised in the main thread like Ctrl-C,
+    so every ``finally`` cleans up as it does for SIGINT; the exit code is 143 (128 + SIGTERM).
+
+    typer turns a ``KeyboardInterrupt`` into exit code 130 without a trace of which one it was, so the
+    handler also notes that it fired."""
+
+
+_terminated: list[bool] = []
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    _terminated.append(True)
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (the console script calls ``sys.exit`` on it)."""
     args = sys.argv[1:] if argv is None else argv
     state.debug = "--debug" in args
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
+    _terminated.clear()
+    try:
+        code = _run(args)
+        if _terminated:
+            err_console.print("Terminated.")
+            return 143
+        return code
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: list[str]) -> int:
     try:
         result = app(args=args, prog_name="seqpack", standalone_mode=False)
     except typer.Exit as exc:

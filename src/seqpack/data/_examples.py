@@ -16,6 +16,7 @@ chunk; only when a check fails does a slow pass find the first bad row, so the e
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,18 +127,7 @@ def pretokenized(path: str, chunk: RawChunk) -> Examples:
         scanned = scan_block(chunk.data, chunk.spans[:, 0], chunk.spans[:, 1])
         if scanned is not None:
             return Examples(chunk.source, chunk.locs, *scanned, line_based=True)
-    return from_records(path, chunk, records_of(path, chunk), ints_only=_integer_literals_only(chunk))
-
-
-def _integer_literals_only(chunk: RawChunk) -> bool:
-    """True when no JSON line of the chunk can hold a float or a boolean (no ``.``, ``e``, ``E``).
-
-    Then every number orjson returns is a Python int, and ``np.fromiter`` (3x faster than ``np.array``,
-    but silently truncating floats) is exact; strings, nulls and nesting still make it raise.
-    """
-    if chunk.data is None:
-        return False
-    return b"." not in chunk.data and b"e" not in chunk.data and b"E" not in chunk.data
+    return from_records(path, chunk, records_of(path, chunk))
 
 
 def _is_int_list(batch: pa.RecordBatch, name: str) -> bool:
@@ -180,9 +170,16 @@ def _from_arrow(path: str, chunk: RawChunk) -> Examples | None:
     return Examples(chunk.source, chunk.locs, tokens, mask, lengths, line_based=False)
 
 
-def from_records(
-    path: str, chunk: RawChunk, records: list[dict[str, Any]], ints_only: bool = False
-) -> Examples:
+#: The one rule for values (docs/failure-behaviour.md, "input rules"): token ids are JSON/Arrow integers
+#: -- never strings, booleans, floats, nulls or lists -- in ``[0, MAX_TOKEN_ID]``; mask values are 0/1
+#: integers or booleans (Bridge's chat path and HF ``datasets`` write booleans). Types are compared
+#: exactly: ``bool`` is a subclass of ``int`` in Python, and ``np.fromiter``/``np.array`` would turn
+#: ``True`` or ``"7"`` into a number.
+_ID_TYPES = frozenset({int})
+_MASK_TYPES = frozenset({int, bool})
+
+
+def from_records(path: str, chunk: RawChunk, records: list[dict[str, Any]]) -> Examples:
     """Stored examples from parsed records: vectorised checks, slow pass only to name a bad row."""
     ids_lists: list[Any] = []
     for index, record in enumerate(records):
@@ -199,49 +196,58 @@ def from_records(
             )
         ids_lists.append(ids)
     lengths = np.fromiter((len(ids) for ids in ids_lists), dtype=np.int64, count=len(ids_lists))
-    tokens = _int_array(itertools.chain.from_iterable(ids_lists), int(lengths.sum()), ints_only)
+    tokens = _int_array(ids_lists, int(lengths.sum()), _ID_TYPES)
     if tokens is None or (len(tokens) and (tokens.min() < 0 or tokens.max() > MAX_TOKEN_ID)):
         _raise_bad_ids(path, chunk, ids_lists)
     assert tokens is not None
     mask = np.ones(len(tokens), dtype=np.uint8)
     if any(MASK_FIELD in record for record in records):
-        mask = _masks(path, chunk, records, lengths, ints_only)
-    tokens = tokens.astype(np.int64, copy=False)
+        mask = _masks(path, chunk, records, lengths)
     return Examples(chunk.source, chunk.locs, tokens, mask, lengths, line_based=chunk.is_lines)
 
 
-def _int_array(values: Any, count: int, ints_only: bool) -> np.ndarray | None:
-    """A 1-D integer array of ``values``, or ``None`` if any value is not an integer (bools included)."""
-    try:
-        if ints_only:
-            return np.fromiter(values, dtype=np.int64, count=count)
-        array = np.array(list(values))
-    except (ValueError, OverflowError, TypeError):
+def _int_array(lists: list[Any], count: int, allowed: frozenset[type]) -> np.ndarray | None:
+    """The values of ``lists``, flat, as int64; ``None`` if any value's type is not exactly in ``allowed``
+    (or an integer does not fit int64). Two C-level passes: the type set, then ``np.fromiter``."""
+    if not set(map(type, itertools.chain.from_iterable(lists))) <= allowed:
         return None
-    if array.ndim != 1 or array.dtype.kind not in "iu":
-        return None if array.size else np.zeros(0, dtype=np.int64)
-    return array
+    try:
+        return np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=count)
+    except OverflowError:
+        return None
+
+
+def _exact(chunk: RawChunk, index: int, field: str, position: int, value: Any) -> Any:
+    """The value as the JSON text wrote it: orjson reads an integer beyond 64 bits as a float
+    (``99999999999999999999999999`` -> ``1e+26``), so a JSON line is re-read with the standard library
+    (exact integers) to say "out of range", not "found 1e+26". Only called to word an error."""
+    if not isinstance(value, float) or not chunk.is_lines or chunk.lines is None:
+        return value
+    try:
+        exact = json.loads(chunk.lines[index])[field][position]
+    except (ValueError, LookupError, TypeError, RecursionError):
+        return value
+    return exact if type(exact) is int else value
 
 
 def _raise_bad_ids(path: str, chunk: RawChunk, ids_lists: list[Any]) -> None:
     for index, ids in enumerate(ids_lists):
         at = location(path, chunk, index, IDS_FIELD)
-        for value in ids:
-            if isinstance(value, bool) or not isinstance(value, int):
+        for position, raw in enumerate(ids):
+            value = _exact(chunk, index, IDS_FIELD, position, raw)
+            if type(value) is not int:
                 raise DataError(f"{at}: expected integer token ids, found {_kind(value)}")
             if value < 0 or value > MAX_TOKEN_ID:
                 raise DataError(f"{at}: token id {value} out of range [0, {MAX_TOKEN_ID}]")
     raise AssertionError("unreachable: a bad id was detected but not found")  # pragma: no cover
 
 
-def _masks(
-    path: str, chunk: RawChunk, records: list[dict[str, Any]], lengths: np.ndarray, ints_only: bool
-) -> np.ndarray:
+def _masks(path: str, chunk: RawChunk, records: list[dict[str, Any]], lengths: np.ndarray) -> np.ndarray:
     parts: list[Any] = []
     for index, record in enumerate(records):
         mask = record.get(MASK_FIELD)
         if mask is None:
-            parts.append(itertools.repeat(1, int(lengths[index])))
+            parts.append([1] * int(lengths[index]))
             continue
         if not isinstance(mask, list):
             raise DataError(
@@ -253,21 +259,13 @@ def _masks(
                 f"input_ids length {int(lengths[index])}"
             )
         parts.append(mask)
-    values = _int_array(itertools.chain.from_iterable(parts), int(lengths.sum()), ints_only)
+    values = _int_array(parts, int(lengths.sum()), _MASK_TYPES)
     if values is not None and (not values.size or (values.min() >= 0 and values.max() <= 1)):
         return values.astype(np.uint8)
-    # Slow path: 0/1 integers or booleans (as some pipelines write masks) are fine; name anything else.
-    for index, record in enumerate(records):
-        for value in record.get(MASK_FIELD) or ():
-            if not isinstance(value, int) or value not in (0, 1):
+    for index, record in enumerate(records):  # name the first value that breaks the rule
+        for position, raw in enumerate(record.get(MASK_FIELD) or ()):
+            value = _exact(chunk, index, MASK_FIELD, position, raw)
+            if type(value) not in _MASK_TYPES or value not in (0, 1):
                 at = location(path, chunk, index, MASK_FIELD)
-                raise DataError(f"{at}: expected 0/1 values, found {_kind(value)}")
-    values = np.fromiter(
-        itertools.chain.from_iterable(
-            record.get(MASK_FIELD) or itertools.repeat(1, int(n))
-            for record, n in zip(records, lengths, strict=True)
-        ),
-        dtype=np.uint8,
-        count=int(lengths.sum()),
-    )
-    return values.astype(np.uint8)
+                raise DataError(f"{at}: expected 0/1 integers or booleans, found {_kind(value)}")
+    raise AssertionError("unreachable: a bad mask value was detected but not found")  # pragma: no cover

@@ -11,9 +11,12 @@ that finds the lock held refuses at once, naming the owner). After locking, the 
 file it locked is still the one at the path (a releasing owner unlinks it), else it retries.
 
 Holding the lock, nothing else writes ``.seqpack-tmp-*`` files in the directory, so the ones there were
-left by a killed run and are removed; scratch directories ``.seqpack-scratch-<pid>`` are removed when
-their PID is dead (a shared ``--scratch-dir`` may hold live runs' scratch). Symlinks are unlinked, never
-followed.
+left by a killed run and are removed. A scratch directory ``.seqpack-scratch-<pid>-<random>`` holds its
+own ``owner.lock``, flocked by its run for the run's life; it is removed only when that lock is free. A
+PID says nothing here: node-local scratch is shared by jobs in other PID namespaces, where a live run's
+PID looks dead (or a dead one's is reused). Scratch named ``.seqpack-scratch-<pid>`` without an owner
+lock was left by a release before owner locks and is judged by its PID, as then. Symlinks are unlinked,
+never followed.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from seqpack.errors import UsageError
 
 LOCK_NAME = ".seqpack-pack.lock"
 SCRATCH_PREFIX = ".seqpack-scratch-"
-_SCRATCH_PID = re.compile(re.escape(SCRATCH_PREFIX) + r"(\d+)$")
+SCRATCH_OWNER = "owner.lock"
+_SCRATCH_NAME = re.compile(re.escape(SCRATCH_PREFIX) + r"(\d+)(-[0-9a-f]+)?$")
 
 
 def _alive(pid: int) -> bool:
@@ -95,6 +99,47 @@ class OutputLock:
         self._fd = None
 
 
+def scratch_name() -> str:
+    """A new scratch directory's name: unique across PID namespaces (jobs sharing node-local scratch)."""
+    return f"{SCRATCH_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def hold_scratch(directory: Path) -> int:
+    """Create and flock ``directory``'s owner lock (call right after making it); closing the fd frees it.
+
+    The owner writes its PID and host after locking, so a reclaimer that finds the lock free but the file
+    empty knows the owner is between creating and locking it, and keeps the directory.
+    """
+    fd = os.open(directory / SCRATCH_OWNER, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+    return fd
+
+
+def scratch_owner_gone(entry: Path) -> bool:
+    """Whether the run that made scratch directory ``entry`` is gone (see the module docstring)."""
+    if entry.is_symlink() or not entry.is_dir():
+        return True  # a planted link or a stray file: unlinked, never followed
+    try:
+        fd = os.open(entry / SCRATCH_OWNER, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        match = _SCRATCH_NAME.match(entry.name)
+        if match is None or match.group(2) is not None:
+            return False  # a current run between making its directory and locking it
+        pid = int(match.group(1))
+        return pid == os.getpid() or not _alive(pid)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    else:
+        return bool(os.pread(fd, 64, 0).strip())
+    finally:
+        os.close(fd)
+
+
 def _remove(entry: Path) -> None:
     """Remove a file, a symlink (never its target) or a real directory tree."""
     with contextlib.suppress(FileNotFoundError):
@@ -104,30 +149,32 @@ def _remove(entry: Path) -> None:
             entry.unlink()
 
 
-def reclaim(directory: Path, scratch_parent: Path | None = None) -> list[Path]:
-    """Remove what killed runs left in ``directory`` (call with the lock held); return what was removed."""
+def reclaim(directory: Path, scratch_parent: Path | None = None, data_dir: Path | None = None) -> list[Path]:
+    """Remove what killed runs left in ``directory`` (and its ``data_dir``, where the HF layout writes)
+    and their scratch in ``scratch_parent`` (call with the lock held); return what was removed."""
     removed = []
-    for parent in {directory, scratch_parent or directory}:
-        if not parent.is_dir():
+    temp_dirs = {directory, data_dir or directory}
+    for parent in {*temp_dirs, scratch_parent or directory}:
+        if not parent.is_dir() or parent.is_symlink():
             continue
         for entry in parent.iterdir():
-            scratch = _SCRATCH_PID.match(entry.name)
-            if scratch is not None:
-                pid = int(scratch.group(1))
-                if pid == os.getpid() or not _alive(pid):
+            if _SCRATCH_NAME.match(entry.name):
+                if scratch_owner_gone(entry):
                     _remove(entry)
                     removed.append(entry)
-            elif entry.name.startswith(TEMP_PREFIX) and parent == directory:
+            elif entry.name.startswith(TEMP_PREFIX) and parent in temp_dirs:
                 _remove(entry)
                 removed.append(entry)
     return removed
 
 
-def claim_output_dir(directory: Path, scratch_parent: Path | None = None) -> OutputLock:
+def claim_output_dir(
+    directory: Path, scratch_parent: Path | None = None, data_dir: Path | None = None
+) -> OutputLock:
     """Lock ``directory`` for this run and reclaim what killed runs left there (see the module docstring)."""
     lock = OutputLock(directory).acquire()
     try:
-        reclaim(directory, scratch_parent)
+        reclaim(directory, scratch_parent, data_dir)
     except BaseException:
         lock.release()
         raise

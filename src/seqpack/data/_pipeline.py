@@ -38,14 +38,18 @@ from seqpack.data._scratch import ScratchStore, default_scratch_dir
 from seqpack.data._shape import Action, Shaped, ShapeSpec, TooLong, check_lengths, shape
 from seqpack.data._write import write_packed
 from seqpack.data.metadata import (
+    HF_METADATA,
     SEQPACK_KEY,
+    hf_filename,
     metadata_filename,
     packed_filename,
     read_metadata,
     write_metadata_entry,
 )
 from seqpack.data.overrides import offline_packing_overrides
+from seqpack.data.runs import PARQUET_RUN_ID, RUN_ID, new_run_id, rejects_filename
 from seqpack.data.text import TextSpec, load_tokenizer, text_record, tokenizer_hash
+from seqpack.data.token_ids import check_eos_id
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.fingerprint import PackedFingerprinter
 from seqpack.packing import (
@@ -178,8 +182,7 @@ def _check_options(opts: PackOptions) -> tuple[int, str]:
             raise UsageError("--bridge-compat builds Bridge's packs; it cannot be combined with --layout hf")
         if opts.too_long is TooLong.split and max_len // opts.pad_seq_to_mult * opts.pad_seq_to_mult < 2:
             raise UsageError("--too-long split with --layout hf needs pieces of at least 2 tokens")
-    if opts.eos_id is not None and opts.eos_id < 0:
-        raise UsageError(f"--eos-id must be >= 0, got {opts.eos_id}")
+    check_eos_id(opts.eos_id)
     return max_len, algorithm
 
 
@@ -281,8 +284,9 @@ class _ShapeChunk:
 class _Pass1:
     """Consumes shaped chunks in input order: appends them to the store, writes rejects, counts."""
 
-    def __init__(self, paths: tuple[str, ...], store: ScratchStore, rejects: BinaryIO) -> None:
+    def __init__(self, paths: tuple[str, ...], store: ScratchStore, rejects: BinaryIO, run_id: str) -> None:
         self.paths = paths
+        self.run_id = run_id
         self.store = store
         self.rejects = rejects
         self.counts = Counts()
@@ -327,6 +331,7 @@ class _Pass1:
             "reason": f"too long: {runtime} {unit} > {spec.cap}",
             "length": runtime,
             "action": what,
+            RUN_ID: self.run_id,
         }
         self.rejects.write(orjson.dumps(record) + b"\n")
 
@@ -383,9 +388,10 @@ def pack_files(opts: PackOptions) -> PackResult:
     packed_path = out / packed_filename(opts.split, opts.pack_size)
     meta_path = out / metadata_filename(opts.pack_size)
     if opts.layout == "hf":  # never mixed with a Bridge set's files in the same directory
-        packed_path = out / hf_filename(opts.split, opts.pack_size)
-        meta_path = out / f"{opts.pack_size}_metadata.hf.jsonl"
-    rejects_path = out / f"rejects_{opts.split}.jsonl"
+        packed_path = out / hf_filename(opts.split)
+        meta_path = out / HF_METADATA
+    rejects_path = out / rejects_filename(opts.split)
+    run_id = new_run_id()  # carried by every file of the set (seqpack.data.runs)
     record: dict[str, Any] = {
         "version": __version__,
         "split": opts.split,
@@ -401,6 +407,7 @@ def pack_files(opts: PackOptions) -> PackResult:
         "eos_source": eos_source,  # --eos-id | tokenizer | inferred (the rows' last token)
         "tokenizer": os.fspath(opts.tokenizer) if opts.tokenizer else None,
         "tokenizer_sha256": tok_sha,
+        RUN_ID: run_id,
     }
     if text_spec is not None:
         record["text"] = text_record(text_spec)
@@ -412,8 +419,12 @@ def pack_files(opts: PackOptions) -> PackResult:
     if opts.chunk_rows < 1:
         raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
     out.mkdir(parents=True, exist_ok=True)
+    if packed_path.parent != out:  # the HF layout's data/ folder: never a link out of the directory
+        if packed_path.parent.is_symlink():
+            raise UsageError(f"{packed_path.parent}: a symbolic link; seqpack writes a real folder here")
+        packed_path.parent.mkdir(exist_ok=True)
     # One run per output directory; a killed run's leftovers are reclaimed (docs/failure-behaviour.md).
-    lock = claim_output_dir(out, opts.scratch_dir)
+    lock = claim_output_dir(out, opts.scratch_dir, packed_path.parent)
     try:
         store = ScratchStore((opts.scratch_dir or out) / default_scratch_dir(out).name)
     except BaseException:
@@ -432,7 +443,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             rejects = stack.enter_context(open(rejects_tmp, "wb"))
             t0 = time.perf_counter()
             input_hash = _BackgroundHash(opts.inputs)
-            pass1 = _Pass1(as_paths(opts.inputs), store, rejects)
+            pass1 = _Pass1(as_paths(opts.inputs), store, rejects, run_id)
             task = bar.add_task("read", total=None)
             spec: ShapeSpec | None = None
 
@@ -485,6 +496,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 layout=opts.layout,
                 fingerprinter=fingerprinter,
                 threads=workers,
+                key_value={PARQUET_RUN_ID: run_id.encode()},
             )
             if fingerprinter is not None:
                 record["fingerprint"] = fingerprinter.result().to_dict()
@@ -562,11 +574,6 @@ def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:
             f"read {counts.samples_in / elapsed:,.0f} samples/s {counts.tokens_in / elapsed:,.0f} tokens/s"
         ),
     )
-
-
-def hf_filename(split: str, pack_size: int) -> str:
-    """The flattened Hugging Face layout's file name: ``{split}_{N}.hf.parquet``."""
-    return f"{split}_{pack_size}.hf.parquet"
 
 
 def bridge_overrides(

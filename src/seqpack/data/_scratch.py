@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack._io import is_disk_full
+from seqpack.data._lock import hold_scratch, scratch_name
 from seqpack.errors import InputError
 
 #: Largest token id the scratch store holds (uint32); vocabularies are far below it.
@@ -121,6 +122,7 @@ class ScratchStore:
         try:
             directory.parent.mkdir(parents=True, exist_ok=True)
             directory.mkdir()  # never an existing one: a link planted under this name is not followed
+            self._owner = hold_scratch(directory)  # held until remove(): see seqpack.data._lock
             self._tokens = _FlatFile(directory / "tokens.u32", np.uint32)
             self._mask = _FlatFile(directory / "mask.u8", np.uint8)
         except OSError as exc:
@@ -158,8 +160,10 @@ class ScratchStore:
         self._tokens.close()
         self._mask.close()
         shutil.rmtree(self.directory, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.close(self._owner)
 
 
 def default_scratch_dir(out_dir: Path) -> Path:
-    """A hidden directory inside the output directory, unique per process."""
-    return out_dir / f".seqpack-scratch-{os.getpid()}"
+    """A hidden directory inside the output directory, unique per run (see :func:`scratch_name`)."""
+    return out_dir / scratch_name()

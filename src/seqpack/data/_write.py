@@ -84,14 +84,18 @@ def write_packed(
     layout: str = "bridge",
     fingerprinter: PackedFingerprinter | None = None,
     threads: int = 1,
+    key_value: dict[bytes, bytes] | None = None,
 ) -> None:
     """Write packs ``pack_offsets`` over ``items`` (indices of examples in the store) to ``path``.
 
     ``read`` must be safe to call from ``threads`` threads at once. ``fingerprinter`` sees every row
-    group's buffers as written (seqpack's content/packs fingerprints; Bridge layout only).
+    group's buffers as written (seqpack's content/packs fingerprints; Bridge layout only). ``key_value``
+    goes into the file's Parquet key/value metadata (the run id, :mod:`seqpack.data.runs`).
     """
     num_packs = len(pack_offsets) - 1
     schema = HF_SCHEMA if layout == "hf" else PACKED_SCHEMA
+    if key_value:
+        schema = schema.with_metadata(key_value)
     eos_id = None if fingerprinter is None else fingerprinter.eos_id
 
     def encode(p0: int) -> _EncodedGroup:

@@ -17,6 +17,7 @@ from seqpack.data._legacy_npy import read_legacy_npy
 from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
 from seqpack.data.packed import PackedBlock, PackedReader
 from seqpack.data.packed_stats import MetadataMismatch, PackedStats, collect_stats, compare_metadata
+from seqpack.data.runs import check_run_ids
 from seqpack.errors import DataError, InputError
 
 #: Percentiles of the runtime sequence length in the report.
@@ -127,6 +128,7 @@ def inspect_packed(
         raise InputError(f"{os.fspath(metadata)}: no such file")
     meta_path = Path(metadata) if metadata is not None else find_metadata(files)
     entries = read_metadata(meta_path) if meta_path is not None else []
+    check_run_ids(files, meta_path, entries)
     picked = pick_entry(entries, names.split) if entries else None
     pack_size = int(picked[1]["pack_size"]) if picked else names.pack_size
     if picked and names.pack_size is not None and names.pack_size != pack_size:

@@ -19,6 +19,7 @@ from seqpack._progress import progress
 from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers, text_fields
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, iter_chunks
 from seqpack.data.text import TextSpec, load_tokenizer
+from seqpack.data.token_ids import check_eos_id
 from seqpack.errors import DataError, UsageError
 
 IntArray = npt.NDArray[np.int64]
@@ -40,6 +41,7 @@ def read_lengths(
         raise UsageError("no input files given")
     if (prompt_field is None) != (completion_field is None):
         raise UsageError("--prompt-field and --completion-field go together")
+    check_eos_id(eos_id)
     text: TextSpec | None = None
     if tokenizer is not None:
         if eos_id is None:

@@ -43,6 +43,34 @@ def packed_filename(split: str, pack_size: int) -> str:
     return f"{split}_{pack_size}.idx.parquet"
 
 
+#: The flattened Hugging Face layout's split names, as ``datasets`` names them.
+HF_SPLITS = {"training": "train", "validation": "validation"}
+#: The HF layout's metadata sidecar: beside ``data/``, named so that no split pattern of ``datasets``
+#: (nor Bridge's ``*_metadata.jsonl`` glob) picks it up.
+HF_METADATA = "metadata.hf.jsonl"
+
+
+def hf_filename(split: str) -> str:
+    """The HF layout's data file, relative to the output directory: ``data/train-00000-of-00001.parquet``.
+
+    The Hub's shard naming under ``data/`` is the first split pattern ``datasets`` tries, so
+    ``load_dataset(D)``, ``load_dataset("parquet", data_dir=D)`` and ``data_files=`` find the splits
+    and nothing else (the sidecar and the rejects files sit beside ``data/``). One pack size per
+    directory: the pack size is in the metadata, not the name.
+    """
+    return f"data/{HF_SPLITS[split]}-00000-of-00001.parquet"
+
+
+_HF_NAME = re.compile(r"^(?P<split>[a-z]+)-\d{5}-of-\d{5}\.parquet$")
+
+
+def hf_split(path: str | os.PathLike[str]) -> str | None:
+    """The split of an HF-layout data file (``data/train-00000-of-00001.parquet`` -> ``training``)."""
+    match = _HF_NAME.match(Path(path).name)
+    names = {hf: split for split, hf in HF_SPLITS.items()}
+    return names.get(match.group("split")) if match else None
+
+
 #: Bridge's packed file names, ``{split}_{N}.idx.parquet`` (or legacy ``{split}_{N}.npy``), spec §3.
 _PACKED_NAME = re.compile(
     r"^(?P<split>.+)_(?P<size>\d+)(\.idx\.parquet|\.idx\.pq|\.parquet|\.pq|\.npy)$", re.I

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from seqpack.data.token_ids import check_eos_id
 from seqpack.diff._batch_diff import diff_batches, is_batch_dump
 from seqpack.diff._packed_diff import diff_packed
 from seqpack.errors import UsageError
@@ -20,6 +21,7 @@ def diff_paths(
 ) -> dict[str, Any]:
     """Compare ``a`` with ``b``: two batch dumps (``.npz``) or two packed sets (Parquet or legacy ``.npy``,
     mixed freely: they compare by content)."""
+    check_eos_id(eos_id)
     sa, sb = os.fspath(a), os.fspath(b)
     dump_a, dump_b = is_batch_dump(sa), is_batch_dump(sb)
     if dump_a != dump_b:

@@ -28,8 +28,9 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack.data.metadata import SEQPACK_KEY, find_metadata, packed_names, pick_entry, read_metadata
-from seqpack.data.packed import PackedRow
+from seqpack.data.packed import PackedRow, resolve_packed_paths
 from seqpack.data.packed_source import PackedSource, infer_eos_id, scan_blocks
+from seqpack.data.runs import check_run_ids
 from seqpack.diff._match import match_sequences
 from seqpack.errors import InputError
 from seqpack.fingerprint import PackTable, SequenceTable
@@ -94,7 +95,10 @@ def recorded_fingerprint(spec: str) -> tuple[str, dict[str, Any]] | None:
     meta_path = find_metadata([spec])
     if meta_path is None:
         return None
-    entry = _entry_for(read_metadata(meta_path), spec)
+    entries = read_metadata(meta_path)
+    files = [spec] if spec.lower().endswith(".npy") else resolve_packed_paths(spec)  # a legacy .npy: itself
+    check_run_ids(files, meta_path, entries)
+    entry = _entry_for(entries, spec)
     record = entry.get(SEQPACK_KEY) if entry else None
     found = record.get("fingerprint") if isinstance(record, Mapping) else None
     return (os.fspath(meta_path), dict(found)) if isinstance(found, Mapping) else None
@@ -112,6 +116,7 @@ def _open_side(spec: str) -> tuple[PackedSource, str | None, Any]:
     source = PackedSource(spec)
     meta_path = find_metadata([spec])
     metadata = read_metadata(meta_path) if meta_path is not None else None
+    check_run_ids(source.paths, meta_path, metadata)
     return source, None if meta_path is None else os.fspath(meta_path), metadata
 
 

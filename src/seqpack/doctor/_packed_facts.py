@@ -82,6 +82,7 @@ def read_packed_facts(
     """Read the facts of the packed split at ``spec``; count runtime lengths missing ``multiple``."""
     from seqpack.data.metadata import read_metadata
     from seqpack.data.packed import PackedReader, validate_block
+    from seqpack.data.runs import check_run_ids
 
     reader = PackedReader(spec)
     try:
@@ -89,6 +90,7 @@ def read_packed_facts(
         facts.metadata_path = _sidecar(spec, reader.paths[0], pack_size, metadata_path)
         if facts.metadata_path is not None:
             facts.metadata = read_metadata(facts.metadata_path)
+            check_run_ids(reader.paths, facts.metadata_path, facts.metadata)
         for block in reader.iter_blocks():
             validate_block(block)
             runtime = block.sequence_lengths() - 1

@@ -19,6 +19,7 @@ from seqpack.batching import PackedDataset
 from seqpack.data import SEQPACK_KEY, combine_metadata, read_metadata
 from seqpack.data.metadata import find_metadata
 from seqpack.data.packed_stats import check_pack_capacity
+from seqpack.data.runs import check_run_ids
 from seqpack.errors import DataError, UsageError, where
 
 
@@ -72,6 +73,7 @@ def open_packed(
     record: dict[str, Any] = {}
     if meta_path is not None:
         entries = read_metadata(meta_path)
+        check_run_ids(reader.paths, meta_path, entries)
         combined = dict(combine_metadata(entries))
         record = _seqpack_record(entries)
         meta_size = int(combined["pack_size"])
