@@ -118,6 +118,21 @@ def pack(
     prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
     completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
     messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
+    chat_template: Path = typer.Option(
+        None,
+        "--chat-template",
+        help="Jinja file replacing the tokenizer's chat template (Bridge: chat_template_path).",
+    ),
+    tool_schemas: Path = typer.Option(
+        None,
+        "--tool-schemas",
+        help="JSON list of tool schemas for rows without tools (Bridge: tool_schemas).",
+    ),
+    loss_mode: str = typer.Option(
+        "assistant",
+        "--loss-mode",
+        help="Chat loss: assistant (default), last_turn or full (Bridge's loss_mode).",
+    ),
     workers: int = typer.Option(
         None,
         "--workers",
@@ -161,6 +176,9 @@ def pack(
         prompt_field=prompt_field,
         completion_field=completion_field,
         messages_field=messages_field,
+        chat_template=chat_template,
+        tool_schemas=tool_schemas,
+        loss_mode=loss_mode,
         workers=workers,
         scratch_dir=scratch_dir,
         overwrite=overwrite,

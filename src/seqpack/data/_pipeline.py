@@ -45,7 +45,7 @@ from seqpack.data.metadata import (
     write_metadata_entry,
 )
 from seqpack.data.overrides import offline_packing_overrides
-from seqpack.data.text import TextSpec, load_tokenizer, tokenizer_hash
+from seqpack.data.text import TextSpec, chat_options, chat_record, load_tokenizer, tokenizer_hash
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.packing import (
     BRIDGE_ALGORITHMS,
@@ -85,6 +85,9 @@ class PackOptions:
     prompt_field: str | None = None
     completion_field: str | None = None
     messages_field: str = "messages"
+    chat_template: Path | None = None  # --chat-template: Bridge's TokenizerConfig.chat_template_path
+    tool_schemas: Path | None = None  # --tool-schemas: Bridge's dataset_kwargs.tool_schemas
+    loss_mode: str = "assistant"  # --loss-mode: Bridge's ChatSFTPreprocessingConfig.loss_mode
     workers: int | None = None
     scratch_dir: Path | None = None
     overwrite: bool = False
@@ -327,6 +330,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             opts.prompt_field,
             opts.completion_field,
             opts.messages_field,
+            chat_options(opts.chat_template, opts.tool_schemas, opts.loss_mode, opts.bridge_compat),
         )
     out = opts.out_dir
     packed_path = out / packed_filename(opts.split, opts.pack_size)
@@ -350,6 +354,8 @@ def pack_files(opts: PackOptions) -> PackResult:
         "tokenizer": os.fspath(opts.tokenizer) if opts.tokenizer else None,
         "tokenizer_sha256": tok_sha,
     }
+    if text_spec is not None and text_spec.is_chat:
+        record["chat"] = chat_record(text_spec.chat)
     _check_existing(opts, packed_path, meta_path, record)
     record["inputs"] = [os.fspath(p) for p in opts.inputs]
     workers = opts.workers if opts.workers is not None else default_workers()

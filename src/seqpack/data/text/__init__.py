@@ -5,12 +5,9 @@ Two shapes of record, and how the loss mask is derived (documented in ``docs/pac
 * **prompt-completion** ``{"prompt": "...", "completion": "..."}``: ``ids = tok(prompt) + tok(completion,
   no special tokens) + [EOS]``; mask 0 on the prompt, 1 on the completion and the EOS. The two texts are
   tokenized separately (batched over the chunk), so the boundary never falls inside a token.
-* **chat** ``{"messages": [{"role": ..., "content": ...}, ...]}``: the whole conversation is rendered once
-  with the tokenizer's chat template and tokenized with character offsets. For every assistant turn ``i``
-  the template is rendered twice more: ``messages[:i]`` with the generation prompt (where the answer
-  starts) and ``messages[:i+1]`` (where it ends). Tokens whose characters start inside such a span get
-  mask 1, everything else (system, user, role headers) 0. If the rendering does not end with EOS, EOS is
-  appended, supervised when the last turn is the assistant's.
+* **chat** (``messages`` / ``conversation`` / ``conversations`` rows): Bridge 0.6.2's examples -- each
+  conversation rendered once with the chat template, nothing appended (the template's end token is the
+  target), assistant-only loss by default; see :mod:`seqpack.data.text._chat`.
 
 Nothing is downloaded: the tokenizer is a local directory loaded with ``local_files_only=True``.
 """
@@ -22,11 +19,12 @@ from pathlib import Path
 from seqpack.data._examples import Examples, records_of
 from seqpack.data._readers import RawChunk
 from seqpack.data.text._chat import chat
+from seqpack.data.text._chat_options import chat_options, chat_record
 from seqpack.data.text._prompt_completion import prompt_completion
 from seqpack.data.text._spec import TextSpec
 from seqpack.data.text._tokenizer import load_tokenizer, tokenizer_hash
 
-__all__ = ["TextSpec", "load_tokenizer", "tokenize_chunk", "tokenizer_hash"]
+__all__ = ["TextSpec", "chat_options", "chat_record", "load_tokenizer", "tokenize_chunk", "tokenizer_hash"]
 
 
 def tokenize_chunk(path: str, chunk: RawChunk, spec: TextSpec) -> Examples:
