@@ -76,11 +76,12 @@ def chat(
         [i for i, t in enumerate(c) if t.get("role") == "assistant"] for c in conversations
     ]
     ids = rows.enc.ids
-    if options.loss_mode == "full":
+    loss_mode = spec.loss_mode or "assistant"
+    if loss_mode == "full":
         mask = np.ones(len(ids), dtype=np.uint8)
     else:
         mask = _assistant_mask(rows, renderer, template)
-        if options.loss_mode == "last_turn":
+        if loss_mode == "last_turn":
             _keep_last_turn(rows, renderer, mask)
     mask[np.isin(ids, skipped_token_ids(tokenizer))] = 0
     lengths = np.diff(rows.enc.offsets)

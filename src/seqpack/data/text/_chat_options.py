@@ -1,4 +1,4 @@
-"""``--chat-template`` / ``--tool-schemas`` / ``--loss-mode`` -> :class:`ChatOptions` (read once, checked)."""
+"""``--chat-template`` / ``--tool-schemas`` -> :class:`ChatOptions` (files read once, checked)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,12 @@ from typing import Any
 
 import orjson
 
-from seqpack.data.text._spec import LOSS_MODES, ChatOptions
-from seqpack.errors import InputError, UsageError
+from seqpack.data.text._spec import ChatOptions, TextSpec
+from seqpack.errors import InputError
 
 
-def chat_options(
-    template: Path | None, tool_schemas: Path | None, loss_mode: str, compat: bool
-) -> ChatOptions:
+def chat_options(template: Path | None, tool_schemas: Path | None, compat: bool) -> ChatOptions:
     """The chat settings of a pack, with a one-line error for an unreadable or malformed file."""
-    if loss_mode not in LOSS_MODES:
-        raise UsageError(f"--loss-mode must be one of {', '.join(LOSS_MODES)}, got {loss_mode!r}")
     text = None
     if template is not None:
         try:
@@ -40,13 +36,14 @@ def chat_options(
                 f"{os.fspath(tool_schemas)}: expected a JSON list of tool schemas (objects); the chat "
                 "template iterates it"
             )
-    return ChatOptions(text, tools, loss_mode, compat)
+    return ChatOptions(text, tools, compat)
 
 
-def chat_record(options: ChatOptions) -> dict[str, Any]:
+def chat_record(spec: TextSpec) -> dict[str, Any]:
     """What the metadata records of the chat settings (hashes: the packs depend on the exact texts)."""
+    options = spec.chat
     return {
-        "loss_mode": options.loss_mode,
+        "loss_mode": spec.loss_mode or "assistant",
         "chat_template_sha256": _sha(options.template.encode()) if options.template is not None else None,
         "tool_schemas_sha256": _sha(orjson.dumps(options.tool_schemas)) if options.tool_schemas else None,
     }
