@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from _support.bridge_text import RECIPE_PROMPT_COMPLETION, BridgeRefused, TextCase
 from _support.pack_inputs import run
@@ -166,3 +168,21 @@ def test_compat_pack_equals_bridge_prepare_data(
     truncated = [json.loads(line) for line in (out / "rejects_training.jsonl").read_text().splitlines()]
     assert record["counts"]["truncated"] == len(truncated) > 0
     assert all("truncated" in line["action"] for line in truncated)
+
+
+TEXT = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs",), include_characters=" \t\n\u3000"), max_size=40
+)
+ROW = st.fixed_dictionaries({"input": TEXT, "output": TEXT.filter(lambda t: t.strip(" "))})
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(ROW, min_size=1, max_size=25), name=st.sampled_from(sorted(TOKENIZERS)))
+def test_random_text_equals_bridge(
+    bridge_text: Any, tmp_path: Path, rows: list[dict[str, str]], name: str
+) -> None:
+    """Any Unicode (spaces of every kind at the edges included) gives Bridge's ids and masks."""
+    tokenizer = TOKENIZERS[name]()
+    jsonl = write_rows(tmp_path / f"random-{name}.jsonl", rows)
+    want = bridge_text.examples(TextCase(jsonl, tokenizer, seq_length=64))
+    assert differences(seqpack_examples(jsonl, text_spec(tokenizer, {}, 64), 64, 1), want) == []

@@ -93,3 +93,19 @@ def test_bad_settings_are_usage_errors(
     source = write_jsonl(tmp_path / "pc.jsonl", [{"input": "one", "output": "two"}])
     code, _, err = run(pack(source, tmp_path / "out", tokenizer_dir, *extra), capsys)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("fields", [("input", "output"), ("prompt", "completion")])
+def test_prompt_completion_fields_are_recognised(
+    tmp_path: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture[str], fields: tuple[str, str]
+) -> None:
+    """Bridge's local JSONL (input/output) and its canonical pair are recognised without field options."""
+    source = write_jsonl(tmp_path / "pc.jsonl", [{fields[0]: "one two", fields[1]: "three"}])
+    args = [str(source), "--out", str(tmp_path / "out"), "--pack-size", "16"]
+    args += ["--tokenizer", str(tokenizer_dir)]
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    rows, _, record = outcome(tmp_path / "out")
+    assert record["text"]["format"] == "prompt_completion"
+    assert (record["text"]["prompt_field"], record["text"]["completion_field"]) == fields
+    assert [len(r["loss_mask"]) for r in rows] == [4] and rows[0]["loss_mask"][:3] == [0, 1, 1]
