@@ -184,3 +184,21 @@ def test_cli_bad_chat_options(
         [str(source), "--out", str(tmp_path / "o"), "-n", "64", "--tokenizer", str(toy), *extra], capsys
     )
     assert got == code and message in err
+
+
+def test_long_chat_row_follows_too_long_by_default_and_is_dropped_in_compat(
+    tmp_path: Path, toy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    short = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]}
+    long = {
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": " ".join(TEXTS * 3)}]
+    }
+    source = write_jsonl(tmp_path / "c.jsonl", [short, long, short])
+    for mode, action in (([], "rejected (not packed)"), (["--bridge-compat"], "dropped")):
+        out = tmp_path / ("compat" if mode else "default")
+        code, _, err = run(
+            [str(source), "--out", str(out), "-n", "16", "--tokenizer", str(toy), *mode], capsys
+        )
+        assert code == 0, err
+        [reject] = [json.loads(line) for line in (out / "rejects_training.jsonl").read_text().splitlines()]
+        assert reject["line"] == 2 and reject["action"].startswith(action)
