@@ -202,3 +202,36 @@ def test_long_chat_row_follows_too_long_by_default_and_is_dropped_in_compat(
         assert code == 0, err
         [reject] = [json.loads(line) for line in (out / "rejects_training.jsonl").read_text().splitlines()]
         assert reject["line"] == 2 and reject["action"].startswith(action)
+
+
+def test_fast_render_is_the_tokenizers_render_and_steps_aside_when_it_differs(
+    toy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformers import AutoTokenizer
+
+    from seqpack.data.text._chat_jinja import FastTemplate
+    from seqpack.data.text._chat_render import Renderer
+
+    tok = AutoTokenizer.from_pretrained(str(toy), local_files_only=True)
+    template = "{% for m in messages %}{{ m.role.upper() }}:{{ m.content.strip() }}"
+    template += "{% if m.reasoning_content is defined %}({{ m.reasoning_content }}){% endif %}{% endfor %}"
+    template += "{{ tools | tojson if tools else '' }}{{ eos_token }}"
+    convs = [
+        [
+            {"role": "user", "content": " hi "},
+            {"role": "assistant", "content": "yo", "thinking": "why", "x": None},
+        ],
+        [{"role": "user", "content": "hello there"}],
+    ]
+    tools = [None, [{"name": "f"}]]
+    want = [
+        tok.apply_chat_template(c, tools=t, chat_template=template, tokenize=False)
+        for c, t in zip(convs, tools, strict=True)
+    ]
+    assert want[0] == "USER:hiASSISTANT:yo(why)<eos>"  # transformers aliases "thinking" to reasoning_content
+    assert Renderer(tok, template).render(convs, tools) == want
+    monkeypatch.setattr(FastTemplate, "render", lambda self, conversation, tools: "not the same")
+    from seqpack.data.text import _chat_jinja
+
+    monkeypatch.setattr(_chat_jinja, "_CACHE", {})
+    assert Renderer(tok, template).render(convs, tools) == want

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import orjson
 
+from seqpack.data.text._chat_jinja import fast_template
+
 #: Exceptions Bridge 0.6.2 turns into "no mask from prefix renders" (others stop its run).
 PREFIX_RENDER_ERRORS = (AssertionError, AttributeError, KeyError, TypeError, ValueError)
 
@@ -49,6 +51,10 @@ class Renderer:
         added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
         self.added_ids = np.array(sorted(added), dtype=np.int64)
         self.substring_safe = _substring_safe(self._backend)
+        own = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
+        source = template if template is not None else own
+        self._fast = fast_template(tokenizer, source) if source else None
+        self._checked = False
 
     def render(
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[Any]
@@ -74,6 +80,29 @@ class Renderer:
         return out
 
     def _apply(self, conversations: list[list[dict[str, Any]]], tools: Any) -> list[str]:
+        fast = self._fast
+        if fast is None or not (
+            tools is None or (isinstance(tools, list) and all(isinstance(t, dict) for t in tools))
+        ):
+            return self._apply_hf(conversations, tools)
+        if not self._checked:  # the first conversation rendered both ways must agree, else no shortcut
+            self._checked = True
+            try:
+                same = fast.render(conversations[0], tools) == self._apply_hf(conversations[:1], tools)[0]
+            except Exception:
+                same = False
+            if not same:
+                self._fast = None
+                return self._apply_hf(conversations, tools)
+        texts = []
+        for conversation in conversations:
+            try:
+                texts.append(fast.render(conversation, tools))
+            except Exception:  # the tokenizer's own call raises its own exception
+                texts.append(self._apply_hf([conversation], tools)[0])
+        return texts
+
+    def _apply_hf(self, conversations: list[list[dict[str, Any]]], tools: Any) -> list[str]:
         kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": False}
         if tools is not None:
             kwargs["tools"] = tools
