@@ -97,7 +97,7 @@ def test_default_mode_refuses_a_row_with_nothing_to_train_compat_keeps_it(tmp_pa
     ("row", "message"),
     [
         ({"text": "hi"}, r"c\.jsonl:1: expected one of messages, conversation, conversations"),
-        ({"messages": "hi"}, r"c\.jsonl:1: field 'messages': expected a list of turns, found a string"),
+        ({"messages": "hi"}, r"c\.jsonl:1: field 'messages': expected a list of turns, found 'hi'"),
         ({"messages": [{"role": "user"}]}, r"field 'messages': turn 0 needs 'role' and 'content'"),
         ({"conversations": [{"from": "human"}]}, r"field 'conversations': turn 0 needs"),
         ({"messages": []}, r"field 'messages': no turns"),

@@ -32,11 +32,12 @@ import numpy as np
 from seqpack.data._examples import location
 from seqpack.data._readers import RawChunk
 from seqpack.data.text._chat_guard import Guard
-from seqpack.data.text._chat_markers import GENERATION_BLOCK, Markers, infer_markers, skipped_token_ids
+from seqpack.data.text._chat_markers import GENERATION_BLOCK, Markers, infer_markers
 from seqpack.data.text._chat_render import PREFIX_RENDER_ERRORS, Encoded, Renderer
 from seqpack.data.text._chat_rows import conversation_of, tools_of
 from seqpack.data.text._chat_scan import boundary_scan, turn_spans
 from seqpack.data.text._spec import ChatOptions, TextSpec
+from seqpack.data.text._tokenizer import skipped_token_ids
 from seqpack.errors import DataError, InputError
 
 
