@@ -109,3 +109,16 @@ def test_prompt_completion_fields_are_recognised(
     assert record["text"]["format"] == "prompt_completion"
     assert (record["text"]["prompt_field"], record["text"]["completion_field"]) == fields
     assert [len(r["loss_mask"]) for r in rows] == [4] and rows[0]["loss_mask"][:3] == [0, 1, 1]
+
+
+def test_missing_completion_refused_by_default_empty_in_compat(
+    tmp_path: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_jsonl(tmp_path / "pc.jsonl", [{"input": "one", "output": "two"}, {"input": "three"}])
+    code, _, err = run(pack(source, tmp_path / "default", tokenizer_dir), capsys)
+    assert code == 1 and "pc.jsonl:2: field 'output': missing" in err
+    code, _, err = run(pack(source, tmp_path / "compat", tokenizer_dir, "--bridge-compat"), capsys)
+    assert code == 0, err
+    rows, rejects, record = outcome(tmp_path / "compat")
+    assert record["counts"]["packed"] == 2 and rejects == []
+    assert sorted(len(r["input_ids"]) for r in rows) == [5]  # [one two EOS] + [three EOS] in one pack

@@ -352,6 +352,7 @@ def _text_spec(opts: PackOptions, eos_id: int, max_len: int) -> TextSpec:
         add_eos=opts.add_eos,
         truncation_method=opts.truncation_method,
         max_length=(max_len + int(opts.pad_seq_to_mult > 1)) if opts.bridge_compat else None,
+        allow_missing_completion=opts.bridge_compat,
         chat=chat_options(opts.chat_template, opts.tool_schemas, opts.bridge_compat),
     )
     if spec.is_chat:

@@ -51,6 +51,8 @@ def _pair(path: str, chunk: RawChunk, index: int, record: dict[str, Any], spec: 
                 "(Bridge refuses rows with both schemas)"
             )
     fields = (spec.prompt_field, spec.completion_field)
+    if spec.allow_missing_completion and spec.prompt_field in record and spec.completion_field not in record:
+        record = {**record, spec.completion_field: ""}
     if spec.prompt_field not in record or spec.completion_field not in record:
         if all(name in record for name in CANONICAL_FIELDS):
             fields = CANONICAL_FIELDS
