@@ -262,3 +262,52 @@ def test_compat_pack_equals_bridges_prepare_data(
         bridge_meta = json.loads(metadata.read_text())
         our_meta = json.loads((out / f"{seq}_metadata.jsonl").read_text())
         assert [{k: v for k, v in m.items() if k != "seqpack"} for m in our_meta] == bridge_meta
+
+
+GENERATION_CHATML = (
+    "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' }}"
+    "{%- if message['role'] == 'assistant' %}{% generation %}{{- message['content'] }}{% endgeneration %}"
+    "{%- else %}{{- message['content'] }}{%- endif %}{{- '<|im_end|>\\n' }}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+@pytest.mark.parametrize("loss_mode", [None, "last_turn"])
+def test_generation_blocks_with_known_markers(
+    bridge_text: Any, tmp_path: Path, loss_mode: str | None
+) -> None:
+    """A ChatML template with ``{% generation %}`` around the answers: Hugging Face's mask, plus the
+    ``<|im_end|>\\n`` Bridge adds from the markers (the generation block stops before it)."""
+    tokenizer = qwen3_tokenizer_dir()
+    template = tmp_path / "generation.jinja"
+    template.write_text(GENERATION_CHATML)
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", chat_rows(seed=5, n=40, reasoning=False, tools=False))
+    options = {} if loss_mode is None else {"loss_mode": loss_mode}
+    want = bridge_text.examples(
+        TextCase(jsonl, tokenizer, kind="chat", options=options, chat_template=template)
+    )
+    mine = ours(jsonl, chat_spec(tokenizer, template, loss_mode))
+    assert mismatched_rows(mine, want) == []
+    tok = load_tokenizer(tokenizer)
+    ids, mask, lengths = mine
+    first = ids[: lengths[0]][mask[: lengths[0]] == 1]
+    assert tok.decode(first).endswith("<|im_end|>\n")
+
+
+def test_generation_template_without_known_markers(bridge_text: Any, tmp_path: Path) -> None:
+    """seqpack's toy tokenizer: its template marks answers with ``{% generation %}`` and belongs to no family
+    Bridge knows, so the mask is Hugging Face's alone (the demo's path)."""
+    from seqpack.data.toy_tokenizer import build_tokenizer
+
+    rows = chat_rows(seed=6, n=30, reasoning=False, tools=False)
+    turns = [
+        turn
+        for row in rows
+        for key in ("messages", "conversation", "conversations")
+        for turn in row.get(key, [])
+    ]
+    texts = [str(turn.get("content", turn.get("value", ""))) for turn in turns]
+    tokenizer = build_tokenizer([*texts, "You are a careful assistant."], tmp_path / "toy")
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", rows)
+    want = bridge_text.examples(TextCase(jsonl, tokenizer, kind="chat", options={}))
+    assert mismatched_rows(ours(jsonl, chat_spec(tokenizer)), want) == []
