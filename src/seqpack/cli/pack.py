@@ -157,8 +157,21 @@ def pack(
     prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
     completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
     messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
+    chat_template: Path = typer.Option(
+        None,
+        "--chat-template",
+        help="Jinja file replacing the tokenizer's chat template (Bridge: chat_template_path).",
+    ),
+    tool_schemas: Path = typer.Option(
+        None,
+        "--tool-schemas",
+        help="JSON list of tool schemas for chat rows without tools (Bridge: dataset_kwargs.tool_schemas).",
+    ),
     loss_mode: str = typer.Option(
-        None, "--loss-mode", help="Supervised tokens: prompt-completion completion (default) or full."
+        None,
+        "--loss-mode",
+        help="Supervised tokens: chat assistant (default), last_turn or full; "
+        "prompt-completion completion (default) or full.",
     ),
     separator: str = typer.Option(" ", "--separator", help="Text between prompt and completion (Bridge's)."),
     prompt_template: str = typer.Option(
@@ -216,6 +229,8 @@ def pack(
         prompt_field=prompt_field,
         completion_field=completion_field,
         messages_field=messages_field,
+        chat_template=chat_template,
+        tool_schemas=tool_schemas,
         loss_mode=loss_mode,
         separator=separator,
         prompt_template=prompt_template,

@@ -48,7 +48,7 @@ from seqpack.data.metadata import (
 )
 from seqpack.data.overrides import offline_packing_overrides
 from seqpack.data.runs import PARQUET_RUN_ID, RUN_ID, new_run_id, rejects_filename
-from seqpack.data.text import TextSpec, load_tokenizer, text_record, tokenizer_hash
+from seqpack.data.text import TextSpec, chat_options, load_tokenizer, text_record, tokenizer_hash
 from seqpack.data.token_ids import check_eos_id
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.fingerprint import PackedFingerprinter
@@ -90,6 +90,8 @@ class PackOptions:
     prompt_field: str | None = None
     completion_field: str | None = None
     messages_field: str = "messages"
+    chat_template: Path | None = None  # --chat-template: Bridge's TokenizerConfig.chat_template_path
+    tool_schemas: Path | None = None  # --tool-schemas: Bridge's dataset_kwargs.tool_schemas
     # Bridge's PromptCompletionSFTPreprocessingConfig as its recipes set it (see TextSpec)
     loss_mode: str | None = None
     separator: str = " "
@@ -356,8 +358,11 @@ def _text_spec(opts: PackOptions, eos_id: int, max_len: int) -> TextSpec:
         truncation_method=opts.truncation_method,
         max_length=(max_len + int(opts.pad_seq_to_mult > 1)) if opts.bridge_compat else None,
         allow_missing_completion=opts.bridge_compat,
+        chat=chat_options(opts.chat_template, opts.tool_schemas, opts.bridge_compat),
     )
-    if not spec.is_chat:
+    if spec.is_chat:
+        spec.check_chat()
+    else:
         spec.check_prompt_completion()
     return spec
 

@@ -5,12 +5,9 @@ Two shapes of record, and how the loss mask is derived (documented in ``docs/pac
 * **prompt-completion** (``input``/``output`` or ``prompt``/``completion`` rows): Bridge 0.6.2's examples --
   prompt and separator + completion tokenized separately without special tokens, ``[BOS] prompt [SEP] |
   completion [EOS]``, mask 0 left of ``|``; see :mod:`seqpack.data.text._prompt_completion`.
-* **chat** ``{"messages": [{"role": ..., "content": ...}, ...]}``: the whole conversation is rendered once
-  with the tokenizer's chat template and tokenized with character offsets. For every assistant turn ``i``
-  the template is rendered twice more: ``messages[:i]`` with the generation prompt (where the answer
-  starts) and ``messages[:i+1]`` (where it ends). Tokens whose characters start inside such a span get
-  mask 1, everything else (system, user, role headers) 0. If the rendering does not end with EOS, EOS is
-  appended, supervised when the last turn is the assistant's.
+* **chat** (``messages`` / ``conversation`` / ``conversations`` rows): Bridge 0.6.2's examples -- each
+  conversation rendered once with the chat template, nothing appended (the template's end token is the
+  target), assistant-only loss by default; see :mod:`seqpack.data.text._chat`.
 
 Nothing is downloaded: the tokenizer is a local directory loaded with ``local_files_only=True``.
 """
@@ -23,12 +20,14 @@ from typing import Any
 from seqpack.data._examples import Examples, records_of
 from seqpack.data._readers import RawChunk
 from seqpack.data.text._chat import chat
+from seqpack.data.text._chat_options import chat_options, chat_record
 from seqpack.data.text._prompt_completion import prompt_completion
 from seqpack.data.text._spec import TextSpec
 from seqpack.data.text._tokenizer import library_versions, load_tokenizer, tokenizer_hash
 
 __all__ = [
     "TextSpec",
+    "chat_options",
     "eos_disagreement",
     "load_tokenizer",
     "text_record",
@@ -58,7 +57,9 @@ def text_record(spec: TextSpec) -> dict[str, Any]:
     """The metadata record's ``text`` entry: what turned text into ids, so a pack can be reproduced (the
     same ids need the same tokenizer files, hashed beside it, and the same library versions)."""
     record: dict[str, Any] = {"format": "chat" if spec.is_chat else "prompt_completion"}
-    if not spec.is_chat:
+    if spec.is_chat:
+        record.update(chat_record(spec))
+    else:
         record.update(
             prompt_field=spec.prompt_field,
             completion_field=spec.completion_field,

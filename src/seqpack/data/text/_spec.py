@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from seqpack.errors import UsageError
 
 #: ``PromptCompletionSFTPreprocessingConfig.loss_mode`` values (Bridge 0.6.2 ``data/sft_processing.py``).
 PROMPT_COMPLETION_LOSS_MODES = ("completion", "full")
 TRUNCATION_METHODS = ("left", "right")
+#: ``ChatSFTPreprocessingConfig.loss_mode`` values (spec §13).
+CHAT_LOSS_MODES = ("assistant", "last_turn", "full")
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    """Chat knobs besides ``loss_mode``: what Bridge's tokenizer and dataset configs pass to the template."""
+
+    template: str | None = None  # TokenizerConfig.chat_template (the contents of --chat-template)
+    tool_schemas: list[Any] | None = None  # dataset_kwargs.tool_schemas (--tool-schemas)
+    compat: bool = False  # --bridge-compat: keep rows Bridge keeps silently (nothing supervised)
 
 
 @dataclass(frozen=True)
@@ -39,10 +51,18 @@ class TextSpec:
     #: compat: a row with the prompt field but no completion field gets an empty completion, as Bridge's
     #: packing does (``tokenize_dataset`` builds its dataset with ``is_test=True``); the default refuses it.
     allow_missing_completion: bool = False
+    chat: ChatOptions = field(default_factory=ChatOptions)
 
     @property
     def is_chat(self) -> bool:
         return self.prompt_field is None
+
+    def check_chat(self) -> None:
+        """Usage error where Bridge's ``ChatSFTPreprocessingConfig.validate`` raises."""
+        if self.loss_mode is not None and self.loss_mode not in CHAT_LOSS_MODES:
+            raise UsageError(
+                f"--loss-mode for chat must be one of {', '.join(CHAT_LOSS_MODES)}, got {self.loss_mode!r}"
+            )
 
     def check_prompt_completion(self) -> None:
         """Usage errors where Bridge's ``PromptCompletionSFTPreprocessingConfig.validate`` raises."""
