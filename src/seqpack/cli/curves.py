@@ -12,7 +12,16 @@ from rich.table import Table
 
 from seqpack._io import atomic_write_bytes
 from seqpack._progress import progress
-from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack._ranges import COUNT0, STEP
+from seqpack.cli._common import (
+    FormatOption,
+    OutputFormat,
+    QuietOption,
+    emit_json,
+    err_console,
+    number_option,
+    out_console,
+)
 from seqpack.curves import (
     DEFAULT_PROFILE,
     DEFAULT_ULPS,
@@ -58,6 +67,9 @@ def parse_steps(text: str | None) -> tuple[int | None, int | None]:
         stop = int(hi) if hi.strip() else None
     except ValueError:
         raise UsageError(f"--steps: expected integers in A:B, found {text!r}") from None
+    for step in (start, stop):
+        if step is not None:
+            STEP.check("--steps", step)
     if start is not None and stop is not None and start > stop:
         raise UsageError(f"--steps: start {start} is after stop {stop}")
     return (start, stop)
@@ -165,7 +177,9 @@ def _write_png_html(
 def compare(
     runs: list[Path] = typer.Argument(..., help="Reference run first, then one or more runs to check."),
     tolerance: str = typer.Option(DEFAULT_PROFILE, "--tolerance", "-t", help=f"{'|'.join(PROFILES)}"),
-    ulps: int = typer.Option(DEFAULT_ULPS, "--ulps", help="bf16 profile: allowed bf16 ulps per step."),
+    ulps: int = number_option(
+        DEFAULT_ULPS, "--ulps", help="bf16 profile: allowed bf16 ulps per step.", range=COUNT0
+    ),
     deterministic: bool = typer.Option(
         False, "--deterministic", help="golden: also require identical values."
     ),

@@ -9,8 +9,17 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from seqpack._ranges import RANKS, SEED, SIZE, TOKEN_ID
 from seqpack.batching.cp import pad_multiple
-from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack.cli._common import (
+    FormatOption,
+    OutputFormat,
+    QuietOption,
+    emit_json,
+    err_console,
+    number_option,
+    out_console,
+)
 from seqpack.data import PackOptions, PackResult, TooLong, bridge_overrides, example_dataset_path, pack_files
 from seqpack.errors import UsageError
 from seqpack.plan import CostModel, ModelDims, resolve_cost_model
@@ -87,17 +96,21 @@ def _print_text(summary: dict[str, Any]) -> None:
 def pack(
     inputs: list[Path] = typer.Argument(None, help="JSONL/Parquet files or datasets save_to_disk dirs."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
-    pack_size: int = typer.Option(..., "--pack-size", "-n", help="Pack capacity N in runtime tokens."),
+    pack_size: int = number_option(
+        ..., "--pack-size", "-n", help="Pack capacity N in runtime tokens.", range=SIZE
+    ),
     example: bool = typer.Option(False, "--example", help="Pack the small SFT dataset seqpack ships."),
     split: str = typer.Option("training", "--split", help="training or validation."),
-    max_seq_length: int = typer.Option(None, "--max-seq-length", help="Longest sample kept (default N)."),
+    max_seq_length: int = number_option(
+        None, "--max-seq-length", help="Longest sample kept (default N).", range=SIZE
+    ),
     too_long: TooLong = typer.Option(None, "--too-long", help="reject (default), truncate or split."),
     algorithm: str = typer.Option(
         None,
         "--algorithm",
         help="best_fit_decreasing (default), first_fit_shuffle (compat default), first_fit_decreasing.",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of Bridge's shuffles."),
+    seed: int = number_option(0, "--seed", help="Seed of Bridge's shuffles.", range=SEED),
     bridge_compat: bool = typer.Option(False, "--bridge-compat", help="Reproduce Bridge 0.6.2 exactly."),
     balance: bool = typer.Option(
         False, "--balance", help="Even out pack costs across DP ranks (dense + attention, see seqpack plan)."
@@ -105,28 +118,37 @@ def pack(
     model: str = typer.Option(
         None, "--model", help="hidden,layers,heads,ffn,vocab[,groups] of --balance's cost model (7B-like)."
     ),
-    pad_seq_to_mult: int = typer.Option(
-        None, "--pad-seq-to-mult", help="Pre-pad runtime lengths to a multiple."
+    pad_seq_to_mult: int = number_option(
+        None, "--pad-seq-to-mult", help="Pre-pad runtime lengths to a multiple.", range=SIZE
     ),
-    cp: int = typer.Option(None, "--cp", help="Context-parallel size (derives the pad multiple)."),
-    tp: int = typer.Option(None, "--tp", help="Tensor-parallel size (with --sequence-parallel)."),
+    cp: int = number_option(
+        None, "--cp", help="Context-parallel size (derives the pad multiple).", range=RANKS
+    ),
+    tp: int = number_option(
+        None, "--tp", help="Tensor-parallel size (with --sequence-parallel).", range=RANKS
+    ),
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
-    eos_id: int = typer.Option(None, "--eos-id", help="EOS/pad id (default: tokenizer's, or rows' last)."),
+    eos_id: int = number_option(
+        None, "--eos-id", help="EOS/pad id (default: tokenizer's, or rows' last).", range=TOKEN_ID
+    ),
     tokenizer: Path = typer.Option(
         None, "--tokenizer", help="Local Hugging Face tokenizer dir (text input)."
     ),
     prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
     completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
     messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
-    workers: int = typer.Option(
+    workers: int = number_option(
         None,
         "--workers",
         "-j",
         help="Parallel workers (default: all cores): processes to tokenize text, threads to scan "
         "pre-tokenized input and to encode row groups. The output is identical for any number.",
+        range=RANKS,
     ),
     layout: str = typer.Option("bridge", "--layout", help="bridge (packed Parquet) or hf (flattened)."),
-    chunk_rows: int = typer.Option(1024, "--chunk-rows", help="Records per chunk handed to a worker."),
+    chunk_rows: int = number_option(
+        1024, "--chunk-rows", help="Records per chunk handed to a worker.", range=SIZE
+    ),
     scratch_dir: Path = typer.Option(
         None, "--scratch-dir", help="Where the scratch store goes (default: DIR)."
     ),

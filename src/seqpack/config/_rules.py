@@ -578,6 +578,11 @@ def wrong_type(ctx: Context) -> CheckResult:
     return list(_problems(ctx, "wrong-type"))
 
 
+@rule("SP106", ERROR, ("<field>",), RAISES)
+def out_of_range(ctx: Context) -> CheckResult:
+    return list(_problems(ctx, "out-of-range"))
+
+
 @rule("SP103", ERROR, ("<field>",), SEQPACK_ONLY)
 def contradictory_overrides(ctx: Context) -> CheckResult:
     return list(_problems(ctx, "contradiction"))
