@@ -217,3 +217,12 @@ def test_missing_extras_are_named_before_anything_is_written(
     with pytest.raises(UsageError, match=r"matplotlib: pip install 'seqpack\[demo\]'"):
         _run.run_demo(_run.DemoOptions(out=tmp_path / "out", quick=True))
     assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_language_is_refused_before_any_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--lang", "xx", "--quiet"]) == 2
+    assert "--lang 'xx': expected one of en, zh" in capsys.readouterr().err
+    assert not out.exists()

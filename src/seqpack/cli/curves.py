@@ -305,6 +305,9 @@ def show(
     window = parse_steps(steps)
     curves = _read_all(logs, input_format, quiet)
     name = canonical(metric)
+    if not any(len(c.metrics.get(name, ())) for c in curves):  # nothing to show is a finding, not a table
+        have = "; ".join(f"{c.source} has: {', '.join(list(c.metrics)[:12]) or 'no metric'}" for c in curves)
+        raise DataError(f"no run has metric '{metric}' ({have})")
     if output_format is OutputFormat.json:
         emit_json(
             {
@@ -337,8 +340,6 @@ def show(
         for note in _run_notes(curves):
             out_console.print(f"note: {note}", markup=False)
     if plot is not None:
-        if not any(name in c.metrics for c in curves):
-            raise DataError(f"no run has metric '{metric}' to plot")
         _write_png_html(curves, name, None, window, plot, None, "", [], [], overwrite, quiet)
 
 

@@ -23,7 +23,7 @@ from seqpack.cli._common import (
     number_option,
     out_console,
 )
-from seqpack.config import default_lang
+from seqpack.config import checked_lang, default_lang
 from seqpack.demo import (
     DEFAULT_THREADS,
     DemoOptions,
@@ -162,7 +162,7 @@ def demo(
     Example: seqpack demo --out demo-out
     """
     options = DemoOptions(
-        out=out, overwrite=overwrite, quick=quick, threads=threads, lang=lang or default_lang()
+        out=out, overwrite=overwrite, quick=quick, threads=threads, lang=checked_lang(lang or default_lang())
     )
     with _reporter(quiet) as reporter:
         result = run_demo(options, reporter)

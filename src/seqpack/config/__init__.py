@@ -13,6 +13,7 @@ from seqpack.config._doctor import (
     Report,
     apply_overrides,
     check,
+    checked_lang,
     default_lang,
     suggest_fixes,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "Rule",
     "apply_overrides",
     "check",
+    "checked_lang",
     "default_lang",
     "load_config",
     "parse_override",
