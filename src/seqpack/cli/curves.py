@@ -33,7 +33,9 @@ from seqpack.curves import (
     Profile,
     canonical,
     compare_curves,
+    one_run,
     read_curves,
+    read_runs,
     write_golden,
 )
 from seqpack.errors import DataError, UsageError
@@ -142,9 +144,23 @@ def _print_table(title: str, rows: list[dict[str, str]]) -> None:
     wide.print(table)
 
 
-def _read_all(paths: list[Path], input_format: str | None, quiet: bool) -> list[Curves]:
+RunOption = typer.Option(
+    None,
+    "--run",
+    help="A run of a W&B export of several runs (repeatable; for compare the first is the reference).",
+)
+
+
+def _read_all(
+    paths: list[Path], input_format: str | None, quiet: bool, runs: list[str] | None, *, one_each: bool
+) -> list[Curves]:
+    """Every run of every input; with ``one_each`` an input of several runs needs ``--run`` to say which."""
     with progress(quiet) as bar:
-        return [read_curves(p, input_format, progress=bar) for p in paths]
+        found = [(p, read_runs(p, input_format, runs=runs or (), progress=bar)) for p in paths]
+    if one_each and not runs:
+        for path, group in found:
+            one_run(path, group)
+    return [c for _, group in found for c in group]
 
 
 def _write_png_html(
@@ -189,6 +205,7 @@ def compare(
     metric: list[str] = MetricOption,
     steps: str | None = StepsOption,
     input_format: str | None = InputFormatOption,
+    run_names: list[str] | None = RunOption,
     plot: Path | None = typer.Option(None, "--plot", help="Write a PNG: curves, difference, tolerance band."),
     html_out: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing --plot/--html files."),
@@ -199,11 +216,11 @@ def compare(
 
     Example: seqpack curves compare golden_values_dev_dgx_h100.json train.log -t golden --plot diff.png
     """
-    if len(runs) < 2:
-        raise UsageError("compare needs at least two runs (reference first)")
     profile = Profile(tolerance, ulps=ulps, deterministic=deterministic, require_all_steps=require_all_steps)
     window = parse_steps(steps)
-    curves = _read_all(runs, input_format, quiet)
+    curves = _read_all(runs, input_format, quiet, run_names, one_each=True)
+    if len(curves) < 2:
+        raise UsageError("compare needs at least two runs (reference first)")
     comparisons = compare_curves(curves[0], curves[1:], profile, metrics=metric, steps=window)
     notes = _run_notes(curves)
     for comp in comparisons:
@@ -293,6 +310,7 @@ def show(
     metric: str = typer.Option(LOSS, "--metric", "-m", help="Metric to summarise and plot."),
     steps: str | None = StepsOption,
     input_format: str | None = InputFormatOption,
+    run_names: list[str] | None = RunOption,
     plot: Path | None = typer.Option(None, "--plot", help="Write a PNG of the metric of every run."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --plot file."),
     output_format: OutputFormat = FormatOption,
@@ -303,7 +321,7 @@ def show(
     Example: seqpack curves show train.log --metric "lm loss" --plot loss.png
     """
     window = parse_steps(steps)
-    curves = _read_all(logs, input_format, quiet)
+    curves = _read_all(logs, input_format, quiet, run_names, one_each=False)
     name = canonical(metric)
     if not any(len(c.metrics.get(name, ())) for c in curves):  # nothing to show is a finding, not a table
         have = "; ".join(f"{c.source} has: {', '.join(list(c.metrics)[:12]) or 'no metric'}" for c in curves)
@@ -348,6 +366,9 @@ def export(
     log: Path = typer.Argument(..., help="Log or metric file to export."),
     golden: Path = typer.Option(..., "--golden", help="Write Megatron-LM golden-value JSON here."),
     input_format: str | None = InputFormatOption,
+    run_name: str | None = typer.Option(
+        None, "--run", help="The run to export from a W&B export of several."
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file."),
     quiet: bool = QuietOption,
     output_format: OutputFormat = FormatOption,
@@ -357,7 +378,7 @@ def export(
     Example: seqpack curves export train.log --golden golden_values_dev_dgx_h100.json
     """
     with progress(quiet) as bar:
-        run = read_curves(log, input_format, progress=bar)
+        run = read_curves(log, input_format, run=run_name, progress=bar)
     notes = write_golden(run, golden, overwrite=overwrite)
     if output_format is OutputFormat.json:
         emit_json({"source": str(log), "golden": str(golden), "notes": notes})
