@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import numpy as np
 import typer
 
+from seqpack._io import unreadable
 from seqpack._progress import progress
 from seqpack._ranges import RANKS, SIZE
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, number_option, out_console
@@ -17,7 +17,7 @@ from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_
 from seqpack.data.packed import PackedBlock, PackedReader, read_legacy_npy
 from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
 from seqpack.diff import dump_batches
-from seqpack.errors import DataError, InputError, UsageError
+from seqpack.errors import DataError, UsageError
 from seqpack.plan import (
     DEFAULT_SAMPLER_SEED,
     CostModel,
@@ -144,7 +144,7 @@ def inspect_command(
     names = packed_names(files)
     meta_path = metadata if metadata is not None else find_metadata(files)
     if metadata is not None and not metadata.exists():
-        raise InputError(f"{os.fspath(metadata)}: no such file")
+        raise unreadable(metadata)
     entries = read_metadata(meta_path) if meta_path is not None else []
     picked = pick_entry(entries, names.split) if entries else None
     pack_size = int(picked[1]["pack_size"]) if picked else names.pack_size

@@ -12,10 +12,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from seqpack._io import unreadable
 from seqpack.curves._logs import read_log
 from seqpack.curves._series import FORMATS, Curves
 from seqpack.curves._tables import read_csv, read_golden, read_jsonl, read_tensorboard
-from seqpack.errors import InputError, UsageError
+from seqpack.errors import UsageError
 
 _HEAD_BYTES = 4096
 
@@ -33,10 +34,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     try:
         with open(p, "rb") as handle:
             head = handle.read(_HEAD_BYTES)
-    except FileNotFoundError:
-        raise InputError(f"{os.fspath(path)}: no such file") from None
     except OSError as exc:
-        raise InputError(f"{os.fspath(path)}: cannot read ({exc.strerror})") from None
+        raise unreadable(path, exc) from None
     stripped = head.lstrip()
     if stripped.startswith(b"{"):
         first_line = stripped.split(b"\n", 1)[0].strip()

@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from seqpack._io import unreadable
 from seqpack.errors import DataError, InputError, shown, where
 
 #: The three columns every packed Parquet file must hold, in Bridge's order (spec §3).
@@ -79,7 +80,7 @@ def resolve_packed_paths(spec: str | os.PathLike[str]) -> list[str]:
             f"{text}: not a packed Parquet spec (expected a .parquet/.pq file, a glob or a directory)"
         )
     if not Path(text).exists():
-        raise InputError(f"{text}: no such file")
+        raise unreadable(text)
     return [text]
 
 
@@ -593,8 +594,8 @@ def read_legacy_npy(path: str | os.PathLike[str]) -> PackedBlock:
             else:
                 _shape, _fortran, dtype = np.lib.format.read_array_header_2_0(handle)
             payload = handle.read()
-    except FileNotFoundError:
-        raise InputError(f"{text}: no such file") from None
+    except FileNotFoundError as exc:
+        raise unreadable(text, exc) from None
     # numpy parses the header dict as Python literals (TypeError: keys of mixed types it then sorts)
     except (OSError, ValueError, TypeError, SyntaxError, tokenize.TokenError) as exc:
         raise InputError(f"{text}: not a .npy file ({exc.__class__.__name__}: {exc})") from None
