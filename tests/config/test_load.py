@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from seqpack._yaml import load_yaml
 from seqpack.config import DoctorOptions, check, load_config
 from seqpack.errors import InputError, UsageError
 from seqpack.translate import mlm_to_bridge
@@ -164,7 +165,7 @@ def test_a_count_that_is_not_a_number_is_unusable_input(tmp_path: Path) -> None:
         InputError, match=r"cfg\.yaml:3: field 'model\.context_parallel_size': .* found 'two'"
     ):
         load_config(_write(tmp_path, 'model:\n  seq_length: 4096\n  context_parallel_size: "two"\n'))
-    with pytest.raises(UsageError, match=r"^train\.global_batch_size=\[8\]: field 'train\.global"):
+    with pytest.raises(UsageError, match=r"^override 'train\.global_batch_size=\[8\]': field 'train\.global"):
         load_config(overrides=["train.global_batch_size=[8]"])
     # an interpolation is resolved when the run starts: not judged here, not refused
     load_config(overrides=["dataset.seq_length=${model.seq_length}"])
@@ -190,6 +191,19 @@ def test_a_count_out_of_range_is_an_error_finding_naming_the_field(
     loaded = load_config(_write(tmp_path, text))
     (finding,) = [f for f in check(loaded, DoctorOptions(world_size=8)).findings if f.id == "SP106"]
     assert finding.severity == "error" and finding.fields == [field] and "cfg.yaml:2" in finding.message
+
+
+def test_a_key_given_twice_in_a_yaml_is_an_error_finding(tmp_path: Path) -> None:
+    text = "model:\n  seq_length: 4096\n  context_parallel_size: 2\n  seq_length: 8192\n"
+    loaded = load_config(_write(tmp_path, text))
+    (finding,) = [f for f in check(loaded).findings if f.id == "SP107"]
+    assert finding.severity == "error" and finding.fields == ["model.seq_length"]
+    assert "cfg.yaml:4) is given twice (lines 2 and 4)" in finding.message
+    # other YAML inputs (a model_config.yaml) refuse it outright
+    with pytest.raises(
+        InputError, match=r"cfg\.yaml:4: key 'model\.seq_length' is given twice \(first at line 2\)"
+    ):
+        load_yaml(tmp_path / "cfg.yaml")
 
 
 def test_contradictory_plain_option_and_override() -> None:

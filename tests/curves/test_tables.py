@@ -114,6 +114,24 @@ def test_wandb_panel_runs_on_the_command_line(tmp_path: Path, capsys: pytest.Cap
     assert comp["only_in_candidate"] == {"count": 1, "first": [2]}
 
 
+def test_csv_with_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "excel.csv"
+    path.write_bytes(b"\xef\xbb\xbfStep,lm loss\n1,2.5\n2,2.25\n")
+    assert read_curves(path).metrics["lm loss"].as_dict() == {1: 2.5, 2: 2.25}
+
+
+def test_golden_with_bare_nan_as_python_writes_it(tmp_path: Path) -> None:
+    path = tmp_path / "golden.json"
+    values = {"1": 2.5, "2": float("nan"), "3": float("inf")}
+    path.write_text(
+        json.dumps({"lm loss": {"start_step": 1, "end_step": 3, "step_interval": 1, "values": values}})
+    )
+    assert "NaN" in path.read_text()
+    curves = read_curves(path)
+    assert curves.metrics["lm loss"].as_dict() == {1: 2.5, 3: math.inf}  # NaN: a step not recorded
+    assert curves.notes == [f'{path}: steps marked "nan" (not recorded): lm loss 1']
+
+
 def test_csv_word_in_a_numeric_column_names_the_row(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_text("step,lm loss\n1,10.5\n2,oops\n")

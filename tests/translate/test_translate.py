@@ -182,7 +182,7 @@ def test_every_target_is_a_bridge_field() -> None:
     [
         (
             ["bridge-to-mlm", "model.seq_length=abc"],
-            "model.seq_length=abc: field 'model.seq_length': expected int",
+            "override 'model.seq_length=abc': field 'model.seq_length': expected int",
         ),
         (
             ["bridge-to-mlm", "model.context_parallel_size=0"],

@@ -439,6 +439,16 @@ CATALOG: dict[str, dict[str, tuple[str, str]]] = {
             "并行度、批大小或长度超出范围会导致除以零或无法运行；其他规则在此处按默认值检查。",
         ),
     },
+    "SP107": {
+        "en": (
+            "field '{key}'{where} is {detail}",
+            "A YAML key written twice in one mapping silently keeps the last value; the other one is lost.",
+        ),
+        "zh": (
+            "字段 '{key}'{where} {detail}",
+            "同一映射中重复的 YAML 键会静默保留最后一个值，另一个值被丢弃。",
+        ),
+    },
     "SP103": {
         "en": (
             "contradictory values: {detail}",

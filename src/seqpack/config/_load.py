@@ -116,8 +116,8 @@ NOT_A_NUMBER = "not-a-number"
 @dataclass
 class LoadProblem:
     """Something wrong with the input itself: ``kind`` is one of ``unknown-section``, ``unknown-field``,
-    ``wrong-type``, ``out-of-range``, ``not-a-number``, ``contradiction``, ``mixed-era``; ``key`` the dotted
-    field; ``detail`` the specifics."""
+    ``wrong-type``, ``out-of-range``, ``not-a-number``, ``duplicate-key``, ``contradiction``, ``mixed-era``;
+    ``key`` the dotted field; ``detail`` the specifics."""
 
     kind: str
     key: str
@@ -224,7 +224,12 @@ def load_config(
     if path is not None:
         path = resolve_config_path(path)
         source = os.fspath(path)
-        document, lines = load_yaml(path)
+        repeated: list[tuple[str, int, int]] = []
+        document, lines = load_yaml(path, repeated)
+        problems += [
+            LoadProblem("duplicate-key", key, f"given twice (lines {first} and {line}); YAML keeps the last")
+            for key, line, first in repeated
+        ]
         if document is None:
             document = {}
         if not isinstance(document, dict):
@@ -257,7 +262,10 @@ def load_config(
     for problem in problems:  # no rule can judge a count that is not a number: unusable input, exit 2
         if problem.kind == NOT_A_NUMBER:
             error = InputError if problem.where else UsageError
-            where = problem.where or given.get(problem.key, source or "config")
+            typed = given.get(problem.key)
+            where = problem.where or (
+                f"override {shown(typed)}" if typed and "=" in typed else typed or "config"
+            )
             raise error(f"{where}: field '{problem.key}': {problem.detail}")
     if dataset_kind is not None:
         view.dataset.kind = dataset_kind

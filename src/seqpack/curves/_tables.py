@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
 import warnings
@@ -58,7 +59,9 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"{source}: not JSON ({exc})") from None
+        doc = _python_json(data)  # bare NaN, as Python's json.dump writes a missing step
+        if doc is None:
+            raise InputError(f"{source}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or not doc:
         raise InputError(
             f"{source}: expected a JSON object of metrics (golden values), found {type(doc).__name__}"
@@ -110,6 +113,15 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
     if unrecorded_by_metric:
         notes.append(f'{source}: steps marked "nan" (not recorded): {", ".join(unrecorded_by_metric)}')
     return Curves(source=source, format="golden", metrics=metrics, notes=notes)
+
+
+def _python_json(data: bytes) -> Any:
+    """``data`` as Python's ``json`` reads it, bare ``NaN`` as the string ``"nan"`` (a step not recorded,
+    the golden files' own spelling) and ``Infinity`` as a real infinity; None when that fails too."""
+    try:
+        return json.loads(data, parse_constant=lambda word: "nan" if word == "NaN" else float(word))
+    except (ValueError, RecursionError):
+        return None
 
 
 def _int_key(source: str, name: str, entry: dict[str, Any], key: str) -> int:
@@ -219,7 +231,7 @@ def _table_curves(
 def read_csv(path: str | os.PathLike[str]) -> dict[str | None, Curves]:
     """Read a CSV with a header row (W&B, TensorBoard or hand-made exports): its runs, by name."""
     source = os.fspath(path)
-    text = read_bytes(path).decode("utf-8", errors="replace")
+    text = read_bytes(path).decode("utf-8-sig", errors="replace")  # -sig: Excel's byte-order mark
     if not text.strip():
         raise InputError(f"{source}: empty file")
     reader = csv.DictReader(io.StringIO(text))
