@@ -137,10 +137,12 @@ def inspect_command(
     if path.lower().endswith(".npy"):
         files = [path]
         blocks: Any = [read_legacy_npy(path)]
+        rows = blocks[0].num_rows
     else:
         reader = PackedReader(path)
         files = reader.paths
         blocks = reader.iter_blocks()
+        rows = len(reader)  # from the Parquet footers: the bar shows N/total, not N/?
     names = packed_names(files)
     meta_path = metadata if metadata is not None else find_metadata(files)
     if metadata is not None and not metadata.exists():
@@ -154,7 +156,7 @@ def inspect_command(
             f"{names.pack_size}"
         )
     with progress(quiet) as bar:
-        task = bar.add_task("inspect", total=None)
+        task = bar.add_task("inspect", total=rows)
 
         costs: list[np.ndarray] = []
 

@@ -225,3 +225,14 @@ def _hf_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
         if batch.num_rows:
             yield RawChunk(source, np.arange(row, row + batch.num_rows, dtype=np.int64), batch=batch)
             row += batch.num_rows
+
+
+def known_rows(paths: list[Path]) -> int | None:
+    """Samples in ``paths`` when every input says so without being read (Parquet footers), else None:
+    a JSONL file's line count is only known once it is read, so its progress shows no total."""
+    if not all(input_kind(p) == "parquet" for p in paths):
+        return None
+    try:
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    except (OSError, pa.ArrowException):
+        return None  # the reader reports it with its row
