@@ -150,7 +150,7 @@ def test_out_dir_rules(tmp_path: Path) -> None:
     assert (tmp_path / "new" / "deeper").is_dir()
     prepare_out_dir(tmp_path / "new" / "deeper", overwrite=False)  # empty: fine
     (tmp_path / "file").write_text("x")
-    with pytest.raises(UsageError, match="not a directory"):
+    with pytest.raises(UsageError, match="is a file, expected a directory"):
         prepare_out_dir(tmp_path / "file", overwrite=True)
     with pytest.raises(UsageError, match="--overwrite"):
         prepare_out_dir(tmp_path, overwrite=False)
