@@ -15,6 +15,9 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+# Plain progress lines (stderr is not a terminal under pytest) only where a test asks for them: a slow
+# machine must not add a line to a test that reads stderr. tests/test_progress.py sets it per test.
+os.environ.setdefault("SEQPACK_PROGRESS_SECONDS", "1e9")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"

@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from seqpack.errors import InputError, UsageError
 
@@ -93,13 +94,69 @@ def atomic_write_bytes(final: str | os.PathLike[str], data: bytes, *, overwrite:
         tmp.write_bytes(data)
 
 
+def unreadable(path: str | os.PathLike[str], exc: OSError | None = None) -> InputError:
+    """Why ``path`` cannot be opened, in words, for every reader that found it missing or failed to open it.
+
+    ``Path.exists()`` is False for a symlink loop and a dangling link alike, so "no such file" would
+    send the user looking for a file that is there: the reason is asked of the OS (``exc``, or a fresh
+    ``stat``) and said as such -- ``too many levels of symbolic links``, ``a symbolic link to a missing
+    file``, ``permission denied``.
+    """
+    text = os.fspath(path)
+    if exc is None:
+        try:
+            os.stat(path)
+        except OSError as error:
+            exc = error
+    if exc is None or exc.errno == errno.ENOENT:
+        if os.path.islink(path):
+            return InputError(f"{text}: a symbolic link to a missing file ({os.readlink(path)})")
+        return InputError(f"{text}: no such file")
+    if exc.errno == errno.ELOOP:
+        return InputError(f"{text}: too many levels of symbolic links (a symlink loop)")
+    if exc.errno == errno.EISDIR:
+        return InputError(f"{text}: is a directory, expected a file")
+    return InputError(f"{text}: cannot read ({(exc.strerror or str(exc)).lower()})")
+
+
+#: Compression a JSONL input may carry, by magic bytes (the name is not trusted: ``data.jsonl`` may be
+#: gzipped) and the suffix shown in messages. Decoded by Arrow's codecs, which seqpack already needs.
+COMPRESSION_MAGIC: dict[bytes, str] = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bz2"}
+COMPRESSED_SUFFIXES: tuple[str, ...] = (".gz", ".zst", ".zstd", ".bz2")
+
+
+def compression_of(path: str | os.PathLike[str]) -> str | None:
+    """``gzip``, ``zstd``, ``bz2`` when the file starts with that codec's magic bytes, else None."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+    except OSError as exc:
+        raise unreadable(path, exc) from None
+    return next((codec for magic, codec in COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+
+
+def open_input(path: str | os.PathLike[str]) -> Any:
+    """Open ``path`` for binary reading, decompressing gzip/zstd/bz2 transparently (``readinto`` works).
+
+    A ``.jsonl.gz`` read as plain bytes used to fail deep in the JSON parser ("str is not valid UTF-8:
+    surrogates not allowed"); here the codec is recognised at the door, whatever the file is called.
+    """
+    codec = compression_of(path)
+    try:
+        if codec is None:
+            return open(path, "rb")
+        import pyarrow as pa
+
+        if not pa.Codec.is_available(codec):
+            raise InputError(f"{os.fspath(path)}: compressed input ({codec}) and this pyarrow cannot read it")
+        return pa.input_stream(os.fspath(path), compression=codec)
+    except OSError as exc:
+        raise unreadable(path, exc) from None
+
+
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     """Read a whole (small) file, turning OS errors into an :class:`InputError` naming the path."""
     try:
         return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{os.fspath(path)}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{os.fspath(path)}: is a directory, expected a file") from None
     except OSError as exc:
-        raise InputError(f"{os.fspath(path)}: cannot read ({exc.strerror})") from None
+        raise unreadable(path, exc) from None

@@ -41,18 +41,27 @@ class _Loader(yaml.SafeLoader):
     }
 
 
-def load_yaml(path: str | os.PathLike[str]) -> tuple[Any, dict[str, int]]:
+def load_yaml(
+    path: str | os.PathLike[str], duplicates: list[tuple[str, int, int]] | None = None
+) -> tuple[Any, dict[str, int]]:
     """Read ``path`` as YAML; return ``(document, {dotted key path: line})``."""
     raw = read_bytes(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{os.fspath(path)}: not UTF-8 text (byte {exc.start})") from None
-    return parse_yaml(text, os.fspath(path))
+    return parse_yaml(text, os.fspath(path), duplicates)
 
 
-def parse_yaml(text: str, name: str = "<string>") -> tuple[Any, dict[str, int]]:
-    """Parse YAML ``text`` (named ``name`` in messages) with the safe loader."""
+def parse_yaml(
+    text: str, name: str = "<string>", duplicates: list[tuple[str, int, int]] | None = None
+) -> tuple[Any, dict[str, int]]:
+    """Parse YAML ``text`` (named ``name`` in messages) with the safe loader.
+
+    A key written twice in one mapping is silently "last wins" for a YAML parser and a lost setting for
+    the user: each is appended to ``duplicates`` as ``(dotted key, line, first line)``, or, when no list is
+    given, refused as an :class:`InputError` naming both lines.
+    """
     loader: _Loader | None = None
     try:
         _check_bounds(text, name)
@@ -72,8 +81,12 @@ def parse_yaml(text: str, name: str = "<string>") -> tuple[Any, dict[str, int]]:
         if loader is not None:
             loader.dispose()
     lines: dict[str, int] = {}
+    found: list[tuple[str, int, int]] = [] if duplicates is None else duplicates
     if node is not None:
-        _collect_lines(node, "", lines)
+        _collect_lines(node, "", lines, found)
+    if duplicates is None and found:
+        key, line, first = found[0]
+        raise InputError(f"{name}:{line}: key '{key}' is given twice (first at line {first})")
     return document, lines
 
 
@@ -119,12 +132,19 @@ def _check_bounds(text: str, name: str) -> None:
             raise InputError(f"{where}: more than {MAX_NODES} nodes with aliases expanded")
 
 
-def _collect_lines(node: yaml.Node, prefix: str, lines: dict[str, int]) -> None:
+def _collect_lines(
+    node: yaml.Node, prefix: str, lines: dict[str, int], duplicates: list[tuple[str, int, int]]
+) -> None:
     if not isinstance(node, yaml.MappingNode):
         return
+    here: dict[str, int] = {}
     for key_node, value_node in node.value:
-        if not isinstance(key_node, yaml.ScalarNode):
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.value == "<<":
             continue
         path = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
-        lines[path] = key_node.start_mark.line + 1
-        _collect_lines(value_node, path, lines)
+        line = key_node.start_mark.line + 1
+        if key_node.value in here:
+            duplicates.append((path, line, here[key_node.value]))
+        here[key_node.value] = line
+        lines[path] = line
+        _collect_lines(value_node, path, lines, duplicates)

@@ -123,3 +123,24 @@ def test_text_output_and_nothing_to_clean(tmp_path: Path, capsys: pytest.Capture
     assert main(["clean", str(empty)]) == 0
     assert capsys.readouterr().out.strip() == "nothing to clean"
     assert main(["clean", str(tmp_path / "missing")]) == 2
+
+
+@pytest.mark.parametrize("extra", [[], ["--delete"]])
+def test_a_mount_point_is_left_alone_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, extra: list[str]
+) -> None:
+    paths = tree(tmp_path)
+    root = paths["root"]
+    # one found folder is a mount point itself, the other holds one below it
+    mounts = {os.fspath(root / "nemo_experiments"), os.fspath(root / "old" / "ckpt" / "iter_0000020")}
+    real_ismount = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: os.fspath(p) in mounts or real_ismount(p))
+    before = listing(tmp_path)
+    code, doc = clean(capsys, str(root), "--yes", *extra)
+    assert code == 1 and [f["action"] for f in doc["found"]] == ["skipped", "skipped"]
+    assert {f["mount_point"] for f in doc["found"]} == mounts
+    assert listing(tmp_path) == before  # nothing moved, no empty seqpack-clean-* folder left behind
+    assert main(["clean", str(root), "--yes", *extra]) == 1
+    out, err = capsys.readouterr()
+    assert f"skipped: {root / 'nemo_experiments'}" in out and "is a mount point (unmount it" in out
+    assert "0 folder(s)" in err and "2 skipped (mount points)" in err

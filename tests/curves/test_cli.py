@@ -102,6 +102,32 @@ def test_show_summary_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "'lm loss' missing from the line at iteration(s) [20]" in capsys.readouterr().out
 
 
+def test_show_of_a_metric_no_run_has_is_a_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = log(tmp_path, "run.log", {10: 10.0, 20: 9.0})
+    assert main(["curves", "show", str(path), "--metric", "num-zeros"]) == 1
+    err = capsys.readouterr().err
+    assert f"no run has metric 'num-zeros' ({path} has: " in err and "lm loss" in err
+    assert main(["curves", "show", str(path), "--metric", "num-zeros", "--format", "json"]) == 1
+    assert capsys.readouterr().out == ""
+
+
+def test_show_of_tensorboard_tags_without_a_known_loss(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("tbparse")
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(tmp_path))
+    for step in (1, 2):
+        summary = Summary(value=[Summary.Value(tag="my/objective", simple_value=1.0 / step)])
+        writer.add_event(Event(step=step, wall_time=1.0 * step, summary=summary))
+    writer.close()
+    assert main(["curves", "show", str(tmp_path)]) == 1
+    assert "no run has metric 'lm loss'" in capsys.readouterr().err
+
+
 def test_export_golden_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = log(tmp_path, "run.log", {10: 10.123456789, 20: 9.5, 40: 9.25})
     out = tmp_path / "golden_values.json"

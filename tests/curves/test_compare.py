@@ -49,6 +49,33 @@ def test_exact_and_nan() -> None:
     assert not result.passed and result.first_divergence == 2
 
 
+@pytest.mark.parametrize("profile", ["exact", "bf16", "golden", "trend"])
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_a_non_finite_step_against_a_number_is_never_tolerated(profile: str, bad: float) -> None:
+    # 200 steps: golden tolerates 2 failing steps and trend 20; a diverged step is not one of them.
+    values = [2.0 + 0.01 * k for k in range(200)]
+    broken = values.copy()
+    broken[57] = bad
+    for ref, cand in ((values, broken), (broken, values)):
+        result = compare_series(series(ref), series(cand), Profile(profile))
+        assert not result.passed and result.failing.sum() == 1 and result.first_divergence == 58
+        assert any("non-finite in one run only; first at step 58" in r for r in result.reasons)
+
+
+@pytest.mark.parametrize("profile", ["exact", "bf16", "golden", "trend"])
+@pytest.mark.parametrize(
+    ("a", "b", "agree"),
+    [("nan", "nan", True), ("inf", "inf", True), ("inf", "-inf", False), ("nan", "inf", False)],
+)
+def test_non_finite_against_non_finite(profile: str, a: str, b: str, agree: bool) -> None:
+    values = [2.0 + 0.01 * k for k in range(20)]
+    ref, cand = values.copy(), values.copy()
+    ref[5], cand[5] = float(a), float(b)
+    result = compare_series(series(ref), series(cand), Profile(profile))
+    assert result.passed is agree
+    assert any("non-finite in both runs" in n for n in result.notes) is agree
+
+
 def test_golden_tolerates_one_failing_step_per_hundred() -> None:
     ref = series([10.0] * 100)
     one = series([10.0] * 99 + [11.0])

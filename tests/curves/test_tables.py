@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from seqpack.curves import detect_format, read_curves
+from seqpack.curves import detect_format, read_curves, read_runs
 from seqpack.errors import DataError, InputError, UsageError
 
 
@@ -71,6 +71,65 @@ def test_wandb_csv_export(tmp_path: Path) -> None:
     assert list(loss) == [10, 30] and loss[10] == 10.5 and math.isnan(loss[30])  # empty cell: no value
     assert curves.metrics["grad-norm"].as_dict() == {10: 1.2, 20: 1.1, 30: 1.0}
     assert "run_name" not in curves.metrics and "_runtime" not in curves.metrics
+
+
+WANDB_PANEL = (
+    '"Step","sft - v2 - lm loss","sft - v2 - lm loss__MIN","sft - v2 - lm loss__MAX",'
+    '"base - lm loss","base - lm loss__MIN","base - lm loss__MAX"\n'
+    "1,2.5,2.5,2.5,2.75,2.75,2.75\n2,2.25,2.25,2.25,,,\n3,2.0,2.0,2.0,2.5,2.5,2.5\n"
+)
+
+
+def test_wandb_panel_of_two_runs_is_two_runs(tmp_path: Path) -> None:
+    path = tmp_path / "panel.csv"
+    path.write_text(WANDB_PANEL)
+    sft, base = read_runs(path)
+    assert (sft.run, base.run) == ("sft - v2", "base")  # a run name may hold " - "
+    assert sft.source == f"{path} (run 'sft - v2')"
+    assert sft.metrics["lm loss"].as_dict() == {1: 2.5, 2: 2.25, 3: 2.0}
+    assert base.metrics["lm loss"].as_dict() == {1: 2.75, 3: 2.5}  # its blank step stays blank
+    assert set(sft.metrics) == set(base.metrics) == {"lm loss"}  # __MIN/__MAX are not metrics
+    assert [c.run for c in read_runs(path, runs=["base", "sft - v2"])] == ["base", "sft - v2"]
+    assert read_curves(path, run="base").metrics["lm loss"].as_dict() == {1: 2.75, 3: 2.5}
+    with pytest.raises(
+        UsageError, match=r"panel\.csv holds 2 runs \('sft - v2', 'base'\): choose with --run"
+    ):
+        read_curves(path)
+    with pytest.raises(UsageError, match=r"--run 'sft': .*panel\.csv holds 2 run\(s\): 'sft - v2', 'base'"):
+        read_runs(path, runs=["sft"])
+
+
+def test_wandb_panel_runs_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from seqpack.cli import main
+
+    path = tmp_path / "panel.csv"
+    path.write_text(WANDB_PANEL)
+    assert main(["curves", "compare", str(path)]) == 2
+    assert "holds 2 runs ('sft - v2', 'base')" in capsys.readouterr().err
+    argv = ["curves", "compare", str(path), "--run", "base", "--run", "sft - v2", "--format", "json"]
+    assert main([*argv, "-t", "golden"]) == 1  # the runs are 9% and 20% apart at steps 1 and 3
+    doc = json.loads(capsys.readouterr().out)
+    (comp,) = doc["comparisons"]
+    assert comp["reference"] == f"{path} (run 'base')" and comp["shared_steps"] == 2
+    assert comp["only_in_candidate"] == {"count": 1, "first": [2]}
+
+
+def test_csv_with_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "excel.csv"
+    path.write_bytes(b"\xef\xbb\xbfStep,lm loss\n1,2.5\n2,2.25\n")
+    assert read_curves(path).metrics["lm loss"].as_dict() == {1: 2.5, 2: 2.25}
+
+
+def test_golden_with_bare_nan_as_python_writes_it(tmp_path: Path) -> None:
+    path = tmp_path / "golden.json"
+    values = {"1": 2.5, "2": float("nan"), "3": float("inf")}
+    path.write_text(
+        json.dumps({"lm loss": {"start_step": 1, "end_step": 3, "step_interval": 1, "values": values}})
+    )
+    assert "NaN" in path.read_text()
+    curves = read_curves(path)
+    assert curves.metrics["lm loss"].as_dict() == {1: 2.5, 3: math.inf}  # NaN: a step not recorded
+    assert curves.notes == [f'{path}: steps marked "nan" (not recorded): lm loss 1']
 
 
 def test_csv_word_in_a_numeric_column_names_the_row(tmp_path: Path) -> None:

@@ -67,8 +67,8 @@ def test_bad_parquet_row_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[
 @pytest.mark.parametrize(
     ("extra", "fragment"),
     [
-        (["--pack-size", "0"], "--pack-size must be a positive integer"),
-        (["--pack-size", "8", "--pad-seq-to-mult", "0"], "--pad-seq-to-mult must be >= 1"),
+        (["--pack-size", "0"], "--pack-size: expected an integer >= 1"),
+        (["--pack-size", "8", "--pad-seq-to-mult", "0"], "--pad-seq-to-mult: expected an integer >= 1"),
         (["--pack-size", "8", "--pad-seq-to-mult", "16"], "larger than the max sequence length 8"),
         (["--pack-size", "8", "--max-seq-length", "9"], "larger than --pack-size"),
         (

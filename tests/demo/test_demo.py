@@ -211,7 +211,7 @@ def test_out_dir_rules(tmp_path: Path) -> None:
     assert (tmp_path / "new" / "deeper").is_dir()
     prepare_out_dir(tmp_path / "new" / "deeper", overwrite=False)  # empty: fine
     (tmp_path / "file").write_text("x")
-    with pytest.raises(UsageError, match="not a directory"):
+    with pytest.raises(UsageError, match="is a file, expected a directory"):
         prepare_out_dir(tmp_path / "file", overwrite=True)
     with pytest.raises(UsageError, match="--overwrite"):
         prepare_out_dir(tmp_path, overwrite=False)
@@ -278,3 +278,12 @@ def test_missing_extras_are_named_before_anything_is_written(
     with pytest.raises(UsageError, match=r"matplotlib: pip install 'seqpack\[demo\]'"):
         _run.run_demo(_run.DemoOptions(out=tmp_path / "out", quick=True))
     assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_language_is_refused_before_any_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--lang", "xx", "--quiet"]) == 2
+    assert "--lang 'xx': expected one of en, zh" in capsys.readouterr().err
+    assert not out.exists()

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from seqpack.doctor import check, load_config
+from seqpack._yaml import load_yaml
+from seqpack.doctor import DoctorOptions, check, load_config
 from seqpack.errors import InputError, UsageError
 from seqpack.translate import mlm_to_bridge
 
@@ -157,9 +158,55 @@ def test_misspelled_field_names_the_closest(tmp_path: Path) -> None:
 
 
 def test_wrong_type_names_the_field(tmp_path: Path) -> None:
-    loaded = load_config(_write(tmp_path, 'model:\n  context_parallel_size: "two"\n'))
+    loaded = load_config(_write(tmp_path, 'model:\n  sequence_parallel: "maybe"\n'))
     (finding,) = [f for f in check(loaded).findings if f.id == "SP102"]
-    assert finding.fields == ["model.context_parallel_size"] and "'two'" in finding.message
+    assert finding.fields == ["model.sequence_parallel"] and "'maybe'" in finding.message
+
+
+def test_a_count_that_is_not_a_number_is_unusable_input(tmp_path: Path) -> None:
+    with pytest.raises(
+        InputError, match=r"cfg\.yaml:3: field 'model\.context_parallel_size': .* found 'two'"
+    ):
+        load_config(_write(tmp_path, 'model:\n  seq_length: 4096\n  context_parallel_size: "two"\n'))
+    with pytest.raises(UsageError, match=r"^override 'train\.global_batch_size=\[8\]': field 'train\.global"):
+        load_config(overrides=["train.global_batch_size=[8]"])
+    # an interpolation is resolved when the run starts: not judged here, not refused
+    load_config(overrides=["dataset.seq_length=${model.seq_length}"])
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("model:\n  tensor_model_parallel_size: 0\n", "model.tensor_model_parallel_size"),
+        ("model:\n  context_parallel_size: -2\n", "model.context_parallel_size"),
+        (
+            "model:\n  pipeline_model_parallel_size: 18446744073709551616\n",
+            "model.pipeline_model_parallel_size",
+        ),
+        ("train:\n  global_batch_size: -8\n", "train.global_batch_size"),
+        ("train:\n  micro_batch_size: 0\n", "train.micro_batch_size"),
+        ("dataset:\n  seq_length: -5\n", "dataset.seq_length"),
+    ],
+)
+def test_a_count_out_of_range_is_an_error_finding_naming_the_field(
+    tmp_path: Path, text: str, field: str
+) -> None:
+    loaded = load_config(_write(tmp_path, text))
+    (finding,) = [f for f in check(loaded, DoctorOptions(world_size=8)).findings if f.id == "SP106"]
+    assert finding.severity == "error" and finding.fields == [field] and "cfg.yaml:2" in finding.message
+
+
+def test_a_key_given_twice_in_a_yaml_is_an_error_finding(tmp_path: Path) -> None:
+    text = "model:\n  seq_length: 4096\n  context_parallel_size: 2\n  seq_length: 8192\n"
+    loaded = load_config(_write(tmp_path, text))
+    (finding,) = [f for f in check(loaded).findings if f.id == "SP107"]
+    assert finding.severity == "error" and finding.fields == ["model.seq_length"]
+    assert "cfg.yaml:4) is given twice (lines 2 and 4)" in finding.message
+    # other YAML inputs (a model_config.yaml) refuse it outright
+    with pytest.raises(
+        InputError, match=r"cfg\.yaml:4: key 'model\.seq_length' is given twice \(first at line 2\)"
+    ):
+        load_yaml(tmp_path / "cfg.yaml")
 
 
 def test_contradictory_plain_option_and_override() -> None:

@@ -146,7 +146,8 @@ CASES = [
     ),
     Case("SP100", ["modle.seq_length=4096"], SEQ),
     Case("SP101", ["model.context_paralel_size=2"], ["model.context_parallel_size=2"]),
-    Case("SP102", ["model.context_parallel_size=two"], ["model.context_parallel_size=2"]),
+    Case("SP102", ["model.sequence_parallel=maybe"], ["model.sequence_parallel=true"]),
+    Case("SP106", ["model.context_parallel_size=0"], ["model.context_parallel_size=2"]),
     Case(
         "SP103",
         ["model.seq_length=4096", "model.seq_length=8192"],
@@ -154,7 +155,7 @@ CASES = [
     ),
 ]
 #: Rules whose cases need files on disk or YAML documents: tested in test_packed.py / test_load.py.
-ELSEWHERE = {"SP010", "SP032", "SP040", "SP041", "SP042", "SP043", "SP104", "SP105"}
+ELSEWHERE = {"SP010", "SP032", "SP040", "SP041", "SP042", "SP043", "SP104", "SP105", "SP107"}
 
 OPTION_KEYS = {"kernel_chunk", "model_family", "recipe", "world_size", "dp"}
 

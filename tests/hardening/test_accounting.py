@@ -53,8 +53,8 @@ def test_every_sample_is_packed_or_listed(lengths: list[int], too_long: str) -> 
     [
         ("bad row", 1, "in[/b].jsonl:2: malformed JSON"),
         ("missing input", 2, "nope[/b].jsonl: no such file"),
-        ("bad option", 2, "--pack-size must be a positive integer"),
-        ("out under a file", 2, "file.txt/out: Not a directory"),
+        ("bad option", 2, "--pack-size: expected an integer >= 1"),
+        ("out under a file", 2, "file.txt: is a file, expected a directory"),
     ],
 )
 def test_exit_codes_and_one_line(

@@ -124,6 +124,7 @@ def test_ctrl_c_stops_after_the_current_step_and_names_the_log(
         ({"gbs": 1000}, r"--gbs 1000 is larger than the \d+ packs"),
         ({"steps": 2, "epochs": 1}, r"give --steps or --epochs, not both"),
         ({"hidden": 30}, r"--hidden 30 must be divisible by --heads 4"),
+        ({"hidden": 6, "heads": 2}, r"--hidden 6 / --heads 2 = 3: the head size must be even"),
         ({"pad_to": 5, "mode": "padded"}, r"--pad-to 5 is shorter than the longest sequence"),
         ({"device": "tpu"}, r"--device must be cpu, cuda or auto"),
     ],

@@ -175,3 +175,36 @@ def test_every_target_is_a_bridge_field() -> None:
             if section not in bf.CONTAINER_SECTIONS or name not in known.get(section, {name}):
                 wrong.append(f"{mapping.flag} -> {key}")
     assert wrong == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["bridge-to-mlm", "model.seq_length=abc"],
+            "override 'model.seq_length=abc': field 'model.seq_length': expected int",
+        ),
+        (
+            ["bridge-to-mlm", "model.context_parallel_size=0"],
+            "model.context_parallel_size: expected an integer >= 1",
+        ),
+        (
+            ["mlm-to-bridge", "--context-parallel-size", "0"],
+            "--context-parallel-size: model.context_parallel_size",
+        ),
+    ],
+)
+def test_counts_out_of_range_are_refused(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from seqpack.cli import main
+
+    assert main(["translate", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_interpolation_passes_through(capsys: pytest.CaptureFixture[str]) -> None:
+    from seqpack.cli import main
+
+    assert main(["translate", "bridge-to-mlm", "model.seq_length=${dataset.seq_length}"]) == 0
+    assert capsys.readouterr().out.strip() == "--seq-length '${dataset.seq_length}'"

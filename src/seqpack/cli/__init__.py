@@ -9,15 +9,19 @@ Exit codes are decided here and nowhere else: 0 ok; 1 a finding, a mismatch or i
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from types import FrameType
 
 import typer
 from rich.markup import escape
 
 from seqpack import __version__
+from seqpack._io import TEMP_PREFIX
 from seqpack.cli import _commands
 from seqpack.cli._common import ClickException, err_console, state
 from seqpack.errors import SeqpackError
@@ -68,6 +72,31 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
+def _file_in_the_way(name: str) -> str | None:
+    """The path itself or its nearest ancestor that exists and is not a folder (``--out`` names a file)."""
+    for candidate in (Path(name), *Path(name).parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else os.fspath(candidate)
+    return None
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for an OS error no command turned into one, in the user's terms.
+
+    ``mkdir`` under a file says "File exists" or "Not a directory" about a path the user may never have
+    typed: the file in the way is named instead. A temp file's name (``.seqpack-tmp-...``) is internal:
+    its folder is named.
+    """
+    name = None if exc.filename is None else os.fspath(exc.filename)
+    if name is not None and exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        blocker = _file_in_the_way(name)
+        if blocker is not None:
+            return f"{blocker}: is a file, expected a directory"
+    if name is not None and os.path.basename(name).startswith(TEMP_PREFIX):
+        name = os.path.dirname(name) or "."
+    return f"{name or 'seqpack'}: {exc.strerror or exc}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (the console script calls ``sys.exit`` on it)."""
     args = sys.argv[1:] if argv is None else argv
@@ -108,7 +137,7 @@ def _run(args: list[str]) -> int:
     except OSError as exc:  # the environment, not the input (a full disk, a permission): still one line
         if state.debug:
             raise
-        message = f"{exc.filename or 'seqpack'}: {exc.strerror or exc}"
+        message = os_error_message(exc)
         err_console.print(
             f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True
         )

@@ -3,6 +3,7 @@
 * ``--format text|json`` is always the output format (:data:`FormatOption`); JSON goes to stdout,
   carries ``"schema_version"`` and never mixes with progress text (:func:`emit_json`).
 * Progress and logs go to stderr (:data:`err_console`); ``--quiet`` silences them (:data:`QuietOption`).
+* Every numeric option is a :func:`number_option`: its range is in --help and checked at parse time.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 import orjson
 import typer
 from rich.console import Console
+
+from seqpack._ranges import Range
 
 
 def _click_exception_type() -> type[Exception]:
@@ -60,3 +63,21 @@ def emit_json(payload: dict[str, Any], schema_version: int = 1) -> None:
     sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
     sys.stdout.write("\n")
     sys.stdout.flush()
+
+
+def number_option(default: Any, *decls: str, help: str, range: Range, **kwargs: Any) -> Any:
+    """A numeric ``typer.Option`` whose range is shown in --help and checked before the command runs.
+
+    Out of range -- 0 or negative sizes, 2**64, nan, inf -- is a one-line usage error (exit 2) naming the
+    option, raised while the options are parsed: before any other check, file or computation.
+    """
+    name = next((d for d in decls if d.startswith("--")), decls[0])
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            range.check(name, item)
+        return value
+
+    return typer.Option(default, *decls, help=f"{help} [{range.text()}]", callback=check, **kwargs)

@@ -50,14 +50,20 @@ def clean(
         err_console.print("dry run: add --yes to move what is listed aside", markup=False, soft_wrap=True)
     done: list[dict[str, object]] = []
     for top, item in found:
+        if item.mount_point is not None:  # renaming fails, deleting empties another file system: leave it
+            done.append({**item.to_json(), "action": "skipped", "to": None})
+            continue
         if yes:
             target = apply(item, top, delete=delete, stamp=stamp)
         else:
             target = None if delete else moved_name(item, stamp)
         action = ("deleted" if yes else "would delete") if delete else ("moved" if yes else "would move")
         done.append({**item.to_json(), "action": action, "to": os.fspath(target) if target else None})
+    skipped = [row for row in done if row["action"] == "skipped"]
     if fmt is OutputFormat.json:
         emit_json({"dry_run": not yes, "found": done}, SCHEMA_VERSION)
+        if skipped and yes:
+            raise typer.Exit(1)
         return
     if not done:
         out_console.print("nothing to clean", markup=False, soft_wrap=True)
@@ -66,13 +72,20 @@ def clean(
         newest = row["newest_checkpoint"] or "no checkpoint"
         size = _size(int(row["bytes"]))  # type: ignore[call-overload]
         dest = f" -> {row['to']}" if row["to"] else ""
+        if row["action"] == "skipped":
+            dest = f": {row['mount_point']} is a mount point (unmount it, or clean inside it)"
         out_console.print(
             f"{row['action']}: {row['path']}  ({row['kind']}, {size}, newest {newest}){dest}", markup=False
         )
     if not quiet and yes:
         err_console.print(
-            f"{len(done)} folder(s) {'deleted' if delete else 'moved aside'}", markup=False, soft_wrap=True
+            f"{len(done) - len(skipped)} folder(s) {'deleted' if delete else 'moved aside'}"
+            + (f", {len(skipped)} skipped (mount points)" if skipped else ""),
+            markup=False,
+            soft_wrap=True,
         )
+    if skipped and yes:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

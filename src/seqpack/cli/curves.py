@@ -12,7 +12,16 @@ from rich.table import Table
 
 from seqpack._io import atomic_write_bytes
 from seqpack._progress import progress
-from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack._ranges import COUNT0, STEP
+from seqpack.cli._common import (
+    FormatOption,
+    OutputFormat,
+    QuietOption,
+    emit_json,
+    err_console,
+    number_option,
+    out_console,
+)
 from seqpack.curves import (
     DEFAULT_PROFILE,
     DEFAULT_ULPS,
@@ -24,8 +33,10 @@ from seqpack.curves import (
     Profile,
     canonical,
     compare_curves,
+    one_run,
     parse_metric_map,
     read_curves,
+    read_runs,
     rename_metrics,
     write_golden,
 )
@@ -65,6 +76,9 @@ def parse_steps(text: str | None) -> tuple[int | None, int | None]:
         stop = int(hi) if hi.strip() else None
     except ValueError:
         raise UsageError(f"--steps: expected integers in A:B, found {text!r}") from None
+    for step in (start, stop):
+        if step is not None:
+            STEP.check("--steps", step)
     if start is not None and stop is not None and start > stop:
         raise UsageError(f"--steps: start {start} is after stop {stop}")
     return (start, stop)
@@ -137,21 +151,40 @@ def _print_table(title: str, rows: list[dict[str, str]]) -> None:
     wide.print(table)
 
 
+RunOption = typer.Option(
+    None,
+    "--run",
+    help="A run of a W&B export of several runs (repeatable; for compare the first is the reference).",
+)
+
+
 def _read_all(
-    paths: list[Path], input_format: str | None, quiet: bool, metric_map: list[str] | None = None
+    paths: list[Path],
+    input_format: str | None,
+    quiet: bool,
+    runs: list[str] | None,
+    *,
+    one_each: bool,
+    metric_map: list[str] | None = None,
 ) -> list[Curves]:
+    """Every run of every input, HF/custom metric names mapped to the canonical ones; with ``one_each`` an
+    input of several runs needs ``--run`` to say which."""
     mapping = parse_metric_map(metric_map or [])
     with progress(quiet) as bar:
-        runs = [read_curves(p, input_format, progress=bar) for p in paths]
+        found = [(p, read_runs(p, input_format, runs=runs or (), progress=bar)) for p in paths]
+    if one_each and not runs:
+        for path, group in found:
+            one_run(path, group)
+    curves = [c for _, group in found for c in group]
     for src, dst in mapping.items():
-        if src != dst and not any(src in run.metrics for run in runs):
-            names = sorted({name for run in runs for name in run.metrics})
+        if src != dst and not any(src in run.metrics for run in curves):
+            names = sorted({name for run in curves for name in run.metrics})
             raise UsageError(
                 f"--metric-map {src}={dst}: no run has a metric '{src}' (they have: {', '.join(names)})"
             )
-    for run in runs:
+    for run in curves:
         rename_metrics(run, mapping)
-    return runs
+    return curves
 
 
 def _write_png_html(
@@ -184,7 +217,9 @@ def _write_png_html(
 def compare(
     runs: list[Path] = typer.Argument(..., help="Reference run first, then one or more runs to check."),
     tolerance: str = typer.Option(DEFAULT_PROFILE, "--tolerance", "-t", help=f"{'|'.join(PROFILES)}"),
-    ulps: int = typer.Option(DEFAULT_ULPS, "--ulps", help="bf16 profile: allowed bf16 ulps per step."),
+    ulps: int = number_option(
+        DEFAULT_ULPS, "--ulps", help="bf16 profile: allowed bf16 ulps per step.", range=COUNT0
+    ),
     deterministic: bool = typer.Option(
         False, "--deterministic", help="golden: also require identical values."
     ),
@@ -195,6 +230,7 @@ def compare(
     steps: str | None = StepsOption,
     input_format: str | None = InputFormatOption,
     metric_map: list[str] | None = MetricMapOption,
+    run_names: list[str] | None = RunOption,
     plot: Path | None = typer.Option(None, "--plot", help="Write a PNG: curves, difference, tolerance band."),
     html_out: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing --plot/--html files."),
@@ -205,11 +241,11 @@ def compare(
 
     Example: seqpack curves compare golden_values_dev_dgx_h100.json train.log -t golden --plot diff.png
     """
-    if len(runs) < 2:
-        raise UsageError("compare needs at least two runs (reference first)")
     profile = Profile(tolerance, ulps=ulps, deterministic=deterministic, require_all_steps=require_all_steps)
     window = parse_steps(steps)
-    curves = _read_all(runs, input_format, quiet, metric_map)
+    curves = _read_all(runs, input_format, quiet, run_names, one_each=True, metric_map=metric_map)
+    if len(curves) < 2:
+        raise UsageError("compare needs at least two runs (reference first)")
     comparisons = compare_curves(curves[0], curves[1:], profile, metrics=metric, steps=window)
     notes = _run_notes(curves)
     for comp in comparisons:
@@ -300,6 +336,7 @@ def show(
     steps: str | None = StepsOption,
     input_format: str | None = InputFormatOption,
     metric_map: list[str] | None = MetricMapOption,
+    run_names: list[str] | None = RunOption,
     plot: Path | None = typer.Option(None, "--plot", help="Write a PNG of the metric of every run."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --plot file."),
     output_format: OutputFormat = FormatOption,
@@ -310,8 +347,11 @@ def show(
     Example: seqpack curves show train.log --metric "lm loss" --plot loss.png
     """
     window = parse_steps(steps)
-    curves = _read_all(logs, input_format, quiet, metric_map)
+    curves = _read_all(logs, input_format, quiet, run_names, one_each=False, metric_map=metric_map)
     name = canonical(metric)
+    if not any(len(c.metrics.get(name, ())) for c in curves):  # nothing to show is a finding, not a table
+        have = "; ".join(f"{c.source} has: {', '.join(list(c.metrics)[:12]) or 'no metric'}" for c in curves)
+        raise DataError(f"no run has metric '{metric}' ({have})")
     if output_format is OutputFormat.json:
         emit_json(
             {
@@ -344,8 +384,6 @@ def show(
         for note in _run_notes(curves):
             out_console.print(f"note: {note}", markup=False)
     if plot is not None:
-        if not any(name in c.metrics for c in curves):
-            raise DataError(f"no run has metric '{metric}' to plot")
         _write_png_html(curves, name, None, window, plot, None, "", [], [], overwrite, quiet)
 
 
@@ -354,6 +392,9 @@ def export(
     log: Path = typer.Argument(..., help="Log or metric file to export."),
     golden: Path = typer.Option(..., "--golden", help="Write Megatron-LM golden-value JSON here."),
     input_format: str | None = InputFormatOption,
+    run_name: str | None = typer.Option(
+        None, "--run", help="The run to export from a W&B export of several."
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file."),
     quiet: bool = QuietOption,
     output_format: OutputFormat = FormatOption,
@@ -363,7 +404,7 @@ def export(
     Example: seqpack curves export train.log --golden golden_values_dev_dgx_h100.json
     """
     with progress(quiet) as bar:
-        run = read_curves(log, input_format, progress=bar)
+        run = read_curves(log, input_format, run=run_name, progress=bar)
     notes = write_golden(run, golden, overwrite=overwrite)
     if output_format is OutputFormat.json:
         emit_json({"source": str(log), "golden": str(golden), "notes": notes})

@@ -13,7 +13,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack._ranges import RANKS
+from seqpack.cli._common import (
+    FormatOption,
+    OutputFormat,
+    QuietOption,
+    emit_json,
+    err_console,
+    number_option,
+    out_console,
+)
 from seqpack.demo import (
     DEFAULT_THREADS,
     DemoOptions,
@@ -23,7 +32,7 @@ from seqpack.demo import (
     StepResult,
     run_demo,
 )
-from seqpack.doctor import default_lang
+from seqpack.doctor import checked_lang, default_lang
 
 OK, FAILED = "[green]✓[/]", "[red]✗[/]"
 
@@ -135,7 +144,9 @@ def demo(
         False, "--overwrite", help="Use a non-empty --out, replacing the demo's files."
     ),
     quick: bool = typer.Option(False, "--quick", help="A tiny run (a few seconds): smaller model, 4 steps."),
-    threads: int = typer.Option(DEFAULT_THREADS, "--threads", help="Torch CPU threads for training."),
+    threads: int = number_option(
+        DEFAULT_THREADS, "--threads", help="Torch CPU threads for training.", range=RANKS
+    ),
     lang: str | None = typer.Option(None, "--lang", help="Doctor messages: en or zh (default: the locale)."),
     output_format: OutputFormat = FormatOption,
     quiet: bool = QuietOption,
@@ -151,7 +162,7 @@ def demo(
     Example: seqpack demo --out demo-out
     """
     options = DemoOptions(
-        out=out, overwrite=overwrite, quick=quick, threads=threads, lang=lang or default_lang()
+        out=out, overwrite=overwrite, quick=quick, threads=threads, lang=checked_lang(lang or default_lang())
     )
     with _reporter(quiet) as reporter:
         result = run_demo(options, reporter)

@@ -8,7 +8,8 @@ from typing import Any
 import typer
 
 from seqpack._progress import progress
-from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
+from seqpack._ranges import TOKEN_ID
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, number_option, out_console
 from seqpack.diff import diff_paths
 
 
@@ -124,8 +125,11 @@ def register(app: typer.Typer) -> None:
             ..., help="Packed data (Parquet file/glob/dir or legacy .npy) or a batch dump .npz."
         ),
         b: str = typer.Argument(..., help="The other side, of the same kind."),
-        eos_id: int = typer.Option(
-            None, "--eos-id", help="EOS token id for the mask kinds (default: metadata, dump, or inferred)."
+        eos_id: int = number_option(
+            None,
+            "--eos-id",
+            help="EOS token id for the mask kinds (default: metadata, dump, or inferred).",
+            range=TOKEN_ID,
         ),
         output_format: OutputFormat = FormatOption,
         quiet: bool = QuietOption,

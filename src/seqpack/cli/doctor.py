@@ -8,7 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from seqpack.cli._common import FormatOption, OutputFormat, emit_json, err_console, out_console
+from seqpack._ranges import COUNT0, RANKS, SIZE
+from seqpack.cli._common import FormatOption, OutputFormat, emit_json, err_console, number_option, out_console
 from seqpack.doctor import (
     DatasetKind,
     DoctorOptions,
@@ -130,19 +131,21 @@ def doctor(
     packed: str | None = typer.Option(
         None, "--packed", help="Packed training data (file, glob or directory) to check."
     ),
-    tp: int | None = typer.Option(None, "--tp", help="Tensor-parallel size."),
-    pp: int | None = typer.Option(None, "--pp", help="Pipeline-parallel size."),
-    cp: int | None = typer.Option(None, "--cp", help="Context-parallel size."),
-    ep: int | None = typer.Option(None, "--ep", help="Expert-parallel size."),
+    tp: int | None = number_option(None, "--tp", help="Tensor-parallel size.", range=RANKS),
+    pp: int | None = number_option(None, "--pp", help="Pipeline-parallel size.", range=RANKS),
+    cp: int | None = number_option(None, "--cp", help="Context-parallel size.", range=RANKS),
+    ep: int | None = number_option(None, "--ep", help="Expert-parallel size.", range=RANKS),
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
-    mbs: int | None = typer.Option(None, "--mbs", help="Micro-batch size."),
-    gbs: int | None = typer.Option(None, "--gbs", help="Global batch size."),
-    seq_length: int | None = typer.Option(None, "--seq-length", help="Sequence length (dataset and model)."),
-    pack_size: int | None = typer.Option(
-        None, "--pack-size", help="Offline packing with this packed_sequence_size."
+    mbs: int | None = number_option(None, "--mbs", help="Micro-batch size.", range=SIZE),
+    gbs: int | None = number_option(None, "--gbs", help="Global batch size.", range=SIZE),
+    seq_length: int | None = number_option(
+        None, "--seq-length", help="Sequence length (dataset and model).", range=SIZE
     ),
-    pad_seq_to_mult: int | None = typer.Option(
-        None, "--pad-seq-to-mult", help="Offline packing pad multiple."
+    pack_size: int | None = number_option(
+        None, "--pack-size", help="Offline packing with this packed_sequence_size.", range=SIZE
+    ),
+    pad_seq_to_mult: int | None = number_option(
+        None, "--pad-seq-to-mult", help="Offline packing pad multiple.", range=SIZE
     ),
     pad_cu_seqlens: bool = typer.Option(
         False, "--pad-cu-seqlens", help="Offline packing pad_cu_seqlens=true."
@@ -155,14 +158,18 @@ def doctor(
     average_in_collective: bool = typer.Option(
         False, "--average-in-collective", help="ddp.average_in_collective=true."
     ),
-    mtp_num_layers: int | None = typer.Option(
-        None, "--mtp-num-layers", help="Multi-token prediction layers."
+    mtp_num_layers: int | None = number_option(
+        None, "--mtp-num-layers", help="Multi-token prediction layers.", range=COUNT0
     ),
     cuda_graph_impl: str | None = typer.Option(
         None, "--cuda-graph-impl", help="none, local, transformer_engine or full_iteration."
     ),
-    world_size: int | None = typer.Option(None, "--world-size", help="Total ranks; DP = world / (TP*PP*CP)."),
-    dp: int | None = typer.Option(None, "--dp", help="Data-parallel size (instead of --world-size)."),
+    world_size: int | None = number_option(
+        None, "--world-size", help="Total ranks; DP = world / (TP*PP*CP).", range=RANKS
+    ),
+    dp: int | None = number_option(
+        None, "--dp", help="Data-parallel size (instead of --world-size).", range=RANKS
+    ),
     dataset_kind: str | None = typer.Option(None, "--dataset-kind", help="sft, sft_in_batch or pretrain."),
     model_family: str | None = typer.Option(
         None, "--model-family", help="Model family, e.g. qwen3-next, glm-4.5."
@@ -170,8 +177,11 @@ def doctor(
     recipe: str | None = typer.Option(
         None, "--recipe", help="Bridge recipe name (used to infer the family)."
     ),
-    kernel_chunk: int | None = typer.Option(
-        None, "--kernel-chunk", help="An attention-kernel chunk the pack width must be a multiple of."
+    kernel_chunk: int | None = number_option(
+        None,
+        "--kernel-chunk",
+        help="An attention-kernel chunk the pack width must be a multiple of.",
+        range=SIZE,
     ),
     allow: list[str] | None = typer.Option(None, "--allow", help="Accept a finding by id (repeatable)."),
     stack: list[str] | None = typer.Option(

@@ -8,8 +8,9 @@ from pathlib import Path
 import typer
 
 from seqpack._progress import progress
+from seqpack._ranges import RANKS, SIZE
 from seqpack.batching import dump_batches
-from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, number_option, out_console
 from seqpack.data.inspection import MISMATCH, Inspection, inspect_packed
 from seqpack.data.packed import PackedBlock
 from seqpack.errors import UsageError
@@ -72,18 +73,22 @@ def inspect_command(
     metadata: Path | None = typer.Option(
         None, "--metadata", help="Metadata sidecar (default: {N}_metadata.jsonl beside the data)."
     ),
-    dp: int | None = typer.Option(None, "--dp", help="Simulate Bridge's sampler over DP ranks (with --gbs)."),
-    gbs: int | None = typer.Option(None, "--gbs", help="Global batch size (packs per step) for --dp."),
+    dp: int | None = number_option(
+        None, "--dp", help="Simulate Bridge's sampler over DP ranks (with --gbs).", range=RANKS
+    ),
+    gbs: int | None = number_option(
+        None, "--gbs", help="Global batch size (packs per step) for --dp.", range=SIZE
+    ),
     model: str | None = typer.Option(
         None, "--model", help="hidden,layers,heads,ffn,vocab[,groups] of the step-cost model (7B-like)."
     ),
     output_format: OutputFormat = FormatOption,
     quiet: bool = QuietOption,
-    dump: int | None = typer.Option(
-        None, "--dump-batches", help="Write the first K collated batches to --out."
+    dump: int | None = number_option(
+        None, "--dump-batches", help="Write the first K collated batches to --out.", range=SIZE
     ),
     out: Path | None = typer.Option(None, "--out", help="The .npz file --dump-batches writes."),
-    batch_size: int = typer.Option(1, "--batch-size", help="Packs per dumped batch (GBS/DP)."),
+    batch_size: int = number_option(1, "--batch-size", help="Packs per dumped batch (GBS/DP).", range=SIZE),
     variant: str = typer.Option(
         "0.6.2", "--collate-variant", help="Collate as Bridge 0.6.2, main or legacy."
     ),
@@ -109,7 +114,12 @@ def inspect_command(
             if simulation is not None:
                 simulation.add(block)
 
-        inspection = inspect_packed(path, metadata=metadata, on_block=on_block)
+        inspection = inspect_packed(
+            path,
+            metadata=metadata,
+            on_packs=lambda total: bar.update(task, total=total),  # N/total, not N/?
+            on_block=on_block,
+        )
     if simulation is not None:
         inspection = replace(inspection, dp_imbalance=simulation.result())
     if dump is not None:  # batch dumps for `seqpack diff`

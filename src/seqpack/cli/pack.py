@@ -9,7 +9,16 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack._ranges import RANKS, SEED, SIZE, TOKEN_ID
+from seqpack.cli._common import (
+    FormatOption,
+    OutputFormat,
+    QuietOption,
+    emit_json,
+    err_console,
+    number_option,
+    out_console,
+)
 from seqpack.data import (
     SEQPACK_KEY,
     PackOptions,
@@ -114,12 +123,18 @@ def _warn_inferred_eos(record: dict[str, Any]) -> None:
 def pack(
     inputs: list[Path] = typer.Argument(None, help="JSONL/Parquet files or datasets save_to_disk dirs."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
-    pack_size: int = typer.Option(
-        ..., "--pack-size", "-n", help="Pack capacity N in runtime tokens (stored tokens with --layout hf)."
+    pack_size: int = number_option(
+        ...,
+        "--pack-size",
+        "-n",
+        help="Pack capacity N in runtime tokens (stored tokens with --layout hf).",
+        range=SIZE,
     ),
     example: bool = typer.Option(False, "--example", help="Pack the small SFT dataset seqpack ships."),
     split: str = typer.Option("training", "--split", help="training or validation."),
-    max_seq_length: int = typer.Option(None, "--max-seq-length", help="Longest sample kept (default N)."),
+    max_seq_length: int = number_option(
+        None, "--max-seq-length", help="Longest sample kept (default N).", range=SIZE
+    ),
     too_long: TooLong = typer.Option(None, "--too-long", help="reject (default), truncate or split."),
     algorithm: str = typer.Option(
         None,
@@ -127,12 +142,13 @@ def pack(
         help="balanced (default: as few packs as best_fit_decreasing, even step costs across DP ranks), "
         "best_fit_decreasing, first_fit_shuffle (compat default), first_fit_decreasing.",
     ),
-    seed: int = typer.Option(
+    seed: int = number_option(
         None,
         "--seed",
         help="Seed of the packing shuffles, Bridge's GPTSFTDatasetConfig.seed. With --bridge-compat the "
         "default is 5678, what Bridge's recipe presets pack with (a config built by hand keeps the field's "
         "1234: pass --seed 1234); 0 otherwise.",
+        range=SEED,
     ),
     bridge_compat: bool = typer.Option(False, "--bridge-compat", help="Reproduce Bridge 0.6.2 exactly."),
     balance: bool = typer.Option(
@@ -144,13 +160,19 @@ def pack(
         help="hidden,layers,heads,ffn,vocab[,groups]: the cost model balanced packing evens out "
         "(default 7B-like).",
     ),
-    pad_seq_to_mult: int = typer.Option(
-        None, "--pad-seq-to-mult", help="Pre-pad runtime lengths to a multiple."
+    pad_seq_to_mult: int = number_option(
+        None, "--pad-seq-to-mult", help="Pre-pad runtime lengths to a multiple.", range=SIZE
     ),
-    cp: int = typer.Option(None, "--cp", help="Context-parallel size (derives the pad multiple)."),
-    tp: int = typer.Option(None, "--tp", help="Tensor-parallel size (with --sequence-parallel)."),
+    cp: int = number_option(
+        None, "--cp", help="Context-parallel size (derives the pad multiple).", range=RANKS
+    ),
+    tp: int = number_option(
+        None, "--tp", help="Tensor-parallel size (with --sequence-parallel).", range=RANKS
+    ),
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
-    eos_id: int = typer.Option(None, "--eos-id", help="EOS/pad id (default: tokenizer's, or rows' last)."),
+    eos_id: int = number_option(
+        None, "--eos-id", help="EOS/pad id (default: tokenizer's, or rows' last).", range=TOKEN_ID
+    ),
     tokenizer: Path = typer.Option(
         None, "--tokenizer", help="Local Hugging Face tokenizer dir (text input; pre-tokenized: its EOS)."
     ),
@@ -186,15 +208,18 @@ def pack(
     truncation_method: str = typer.Option(
         "right", "--truncation-method", help="Compat truncation keeps the head (right) or the tail (left)."
     ),
-    workers: int = typer.Option(
+    workers: int = number_option(
         None,
         "--workers",
         "-j",
         help="Parallel workers (default: all cores): processes to tokenize text, threads to scan "
         "pre-tokenized input and to encode row groups. The output is identical for any number.",
+        range=RANKS,
     ),
     layout: str = typer.Option("bridge", "--layout", help="bridge (packed Parquet) or hf (flattened)."),
-    chunk_rows: int = typer.Option(1024, "--chunk-rows", help="Records per chunk handed to a worker."),
+    chunk_rows: int = number_option(
+        1024, "--chunk-rows", help="Records per chunk handed to a worker.", range=SIZE
+    ),
     scratch_dir: Path = typer.Option(
         None, "--scratch-dir", help="Where the scratch store goes (default: DIR)."
     ),

@@ -11,7 +11,16 @@ from rich.table import Table
 
 from seqpack._io import atomic_path
 from seqpack._plot import pyplot
-from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack._ranges import RANKS, SIZE, TOKEN_ID
+from seqpack.cli._common import (
+    FormatOption,
+    OutputFormat,
+    QuietOption,
+    emit_json,
+    err_console,
+    number_option,
+    out_console,
+)
 from seqpack.plan import (
     DEFAULT_TOKEN_SLOTS,
     Candidate,
@@ -124,20 +133,29 @@ def plan(
     messages_field: str = typer.Option(
         DEFAULT_MESSAGES_FIELD, "--messages-field", help="Chat messages field."
     ),
-    eos_id: int = typer.Option(None, "--eos-id", help="EOS id for text input (default: the tokenizer's)."),
-    pack_sizes: str = typer.Option("2048,4096,8192,16384", "--pack-sizes", help="Candidate pack sizes."),
-    token_slots: int = typer.Option(
-        DEFAULT_TOKEN_SLOTS, "--token-slots", help="Tokens per step kept equal: GBS = slots // pack."
+    eos_id: int = number_option(
+        None, "--eos-id", help="EOS id for text input (default: the tokenizer's).", range=TOKEN_ID
     ),
-    tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
-    cp: int = typer.Option(1, "--cp", help="Context-parallel size."),
+    pack_sizes: str = typer.Option("2048,4096,8192,16384", "--pack-sizes", help="Candidate pack sizes."),
+    token_slots: int = number_option(
+        DEFAULT_TOKEN_SLOTS,
+        "--token-slots",
+        help="Tokens per step kept equal: GBS = slots // pack.",
+        range=SIZE,
+    ),
+    tp: int = number_option(1, "--tp", help="Tensor-parallel size.", range=RANKS),
+    cp: int = number_option(1, "--cp", help="Context-parallel size.", range=RANKS),
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
-    dp: int = typer.Option(None, "--dp", help="Data-parallel size."),
-    world_size: int = typer.Option(None, "--world-size", help="GPUs in all; DP = world / (TP x CP)."),
+    dp: int = number_option(None, "--dp", help="Data-parallel size.", range=RANKS),
+    world_size: int = number_option(
+        None, "--world-size", help="GPUs in all; DP = world / (TP x CP).", range=RANKS
+    ),
     model: str = typer.Option(
         None, "--model", help="hidden,layers,heads,ffn,vocab[,query_groups] for FLOPs (default 7B-like)."
     ),
-    workers: int = typer.Option(None, "--workers", "-j", help="Processes for parsing/tokenizing."),
+    workers: int = number_option(
+        None, "--workers", "-j", help="Processes for parsing/tokenizing.", range=RANKS
+    ),
     plot: Path = typer.Option(None, "--plot", help="Write a PNG of efficiency and attention share."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --plot file."),
     output_format: OutputFormat = FormatOption,

@@ -8,7 +8,16 @@ from typing import Any
 
 import typer
 
-from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
+from seqpack._ranges import CLIP, NONNEG, RATE, SEED, SIZE
+from seqpack.cli._common import (
+    FormatOption,
+    OutputFormat,
+    QuietOption,
+    emit_json,
+    err_console,
+    number_option,
+    out_console,
+)
 from seqpack.errors import UsageError
 
 
@@ -43,18 +52,24 @@ def register(app: typer.Typer) -> None:
             "--padded-from",
             help="Train on the same samples as --data would, one per row, right-padded.",
         ),
-        hidden: int = typer.Option(64, "--hidden", help="Hidden size."),
-        layers: int = typer.Option(2, "--layers", help="Transformer layers."),
-        heads: int = typer.Option(4, "--heads", help="Attention heads."),
-        ffn: int = typer.Option(128, "--ffn", help="MLP (SwiGLU) hidden size."),
-        vocab: int = typer.Option(256, "--vocab", help="Vocabulary size (must exceed every token id)."),
-        lr: float = typer.Option(1e-3, "--lr", help="AdamW learning rate (constant)."),
-        steps: int | None = typer.Option(None, "--steps", help="Optimizer steps (global batches of packs)."),
-        epochs: int | None = typer.Option(None, "--epochs", help="Epochs over the packs (default 1)."),
-        gbs: int = typer.Option(4, "--gbs", help="Global batch size in packs."),
-        mbs: int = typer.Option(1, "--mbs", help="Micro-batch size in packs."),
-        seed: int = typer.Option(1234, "--seed", help="Seed of the model init and the sampler."),
-        log_interval: int = typer.Option(1, "--log-interval", help="Iterations per log line."),
+        hidden: int = number_option(64, "--hidden", help="Hidden size.", range=SIZE),
+        layers: int = number_option(2, "--layers", help="Transformer layers.", range=SIZE),
+        heads: int = number_option(4, "--heads", help="Attention heads.", range=SIZE),
+        ffn: int = number_option(128, "--ffn", help="MLP (SwiGLU) hidden size.", range=SIZE),
+        vocab: int = number_option(
+            256, "--vocab", help="Vocabulary size (must exceed every token id).", range=SIZE
+        ),
+        lr: float = number_option(1e-3, "--lr", help="AdamW learning rate (constant).", range=RATE),
+        steps: int | None = number_option(
+            None, "--steps", help="Optimizer steps (global batches of packs).", range=SIZE
+        ),
+        epochs: int | None = number_option(
+            None, "--epochs", help="Epochs over the packs (default 1).", range=SIZE
+        ),
+        gbs: int = number_option(4, "--gbs", help="Global batch size in packs.", range=SIZE),
+        mbs: int = number_option(1, "--mbs", help="Micro-batch size in packs.", range=SIZE),
+        seed: int = number_option(1234, "--seed", help="Seed of the model init and the sampler.", range=SEED),
+        log_interval: int = number_option(1, "--log-interval", help="Iterations per log line.", range=SIZE),
         log: Path | None = typer.Option(
             None,
             "--log",
@@ -63,21 +78,27 @@ def register(app: typer.Typer) -> None:
             "--log as an abbreviation of its own --log-dir).",
         ),
         tensorboard: Path | None = typer.Option(None, "--tensorboard", help="TensorBoard log directory."),
-        pack_size: int | None = typer.Option(
-            None, "--pack-size", help="Pack size the data must have (checked against its metadata)."
+        pack_size: int | None = number_option(
+            None,
+            "--pack-size",
+            help="Pack size the data must have (checked against its metadata).",
+            range=SIZE,
         ),
-        pad_multiple: int | None = typer.Option(
-            None, "--pad-multiple", help="pad_seq_to_mult the data must have been packed with."
+        pad_multiple: int | None = number_option(
+            None, "--pad-multiple", help="pad_seq_to_mult the data must have been packed with.", range=SIZE
         ),
-        pad_to: int | None = typer.Option(
-            None, "--pad-to", help="Padded mode: row length (default: pack size)."
+        pad_to: int | None = number_option(
+            None, "--pad-to", help="Padded mode: row length (default: pack size).", range=SIZE
         ),
-        weight_decay: float = typer.Option(0.01, "--weight-decay", help="AdamW weight decay."),
-        clip_grad: float = typer.Option(1.0, "--clip-grad", help="Gradient-norm clip (0: off)."),
+        weight_decay: float = number_option(0.01, "--weight-decay", help="AdamW weight decay.", range=NONNEG),
+        clip_grad: float = number_option(1.0, "--clip-grad", help="Gradient-norm clip (0: off).", range=CLIP),
         device: str = typer.Option("cpu", "--device", help="cpu, cuda or auto."),
         dtype: str = typer.Option("float32", "--dtype", help="float32 or bfloat16 (autocast)."),
-        memory_limit_gib: float | None = typer.Option(
-            None, "--memory-limit-gib", help="Memory the run may use (default: what the machine has free)."
+        memory_limit_gib: float | None = number_option(
+            None,
+            "--memory-limit-gib",
+            help="Memory the run may use (default: what the machine has free).",
+            range=RATE,
         ),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --log file."),
         output_format: OutputFormat = FormatOption,

@@ -9,6 +9,7 @@ import typer
 
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
 from seqpack.doctor import load_config
+from seqpack.doctor._load import range_problem
 from seqpack.errors import UsageError
 from seqpack.translate import bridge_to_mlm_report, format_override, load_model_args, mlm_to_bridge
 
@@ -33,6 +34,8 @@ def mlm_to_bridge_cmd(
     if (model_config is None) == (not flags):
         raise UsageError("give exactly one of --model-config FILE or flags after --")
     translation = mlm_to_bridge(load_model_args(model_config) if model_config else list(flags or []))
+    for key, value in translation.overrides.items():
+        _in_range(translation.origin.get(key, key), key, value)
     if output_format is OutputFormat.json:
         emit_json(
             {
@@ -70,6 +73,9 @@ def bridge_to_mlm_cmd(
     if config is None and not overrides:
         raise UsageError("give KEY=VALUE overrides or --config FILE")
     loaded = load_config(config, overrides or [])
+    for problem in loaded.problems:
+        if problem.kind == "out-of-range":
+            raise UsageError(f"{problem.where or problem.key}: {problem.detail}")
     flat = _flatten(loaded.raw)
     reverse = bridge_to_mlm_report(flat)
     if output_format is OutputFormat.json:
@@ -80,6 +86,13 @@ def bridge_to_mlm_cmd(
             out_console.print(f"# untranslated: {item}", markup=False)
     if strict and reverse.untranslated:
         raise typer.Exit(1)
+
+
+def _in_range(given_as: str, key: str, value: object) -> None:
+    """A count no run accepts (``--context-parallel-size 0``) is refused, not translated."""
+    beyond = range_problem(key, value)
+    if beyond is not None:
+        raise UsageError(f"{given_as}: {key}: {beyond}")
 
 
 def _flatten(tree: dict[str, object], prefix: str = "") -> dict[str, object]:

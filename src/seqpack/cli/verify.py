@@ -7,7 +7,8 @@ from typing import Any
 
 import typer
 
-from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
+from seqpack._ranges import SEED, SIZE
+from seqpack.cli._common import FormatOption, OutputFormat, emit_json, number_option, out_console
 from seqpack.errors import UsageError
 from seqpack.verify import PartResult, VerifyOptions, verify_bridge
 
@@ -87,10 +88,16 @@ def register(app: typer.Typer) -> None:
             "--megatron-core-wheel",
             help="A megatron-core .whl (with megatron.training) for the config part with --bridge-wheel.",
         ),
-        samples: int = typer.Option(2000, "--samples", help="Generated samples to pack."),
-        pack_size: int = typer.Option(512, "--pack-size", help="Pack capacity in runtime tokens."),
-        seed: int = typer.Option(0, "--seed", help="Seed of the generated data and of both packings."),
-        pad_seq_to_mult: int = typer.Option(1, "--pad-seq-to-mult", help="CP/SP pre-padding multiple."),
+        samples: int = number_option(2000, "--samples", help="Generated samples to pack.", range=SIZE),
+        pack_size: int = number_option(
+            512, "--pack-size", help="Pack capacity in runtime tokens.", range=SIZE
+        ),
+        seed: int = number_option(
+            0, "--seed", help="Seed of the generated data and of both packings.", range=SEED
+        ),
+        pad_seq_to_mult: int = number_option(
+            1, "--pad-seq-to-mult", help="CP/SP pre-padding multiple.", range=SIZE
+        ),
         keep: Path = typer.Option(None, "--keep", help="Keep the generated data and both packings here."),
         output_format: OutputFormat = FormatOption,
     ) -> None:

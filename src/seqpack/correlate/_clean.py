@@ -47,6 +47,9 @@ class Found:
     kind: str
     size: int
     newest_checkpoint: str | None
+    #: The folder itself or one below it when it is a mount point: a mount cannot be renamed, and deleting
+    #: the tree would empty another file system and then fail (EBUSY), so such a folder is left alone.
+    mount_point: Path | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +57,7 @@ class Found:
             "kind": self.kind,
             "bytes": self.size,
             "newest_checkpoint": self.newest_checkpoint,
+            "mount_point": os.fspath(self.mount_point) if self.mount_point else None,
         }
 
 
@@ -87,12 +91,15 @@ def _walk_dirs(top: Path) -> Iterator[tuple[Path, int]]:
 def _describe(path: Path, kind: str) -> Found:
     size = 0
     newest: tuple[int, str] | None = None
+    mount: Path | None = None
     for folder, folder_size in _walk_dirs(path):
         size += folder_size
+        if mount is None and os.path.ismount(folder):
+            mount = folder
         match = ITER_DIR.match(folder.name)
         if match and (newest is None or int(match.group(1)) > newest[0]):
             newest = (int(match.group(1)), os.fspath(folder.relative_to(path)))
-    return Found(path, kind, size, newest[1] if newest else None)
+    return Found(path, kind, size, newest[1] if newest else None, mount)
 
 
 def find_experiments(top: str | os.PathLike[str]) -> list[Found]:
@@ -139,6 +146,10 @@ def apply(found: Found, top: Path, *, delete: bool, stamp: str) -> Path | None:
     mode = os.lstat(found.path).st_mode
     if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode) or not _inside(found.path, top):
         raise UsageError(f"{os.fspath(found.path)}: changed since it was listed (not a folder inside {top})")
+    if found.mount_point is not None:
+        raise UsageError(
+            f"{os.fspath(found.mount_point)}: a mount point; nothing under it is moved or deleted"
+        )
     if delete:
         shutil.rmtree(found.path)
         return None

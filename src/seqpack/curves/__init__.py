@@ -20,7 +20,7 @@ from seqpack.curves._compare import (
 )
 from seqpack.curves._export import golden_document, write_golden
 from seqpack.curves._names import LOSS, canonical, parse_metric_map, rename_metrics
-from seqpack.curves._read import detect_format, read_curves
+from seqpack.curves._read import detect_format, one_run, read_curves, read_runs
 from seqpack.curves._report import render_html, render_png
 from seqpack.curves._series import FORMATS, Curves, Segment, Series, find_segments, resolve
 
@@ -43,8 +43,10 @@ __all__ = [
     "detect_format",
     "find_segments",
     "golden_document",
+    "one_run",
     "parse_metric_map",
     "read_curves",
+    "read_runs",
     "rename_metrics",
     "render_html",
     "render_png",

@@ -20,6 +20,13 @@ trend      Bridge's performance checker (``scripts/performance/utils/evaluate.py
 
 Steps present in one run only are always reported; they fail the comparison under ``golden`` or with
 ``require_all_steps``.
+
+Non-finite values: under every profile, a step where one run has ``inf``/``-inf``/``nan`` and the other a
+different value (a number, the other infinity, or ``nan`` against ``inf``) fails, and such a step is never
+among the tolerated ones -- one diverged step is a mismatch whatever the profile lets through. The same
+non-finite value in both runs (``nan`` and ``nan``, ``inf`` and ``inf``) agrees: both runs diverged at that
+step, as a deterministic rerun does; it is named in the notes. A step that was *not recorded* is absent,
+not ``nan`` (see :mod:`seqpack.curves._series`).
 """
 
 from __future__ import annotations
@@ -92,7 +99,8 @@ class Comparison:
 
     @property
     def abs_diff(self) -> FloatArray:
-        return np.abs(self.cand - self.ref)
+        with np.errstate(invalid="ignore"):
+            return np.abs(self.cand - self.ref)
 
     @property
     def rel_diff(self) -> FloatArray:
@@ -167,6 +175,7 @@ def _step_list(steps: IntArray) -> dict[str, object]:
     return {"count": int(steps.size), "first": steps[:10].tolist()}
 
 
+@np.errstate(invalid="ignore")  # inf - inf: nan, judged by _nonfinite_mismatch
 def _relative(ref: FloatArray, cand: FloatArray) -> FloatArray:
     diff = np.abs(cand - ref)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -191,8 +200,10 @@ def tolerated_failures(n_steps: int) -> int:
     return min(max(n_steps // 100, 1), 50)
 
 
-def _nan_mismatch(ref: FloatArray, cand: FloatArray) -> BoolArray:
-    return np.isnan(ref) != np.isnan(cand)
+def _nonfinite_mismatch(ref: FloatArray, cand: FloatArray) -> BoolArray:
+    """Steps where a non-finite value faces a different value (``inf`` vs 2.3, ``nan`` vs ``inf``)."""
+    same = (ref == cand) | (np.isnan(ref) & np.isnan(cand))
+    return np.asarray(~(np.isfinite(ref) & np.isfinite(cand)) & ~same, dtype=bool)
 
 
 def _steady_median(values: FloatArray) -> float:
@@ -228,6 +239,7 @@ def _off_grid(steps: IntArray, recorded: IntArray, interval: int | None) -> Bool
     return np.asarray(inside & ((steps - recorded[-1]) % interval != 0), dtype=bool)
 
 
+@np.errstate(invalid="ignore")  # inf - inf is nan by design; _nonfinite_mismatch judges those steps
 def compare_series(
     reference: Series,
     candidate: Series,
@@ -272,6 +284,7 @@ def compare_series(
     tolerated = 0
     correlation = _correlation(ref, cand)
     absd = np.abs(cand - ref)
+    diverged = _nonfinite_mismatch(ref, cand)
     if name == "exact":
         rule = "values identical"
         allowed[:] = 0.0
@@ -279,7 +292,7 @@ def compare_series(
     elif name == "bf16":
         rule = f"|diff| <= {profile.ulps} bf16 ulp of the larger value"
         allowed = profile.ulps * bf16_ulp(np.maximum(np.abs(ref), np.abs(cand)))
-        failing = (absd > allowed) | _nan_mismatch(ref, cand)
+        failing = (absd > allowed) | diverged
     elif name == "golden":
         rel_tol = GOLDEN_RELATIVE.get(metric, GOLDEN_DEFAULT_RELATIVE)
         if metric in GOLDEN_MEDIAN_METRICS:
@@ -293,7 +306,7 @@ def compare_series(
         else:
             rule = f"relative diff <= {rel_tol:.0%}"
             allowed = rel_tol * np.abs(ref)
-            failing = (_relative(ref, cand) > rel_tol) | _nan_mismatch(ref, cand)
+            failing = (_relative(ref, cand) > rel_tol) | diverged
             if profile.deterministic:
                 rule += " and identical (deterministic)"
                 failing |= ~((ref == cand) | (np.isnan(ref) & np.isnan(cand)))
@@ -306,7 +319,7 @@ def compare_series(
         )
         band = np.where(band == 0, TREND_BANDS[2][1], band)
         allowed = band * np.abs(ref)
-        failing = (_relative(ref, cand) > band) | _nan_mismatch(ref, cand)
+        failing = (_relative(ref, cand) > band) | diverged
         n = max(shared.size, 1)
         tolerated = math.floor(TREND_MAX_OUTLIER_RATIO * shared.size)
         if correlation is not None and correlation < TREND_CORRELATION:
@@ -321,7 +334,20 @@ def compare_series(
                 outliers = np.abs(finite - finite.mean()) > TREND_SIGMA * finite.std()
                 if outliers.sum() / n > TREND_MAX_OUTLIER_RATIO:
                     reasons.append(f"{int(outliers.sum())}/{n} residuals beyond 3 sigma (allowed 10%)")
+    failing |= diverged
     n_fail = int(failing.sum())
+    if diverged.any():  # never tolerated: one non-finite step is a divergence, not noise
+        k = int(np.flatnonzero(diverged)[0])
+        reasons.append(
+            f"{int(diverged.sum())} step(s) non-finite in one run only; first at step {int(shared[k])} "
+            f"({reference_name}: {ref[k]:.6g}, {candidate_name}: {cand[k]:.6g})"
+        )
+    both = ~np.isfinite(ref) & ~diverged
+    if both.any():
+        notes.append(
+            f"{int(both.sum())} step(s) non-finite in both runs (same value, counted as agreeing): "
+            f"{shared[both][:10].tolist()}"
+        )
     if n_fail > tolerated:
         first = int(shared[np.flatnonzero(failing)[0]])
         extra = f", {tolerated} tolerated" if tolerated else ""

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from seqpack._io import unreadable
 from seqpack.curves._kernel import (
     HEADER_WORD,
     MAX_KEYS,
@@ -319,10 +320,8 @@ def read_log(
                 state.lines_before += _scan_block(state, block, source, at_eof)
                 if at_eof:
                     break
-    except FileNotFoundError:
-        raise InputError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{source}: is a directory, expected a log file") from None
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        raise unreadable(source, exc) from None
     except OSError as exc:
         raise InputError(f"{source}: cannot read ({exc.strerror})") from None
     if total == 0 or state is None:

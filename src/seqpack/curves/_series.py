@@ -78,6 +78,8 @@ class Curves:
     # Iterations whose line says every step of the interval was skipped (no loss expected).
     skipped: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     notes: list[str] = field(default_factory=list)
+    #: The run's name when the input holds several (a W&B panel export of several runs).
+    run: str | None = None
 
     @property
     def restarts(self) -> int:

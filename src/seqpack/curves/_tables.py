@@ -6,6 +6,7 @@
 * CSV / JSONL (e.g. a W&B export): one row per step; the step column is the first of
   :data:`STEP_COLUMNS` present; every other column whose values are numbers is a metric. An empty cell is a
   step without that metric; ``nan``/``inf`` are real values; a word in a numeric column is an error.
+  Columns named ``"<run> - <metric>"`` (a W&B panel of several runs) are read as one run each.
 * TensorBoard: read through ``tbparse`` (the ``tensorboard`` extra), imported only when needed.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
 import warnings
@@ -57,7 +59,9 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"{source}: not JSON ({exc})") from None
+        doc = _python_json(data)  # bare NaN, as Python's json.dump writes a missing step
+        if doc is None:
+            raise InputError(f"{source}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or not doc:
         raise InputError(
             f"{source}: expected a JSON object of metrics (golden values), found {type(doc).__name__}"
@@ -111,6 +115,15 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
     return Curves(source=source, format="golden", metrics=metrics, notes=notes)
 
 
+def _python_json(data: bytes) -> Any:
+    """``data`` as Python's ``json`` reads it, bare ``NaN`` as the string ``"nan"`` (a step not recorded,
+    the golden files' own spelling) and ``Infinity`` as a real infinity; None when that fails too."""
+    try:
+        return json.loads(data, parse_constant=lambda word: "nan" if word == "NaN" else float(word))
+    except (ValueError, RecursionError):
+        return None
+
+
 def _int_key(source: str, name: str, entry: dict[str, Any], key: str) -> int:
     """An integer key of a golden entry (``start_step``, ``step_interval``; 1 when absent)."""
     raw = entry.get(key, 1)
@@ -123,10 +136,24 @@ def _int_key(source: str, name: str, entry: dict[str, Any], key: str) -> int:
         raise DataError(f"{at}: '{key}' must be an integer, found {shown(raw)}") from None
 
 
+def _run_and_metric(column: str) -> tuple[str | None, str]:
+    """W&B panel exports name columns ``"<run> - <metric>"``; a run name may itself hold " - " (the metric
+    is what follows the *last* one: W&B metric keys such as ``train/loss`` never do)."""
+    if " - " not in column:
+        return None, column
+    run, metric = column.rsplit(" - ", 1)
+    return run, metric
+
+
 def _table_curves(
     source: str, fmt: str, rows: list[dict[str, Any]], first_line: int, row_word: str = "line"
-) -> Curves:
-    """Turn rows (dicts) into curves; ``first_line`` is the file line of ``rows[0]`` for messages."""
+) -> dict[str | None, Curves]:
+    """Turn rows (dicts) into curves, one per run (``None``: columns without a run name).
+
+    ``first_line`` is the file line of ``rows[0]`` for messages. A W&B panel showing two runs exports
+    ``Step, a - loss, a - loss__MIN, a - loss__MAX, b - loss, ...``: two runs, each with its own steps
+    (a step where a run's cell is blank is a step that run did not record).
+    """
     if not rows:
         raise InputError(f"{source}: no rows")
     keys: list[str] = []
@@ -154,7 +181,7 @@ def _table_curves(
                 f"found {shown(row.get(step_key))}"
             )
         steps.append(int(step))
-    metrics: dict[str, Series] = {}
+    by_run: dict[str | None, dict[str, Series]] = {}
     for key in keys:
         if key == step_key or key.startswith("_") or key.endswith(("__MIN", "__MAX")):
             continue
@@ -179,18 +206,32 @@ def _table_curves(
                 f"{where(source, first_line + bad[0], field=key)}: expected a number, found {shown(bad[1])}"
             )
         if its:
-            name = key.split(" - ", 1)[1] if " - " in key else key  # W&B UI export: "<run> - <metric>"
-            metrics[canonical(name)] = resolve(its, vals)
-    if not metrics:
+            run, name = _run_and_metric(key)
+            by_run.setdefault(run, {})[canonical(name)] = resolve(its, vals)
+    if not by_run:
         raise InputError(f"{source}: no numeric metric column besides '{step_key}'")
+    shared = by_run.pop(None) if len(by_run) > 1 and None in by_run else {}
+    for metrics in by_run.values():  # a column without a run name (epoch, lr) belongs to every run
+        for name, series in shared.items():
+            metrics.setdefault(name, series)
     segments = find_segments(np.asarray(steps, dtype=np.int64))
-    return Curves(source=source, format=fmt, metrics=metrics, segments=segments)
+    several = len(by_run) > 1
+    return {
+        run: Curves(
+            source=f"{source} (run '{run}')" if several else source,
+            format=fmt,
+            metrics=metrics,
+            segments=segments,
+            run=run if several else None,
+        )
+        for run, metrics in by_run.items()
+    }
 
 
-def read_csv(path: str | os.PathLike[str]) -> Curves:
-    """Read a CSV with a header row (W&B, TensorBoard or hand-made exports)."""
+def read_csv(path: str | os.PathLike[str]) -> dict[str | None, Curves]:
+    """Read a CSV with a header row (W&B, TensorBoard or hand-made exports): its runs, by name."""
     source = os.fspath(path)
-    text = read_bytes(path).decode("utf-8", errors="replace")
+    text = read_bytes(path).decode("utf-8-sig", errors="replace")  # -sig: Excel's byte-order mark
     if not text.strip():
         raise InputError(f"{source}: empty file")
     reader = csv.DictReader(io.StringIO(text))
@@ -207,8 +248,8 @@ def read_csv(path: str | os.PathLike[str]) -> Curves:
     return _table_curves(source, "csv", rows, first_line=2)
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> Curves:
-    """Read JSON Lines: one object per line (e.g. W&B ``history`` export)."""
+def read_jsonl(path: str | os.PathLike[str]) -> dict[str | None, Curves]:
+    """Read JSON Lines: one object per line (e.g. W&B ``history`` export): its runs, by name."""
     source = os.fspath(path)
     data = read_bytes(path)
     if not data.strip():

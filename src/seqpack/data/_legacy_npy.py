@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from seqpack._io import unreadable
 from seqpack.data.packed import REQUIRED_COLUMNS, PackedBlock
 from seqpack.errors import DataError, InputError, shown, where
 
@@ -222,8 +223,8 @@ def read_legacy_npy(path: str | os.PathLike[str]) -> PackedBlock:
             else:
                 _shape, _fortran, dtype = np.lib.format.read_array_header_2_0(handle)
             payload = handle.read()
-    except FileNotFoundError:
-        raise InputError(f"{text}: no such file") from None
+    except FileNotFoundError as exc:
+        raise unreadable(text, exc) from None
     # numpy parses the header dict as Python literals (TypeError: keys of mixed types it then sorts)
     except (OSError, ValueError, TypeError, SyntaxError, tokenize.TokenError) as exc:
         raise InputError(f"{text}: not a .npy file ({exc.__class__.__name__}: {exc})") from None

@@ -33,7 +33,7 @@ from seqpack._progress import progress
 from seqpack.data._examples import IDS_FIELD, Examples
 from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers, text_fields
 from seqpack.data._lock import claim_output_dir
-from seqpack.data._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks
+from seqpack.data._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks, known_rows
 from seqpack.data._scratch import ScratchStore, default_scratch_dir
 from seqpack.data._shape import Action, Shaped, ShapeSpec, TooLong, check_lengths, shape
 from seqpack.data._write import write_packed
@@ -449,7 +449,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             t0 = time.perf_counter()
             input_hash = _BackgroundHash(opts.inputs)
             pass1 = _Pass1(as_paths(opts.inputs), store, rejects, run_id)
-            task = bar.add_task("read", total=None)
+            task = bar.add_task("read", total=known_rows(opts.inputs))
             spec: ShapeSpec | None = None
 
             def spec_for(eos: int) -> ShapeSpec:

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from seqpack._io import COMPRESSED_SUFFIXES, open_input, unreadable
 from seqpack.errors import InputError
 
 #: Records per chunk: big enough to amortise per-chunk costs, small enough to bound memory.
@@ -67,8 +68,10 @@ def input_kind(path: Path) -> str:
             return "hf"
         raise InputError(f"{path}: a directory, but not a Hugging Face datasets save_to_disk directory")
     if not path.exists():
-        raise InputError(f"{path}: no such file")
+        raise unreadable(path)
     name = path.name.lower()
+    if name.endswith(COMPRESSED_SUFFIXES):  # data.jsonl.gz: read through open_input
+        name = name.rsplit(".", 1)[0]
     if name.endswith(_JSONL_SUFFIXES):
         return "jsonl"
     if name.endswith(_PARQUET_SUFFIXES):
@@ -95,10 +98,10 @@ _READ_BLOCK = 16 << 20
 def _jsonl_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
     """JSON lines in chunks, read in large blocks; blank lines are skipped but keep their line numbers."""
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:
             yield from _line_chunks(source, handle, chunk_rows, os.fspath(path))
-    except OSError as exc:
-        raise InputError(f"{os.fspath(path)}: cannot read ({exc.strerror})") from None
+    except OSError as exc:  # a truncated .gz says so here
+        raise unreadable(path, exc) from None
 
 
 def _line_chunks(source: int, handle: Any, chunk_rows: int, name: str) -> Iterator[RawChunk]:
@@ -222,3 +225,14 @@ def _hf_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
         if batch.num_rows:
             yield RawChunk(source, np.arange(row, row + batch.num_rows, dtype=np.int64), batch=batch)
             row += batch.num_rows
+
+
+def known_rows(paths: list[Path]) -> int | None:
+    """Samples in ``paths`` when every input says so without being read (Parquet footers), else None:
+    a JSONL file's line count is only known once it is read, so its progress shows no total."""
+    if not all(input_kind(p) == "parquet" for p in paths):
+        return None
+    try:
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    except (OSError, pa.ArrowException):
+        return None  # the reader reports it with its row

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seqpack._io import unreadable
 from seqpack.data._legacy_npy import read_legacy_npy
 from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
 from seqpack.data.packed import PackedBlock, PackedReader
 from seqpack.data.packed_stats import MetadataMismatch, PackedStats, collect_stats, compare_metadata
 from seqpack.data.runs import check_run_ids
-from seqpack.errors import DataError, InputError
+from seqpack.errors import DataError
 
 #: Percentiles of the runtime sequence length in the report.
 PERCENTILES = (50, 90, 99)
@@ -102,30 +103,35 @@ class Inspection:
         return out
 
 
-def _blocks(path: str) -> tuple[list[str], Iterable[PackedBlock]]:
+def _blocks(path: str) -> tuple[list[str], int, Iterable[PackedBlock]]:
+    """The files, the number of packs (from the Parquet footers) and the blocks of a packed set."""
     if path.lower().endswith(".npy"):
-        return [path], [read_legacy_npy(path)]
+        block = read_legacy_npy(path)
+        return [path], block.num_rows, [block]
     reader = PackedReader(path)
-    return reader.paths, reader.iter_blocks()
+    return reader.paths, len(reader), reader.iter_blocks()
 
 
 def inspect_packed(
     path: str | os.PathLike[str],
     *,
     metadata: str | os.PathLike[str] | None = None,
+    on_packs: Callable[[int], None] | None = None,
     on_block: Callable[[PackedBlock], None] | None = None,
 ) -> Inspection:
     """Check packed data (Parquet file, glob or directory, or a legacy ``.npy``) and its metadata sidecar.
 
-    ``metadata`` defaults to ``{N}_metadata.jsonl`` beside the data. Raises :class:`InputError` when the data
-    or an explicit ``metadata`` cannot be read, :class:`DataError` on the first row that breaks a spec §3
-    invariant or exceeds the pack size, or a sidecar that names another pack size than the files.
+    ``metadata`` defaults to ``{N}_metadata.jsonl`` beside the data. ``on_packs(n)`` hears the number of
+    packs before the pass (a progress bar's total), ``on_block`` every block after it was validated. Raises
+    :class:`InputError` when the data or an explicit ``metadata`` cannot be read, :class:`DataError` on the
+    first row that breaks a spec §3 invariant or exceeds the pack size, files of two runs, or a sidecar that
+    names another pack size than the files.
     """
     spec = os.fspath(path)
-    files, blocks = _blocks(spec)
+    files, packs, blocks = _blocks(spec)
     names = packed_names(files)
     if metadata is not None and not Path(metadata).exists():
-        raise InputError(f"{os.fspath(metadata)}: no such file")
+        raise unreadable(metadata)
     meta_path = Path(metadata) if metadata is not None else find_metadata(files)
     entries = read_metadata(meta_path) if meta_path is not None else []
     check_run_ids(files, meta_path, entries)
@@ -136,6 +142,9 @@ def inspect_packed(
             f"{meta_path}: entry {picked[0]}: pack_size {pack_size} differs from the file name's "
             f"{names.pack_size}"
         )
+
+    if on_packs is not None:
+        on_packs(packs)
 
     def observed(source: Iterable[PackedBlock]) -> Iterator[PackedBlock]:
         for block in source:

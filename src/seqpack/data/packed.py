@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from seqpack._io import unreadable
 from seqpack.errors import DataError, InputError, where
 
 #: The three columns every packed Parquet file must hold, in Bridge's order (spec §3).
@@ -72,7 +73,7 @@ def resolve_packed_paths(spec: str | os.PathLike[str]) -> list[str]:
             f"{text}: not a packed Parquet spec (expected a .parquet/.pq file, a glob or a directory)"
         )
     if not Path(text).exists():
-        raise InputError(f"{text}: no such file")
+        raise unreadable(text)
     return [text]
 
 

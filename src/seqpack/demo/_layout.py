@@ -93,7 +93,7 @@ def prepare_out_dir(out: Path, *, overwrite: bool) -> None:
     """Create ``out``; refuse a file, or a non-empty directory unless ``overwrite`` (then files are replaced
     one by one as the steps write them; nothing else in the directory is touched)."""
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {os.fspath(out)}: exists and is not a directory")
+        raise UsageError(f"--out {os.fspath(out)}: is a file, expected a directory")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise UsageError(
             f"--out {os.fspath(out)}: directory is not empty (choose a new one, or pass --overwrite to "

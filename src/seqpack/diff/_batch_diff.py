@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from seqpack._io import unreadable
 from seqpack.batching.dump import EOS_KEY
 from seqpack.errors import InputError
 
@@ -40,8 +41,8 @@ def load_dump(path: str) -> dict[str, npt.NDArray[Any]]:
     try:
         with np.load(path, allow_pickle=False) as archive:
             return {key: archive[key] for key in archive.files}
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+    except FileNotFoundError as exc:
+        raise unreadable(path, exc) from None
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise InputError(f"{path}: not a readable .npz batch dump without pickles ({exc})") from None
 

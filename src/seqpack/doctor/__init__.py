@@ -15,6 +15,7 @@ from seqpack.doctor._doctor import (
     Report,
     apply_overrides,
     check,
+    checked_lang,
     default_lang,
     suggest_fixes,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "apply_overrides",
     "atlas_markdown",
     "check",
+    "checked_lang",
     "default_lang",
     "load_config",
     "parse_override",

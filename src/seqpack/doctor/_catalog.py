@@ -434,6 +434,27 @@ CATALOG: dict[str, dict[str, tuple[str, str]]] = {
             "Bridge 根据配置构建带类型的 dataclass；类型错误会导致失败或异常行为。",
         ),
     },
+    "SP106": {
+        "en": (
+            "field '{key}'{where} is out of range: {detail}",
+            "A parallel size, batch or length outside its range divides by zero or never runs; "
+            "the other rules read the default in its place.",
+        ),
+        "zh": (
+            "字段 '{key}'{where} 超出取值范围：{detail}",
+            "并行度、批大小或长度超出范围会导致除以零或无法运行；其他规则在此处按默认值检查。",
+        ),
+    },
+    "SP107": {
+        "en": (
+            "field '{key}'{where} is {detail}",
+            "A YAML key written twice in one mapping silently keeps the last value; the other one is lost.",
+        ),
+        "zh": (
+            "字段 '{key}'{where} {detail}",
+            "同一映射中重复的 YAML 键会静默保留最后一个值，另一个值被丢弃。",
+        ),
+    },
     "SP103": {
         "en": (
             "contradictory values: {detail}",

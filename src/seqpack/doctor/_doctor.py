@@ -143,11 +143,17 @@ def _hits(result: Hit | Iterable[Hit] | None) -> list[Hit]:
     return list(result)
 
 
+def checked_lang(lang: str) -> str:
+    """``lang`` when the catalog has it, else the usage error (the demo asks before its first step)."""
+    if lang not in LANGS:
+        raise UsageError(f"--lang {lang!r}: expected one of {', '.join(LANGS)}")
+    return lang
+
+
 def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
     """Run every rule of :data:`RULES` and the known-defect atlas; findings sorted by severity, then id."""
     options = options or DoctorOptions()
-    if options.lang not in LANGS:
-        raise UsageError(f"--lang {options.lang!r}: expected one of {', '.join(LANGS)}")
+    checked_lang(options.lang)
     known = {r.id for r in RULES} | DEFECT_IDS
     unknown = [a for a in options.allow if a not in known]
     if unknown:

@@ -25,6 +25,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from seqpack._ranges import COUNT0, RANKS, SIZE, Range
 from seqpack._yaml import load_yaml
 from seqpack.doctor import _bridge_fields as bf
 from seqpack.doctor._view import SECTION_CLASSES, ConfigView, DatasetKind, DatasetView, PackedSpecsView
@@ -93,10 +94,30 @@ PLAIN_OPTIONS: Mapping[str, tuple[str, ...]] = {
 }
 
 
+#: Numeric fields whose every value outside the range breaks Bridge (a parallel size of 0 divides by zero,
+#: a negative batch never runs): reported as an ``out-of-range`` problem (SP106) and read as the default.
+#: Fields whose special values mean something (``packed_sequence_size: -1``, ``pad_seq_to_mult``) have
+#: their own rules (SP004, SP021).
+FIELD_RANGES: dict[str, Range] = {
+    "model.tensor_model_parallel_size": RANKS,
+    "model.pipeline_model_parallel_size": RANKS,
+    "model.context_parallel_size": RANKS,
+    "model.expert_model_parallel_size": RANKS,
+    "model.seq_length": SIZE,
+    "model.mtp_num_layers": COUNT0,
+    "dataset.seq_length": SIZE,
+    "dataset.in_batch_packing_pad_to_multiple_of": SIZE,
+    "train.micro_batch_size": SIZE,
+    "train.global_batch_size": SIZE,
+}
+NOT_A_NUMBER = "not-a-number"
+
+
 @dataclass
 class LoadProblem:
     """Something wrong with the input itself: ``kind`` is one of ``unknown-section``, ``unknown-field``,
-    ``wrong-type``, ``contradiction``, ``mixed-era``; ``key`` the dotted field; ``detail`` the specifics."""
+    ``wrong-type``, ``out-of-range``, ``not-a-number``, ``duplicate-key``, ``contradiction``, ``mixed-era``;
+    ``key`` the dotted field; ``detail`` the specifics."""
 
     kind: str
     key: str
@@ -203,7 +224,12 @@ def load_config(
     if path is not None:
         path = resolve_config_path(path)
         source = os.fspath(path)
-        document, lines = load_yaml(path)
+        repeated: list[tuple[str, int, int]] = []
+        document, lines = load_yaml(path, repeated)
+        problems += [
+            LoadProblem("duplicate-key", key, f"given twice (lines {first} and {line}); YAML keeps the last")
+            for key, line, first in repeated
+        ]
         if document is None:
             document = {}
         if not isinstance(document, dict):
@@ -233,6 +259,15 @@ def load_config(
     for problem in problems:
         if source is not None and problem.key in lines and problem.kind != "contradiction":
             problem.where = f"{source}:{lines[problem.key]}"
+    given = {key: given_as for key, _, given_as in (*mlm_layer, *cli_layer)}
+    for problem in problems:  # no rule can judge a count that is not a number: unusable input, exit 2
+        if problem.kind == NOT_A_NUMBER:
+            error = InputError if problem.where else UsageError
+            typed = given.get(problem.key)
+            where = problem.where or (
+                f"override {shown(typed)}" if typed and "=" in typed else typed or "config"
+            )
+            raise error(f"{where}: field '{problem.key}': {problem.detail}")
     if dataset_kind is not None:
         view.dataset.kind = dataset_kind
     return LoadedConfig(view=view, problems=problems, raw=raw, source=source)
@@ -414,12 +449,22 @@ def _read_section(path: str, body: dict[str, Any], cls: type, problems: list[Loa
                 problems.append(LoadProblem("wrong-type", key, f"expected a mapping, found {value!r}"))
             continue
         ok, coerced = _coerce(value, hints[name])
-        if ok:
-            values[name] = coerced
-        else:
+        expected = f"expected {_type_name(hints[name])}, found {shown(value)}"
+        limits = FIELD_RANGES.get(key)
+        if ok and limits is not None and coerced is not None and not limits.contains(coerced):
             problems.append(
-                LoadProblem("wrong-type", key, f"expected {_type_name(hints[name])}, found {value!r}")
+                LoadProblem("out-of-range", key, f"expected {limits.expected()}, found {coerced}")
             )
+        elif ok:
+            values[name] = coerced
+        elif (
+            _wants_number(hints[name])
+            and isinstance(value, (str, bool, list, dict))
+            and not _interpolation(value)
+        ):
+            problems.append(LoadProblem(NOT_A_NUMBER, key, expected))
+        else:
+            problems.append(LoadProblem("wrong-type", key, expected))
     return cls(**values)
 
 
@@ -456,6 +501,25 @@ def _coerce(value: Any, hint: Any) -> tuple[bool, Any]:
         if option is str and isinstance(value, (int, float)) and not isinstance(value, bool):
             return True, str(value)
     return False, value
+
+
+def range_problem(key: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for ``key`` by :data:`FIELD_RANGES`, or None (None, ``${...}`` pass)."""
+    limits = FIELD_RANGES.get(key)
+    if limits is None or value is None or _interpolation(value) or limits.contains(value):
+        return None
+    return f"expected {limits.expected()}, found {shown(value)}"
+
+
+def _wants_number(hint: Any) -> bool:
+    """A field that holds a number and nothing else (``int``, ``float | None``; not ``str | int``)."""
+    options = set(typing.get_args(hint) or (hint,)) - {type(None)}
+    return bool(options) and options <= {int, float}
+
+
+def _interpolation(value: Any) -> bool:
+    """``${model.seq_length}``: OmegaConf resolves it when the run starts; its value is not known here."""
+    return isinstance(value, str) and "${" in value
 
 
 def _type_name(hint: Any) -> str:

@@ -579,6 +579,16 @@ def wrong_type(ctx: Context) -> CheckResult:
     return list(_problems(ctx, "wrong-type"))
 
 
+@rule("SP106", ERROR, ("<field>",), RAISES)
+def out_of_range(ctx: Context) -> CheckResult:
+    return list(_problems(ctx, "out-of-range"))
+
+
+@rule("SP107", ERROR, ("<field>",), SEQPACK_ONLY)
+def duplicate_key(ctx: Context) -> CheckResult:
+    return list(_problems(ctx, "duplicate-key"))
+
+
 @rule("SP103", ERROR, ("<field>",), SEQPACK_ONLY)
 def contradictory_overrides(ctx: Context) -> CheckResult:
     return list(_problems(ctx, "contradiction"))

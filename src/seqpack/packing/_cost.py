@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.errors import UsageError
+from seqpack._ranges import SIZE
+from seqpack.errors import UsageError, shown
 from seqpack.packing._plan import PackPlan
 
 FloatArray = npt.NDArray[np.float64]
@@ -60,8 +61,10 @@ class ModelDims:
             value = getattr(self, name)
             if value is None and name == "query_groups":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UsageError(f"model dimension {name} must be a positive integer, got {value!r}")
+            if not SIZE.contains(value):
+                raise UsageError(
+                    f"model dimension {name} must be a positive integer <= {SIZE.hi:.0f}, got {shown(value)}"
+                )
         if self.hidden % self.heads:
             raise UsageError(
                 f"model dims are inconsistent: {self.heads} heads do not divide hidden size {self.hidden}"

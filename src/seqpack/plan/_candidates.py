@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from seqpack._ranges import SIZE
 from seqpack.data.overrides import offline_packing_overrides
 from seqpack.errors import UsageError
 from seqpack.packing import (
@@ -340,6 +341,8 @@ def parse_pack_sizes(text: str) -> list[int]:
         sizes = sorted({int(p) for p in text.split(",") if p.strip()})
     except ValueError:
         raise UsageError(f"--pack-sizes expects comma-separated integers, got {text!r}") from None
-    if not sizes or sizes[0] < 1:
+    if not sizes:
         raise UsageError(f"--pack-sizes expects positive integers, got {text!r}")
+    for size in sizes:
+        SIZE.check("--pack-sizes", size)
     return sizes

@@ -95,6 +95,10 @@ def build_model(
 
     if hidden % heads:
         raise UsageError(f"--hidden {hidden} must be divisible by --heads {heads}")
+    if (hidden // heads) % 2:  # rotary embeddings rotate pairs of channels
+        raise UsageError(
+            f"--hidden {hidden} / --heads {heads} = {hidden // heads}: the head size must be even"
+        )
     config = LlamaConfig(
         vocab_size=vocab,
         hidden_size=hidden,
