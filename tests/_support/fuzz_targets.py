@@ -66,10 +66,10 @@ def check(target: Target, data: bytes, directory: Path) -> None:
 
 
 def _samples(path: Path) -> None:
-    from seqpack.data._ingest import Converter, convert_all
+    from seqpack.data._ingest import ChunkToExamples, convert_all
     from seqpack.data._readers import iter_chunks
 
-    for _ in convert_all(iter_chunks([path], chunk_rows=4), Converter((os.fspath(path),)), workers=1):
+    for _ in convert_all(iter_chunks([path], chunk_rows=4), ChunkToExamples((os.fspath(path),)), workers=1):
         pass
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
-from seqpack.correlate import Found, apply, clean_stamp, find_experiments, moved_name
+from seqpack.correlate import Found, clean_stamp, find_experiments, move_aside_or_delete, moved_name
 
 SCHEMA_VERSION = 1
 
@@ -54,7 +54,7 @@ def clean(
             done.append({**item.to_json(), "action": "skipped", "to": None})
             continue
         if yes:
-            target = apply(item, top, delete=delete, stamp=stamp)
+            target = move_aside_or_delete(item, top, delete=delete, stamp=stamp)
         else:
             target = None if delete else moved_name(item, stamp)
         action = ("deleted" if yes else "would delete") if delete else ("moved" if yes else "would move")

@@ -69,7 +69,7 @@ def _summary(result: PackResult, overrides: list[str]) -> dict[str, Any]:
         "truncated": c.truncated,
         "split": c.split,
         "dropped": c.dropped,
-        "sequences": c.pieces,
+        "sequences": c.sequences,
         "packs": result.num_packs,
         "efficiency_percent": meta["packing_efficiency"],
         "padding_tokens": result.padding_tokens,

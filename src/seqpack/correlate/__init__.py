@@ -8,7 +8,7 @@
 """
 
 from seqpack.correlate._checks import CHECKS, Finding, check_spec
-from seqpack.correlate._clean import Found, apply, clean_stamp, find_experiments, moved_name
+from seqpack.correlate._clean import Found, clean_stamp, find_experiments, move_aside_or_delete, moved_name
 from seqpack.correlate._knobs import KNOBS, Knob
 from seqpack.correlate._pair import PlannedRun, run_pair
 from seqpack.correlate._plan import (
@@ -52,13 +52,13 @@ __all__ = [
     "RunResult",
     "SkillReport",
     "analyse_pair",
-    "apply",
     "build_plan",
     "check_spec",
     "clean_stamp",
     "find_experiments",
     "load_spec",
     "make_run_dir",
+    "move_aside_or_delete",
     "moved_name",
     "new_run_dir",
     "parse_overrides",

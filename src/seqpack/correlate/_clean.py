@@ -141,7 +141,7 @@ def clean_stamp(now: _dt.datetime | None = None) -> str:
     return (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y%m%d-%H%M%S")
 
 
-def apply(found: Found, top: Path, *, delete: bool, stamp: str) -> Path | None:
+def move_aside_or_delete(found: Found, top: Path, *, delete: bool, stamp: str) -> Path | None:
     """Move ``found`` aside (returns where) or delete it (returns ``None``); re-checks it is still inside."""
     mode = os.lstat(found.path).st_mode
     if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode) or not _inside(found.path, top):

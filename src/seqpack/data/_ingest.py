@@ -42,8 +42,9 @@ class ChunkJob(Protocol[T_co]):
 
 
 @dataclass(frozen=True)
-class Converter:
-    """What a worker needs to convert a chunk: input names and, for text, the tokenizer spec."""
+class ChunkToExamples:
+    """Turns one raw chunk into examples on a worker: pre-tokenized rows checked and parsed, or text rows
+    tokenized with the spec (what the worker needs: the input names and, for text, the tokenizer spec)."""
 
     paths: tuple[str, ...]
     text: TextSpec | None = None

@@ -31,7 +31,7 @@ from seqpack._faults import fault_point
 from seqpack._io import atomic_path, disk_full_error, is_disk_full
 from seqpack._progress import progress
 from seqpack.data._examples import IDS_FIELD, Examples
-from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers, text_fields
+from seqpack.data._ingest import ChunkToExamples, as_paths, convert_all, default_workers, text_fields
 from seqpack.data._lock import claim_output_dir
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks, known_rows
 from seqpack.data._scratch import ScratchStore, default_scratch_dir
@@ -119,7 +119,9 @@ class PackOptions:
 
 @dataclass
 class Counts:
-    """Samples in and what became of them (every input sample is in exactly one of the last five)."""
+    """Samples in and what became of them (every input sample is in exactly one of packed, rejected,
+    truncated, split and dropped), the sequences that were packed (a split sample packs as several) and the
+    tokens read."""
 
     samples_in: int = 0
     packed: int = 0
@@ -127,7 +129,7 @@ class Counts:
     truncated: int = 0
     split: int = 0
     dropped: int = 0
-    pieces: int = 0
+    sequences: int = 0
     tokens_in: int = 0
 
 
@@ -147,8 +149,8 @@ class PackResult:
 
     @property
     def padding_saved(self) -> int:
-        """Padding tokens saved versus padding every packed sample to N: ``(pieces - packs) * N``."""
-        return (self.counts.pieces - self.num_packs) * self.pack_size
+        """Padding tokens saved versus padding every packed sample to N: ``(sequences - packs) * N``."""
+        return (self.counts.sequences - self.num_packs) * self.pack_size
 
     @property
     def padding_tokens(self) -> int:
@@ -262,7 +264,7 @@ class _ShapeChunk:
     pieces carry them, and only those go to the scratch store.
     """
 
-    converter: Converter
+    converter: ChunkToExamples
     spec: ShapeSpec
     infer_eos: bool
 
@@ -283,7 +285,7 @@ class _ShapeChunk:
         return examples.without_tokens(), shape(examples.tokens, examples.mask, examples.lengths, self.spec)
 
 
-class _Pass1:
+class _SpoolToScratch:
     """Consumes shaped chunks in input order: appends them to the store, writes rejects, counts."""
 
     def __init__(self, paths: tuple[str, ...], store: ScratchStore, rejects: BinaryIO, run_id: str) -> None:
@@ -301,7 +303,7 @@ class _Pass1:
         c = self.counts
         c.samples_in += len(examples.lengths)
         c.tokens_in += int(examples.lengths.sum())
-        c.pieces += len(shaped.lengths)
+        c.sequences += len(shaped.lengths)
         actions = shaped.actions
         c.packed += int(np.count_nonzero(shaped.pieces > 0))
         c.rejected += int(np.count_nonzero(actions == Action.rejected))
@@ -448,7 +450,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             rejects = stack.enter_context(open(rejects_tmp, "wb"))
             t0 = time.perf_counter()
             input_hash = _BackgroundHash(opts.inputs)
-            pass1 = _Pass1(as_paths(opts.inputs), store, rejects, run_id)
+            spool = _SpoolToScratch(as_paths(opts.inputs), store, rejects, run_id)
             task = bar.add_task("read", total=known_rows(opts.inputs))
             spec: ShapeSpec | None = None
 
@@ -459,24 +461,24 @@ def pack_files(opts: PackOptions) -> PackResult:
                 )
 
             chunks = iter_chunks(opts.inputs, opts.chunk_rows)
-            converter = Converter(pass1.paths, text_spec)
+            converter = ChunkToExamples(spool.paths, text_spec)
             for examples, shaped, spec in _shaped_chunks(chunks, converter, spec_for, eos_id, workers):
-                pass1.add(examples, shaped, spec)
+                spool.add(examples, shaped, spec)
                 fault_point("read")
                 bar.advance(task, len(examples.lengths))
-                _rate(bar, task, pass1.counts, t0)
+                _rate(bar, task, spool.counts, t0)
             seconds["read"] = time.perf_counter() - t0
-            counts = pass1.counts
+            counts = spool.counts
             if counts.samples_in == 0:
-                raise DataError(f"{', '.join(pass1.paths)}: empty input (no samples)")
-            if counts.pieces == 0:
+                raise DataError(f"{', '.join(spool.paths)}: empty input (no samples)")
+            if counts.sequences == 0:
                 raise DataError(
-                    f"{', '.join(pass1.paths)}: no sample fits max length {max_len}; see the rejects"
+                    f"{', '.join(spool.paths)}: no sample fits max length {max_len}; see the rejects"
                 )
             assert spec is not None
             record["eos_id"] = spec.eos_id
             t1 = time.perf_counter()
-            lengths = np.concatenate(pass1.lengths)
+            lengths = np.concatenate(spool.lengths)
             plan = _plan(lengths, opts, algorithm)
             record["algorithm"] = plan.algorithm
             if algorithm == BALANCED:
@@ -514,7 +516,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 "truncated": counts.truncated,
                 "split": counts.split,
                 "dropped": counts.dropped,
-                "sequences": counts.pieces,
+                "sequences": counts.sequences,
                 "packs": plan.num_packs,
             }
             entry = {**plan.bridge_metadata(), SEQPACK_KEY: record}
@@ -542,7 +544,7 @@ def pack_files(opts: PackOptions) -> PackResult:
 
 def _shaped_chunks(
     chunks: Iterator[RawChunk],
-    converter: Converter,
+    converter: ChunkToExamples,
     spec_for: Callable[[int], ShapeSpec],
     eos_id: int | None,
     workers: int,

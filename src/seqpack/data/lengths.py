@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack._progress import progress
-from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers, text_fields
+from seqpack.data._ingest import ChunkToExamples, as_paths, convert_all, default_workers, text_fields
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, iter_chunks
 from seqpack.data.text import TextSpec, load_tokenizer
 from seqpack.data.token_ids import check_eos_id
@@ -56,7 +56,7 @@ def read_lengths(
     n_workers = default_workers() if workers is None else workers
     if n_workers < 1:
         raise UsageError(f"--workers must be >= 1, got {n_workers}")
-    converter = Converter(as_paths(inputs), text)
+    converter = ChunkToExamples(as_paths(inputs), text)
     parts: list[IntArray] = []
     with progress(quiet) as bar:
         task = bar.add_task("read lengths", total=None)

@@ -170,7 +170,7 @@ class _Run:
             "samples": c.samples_in,
             "truncated": c.truncated,
             "rejected": c.rejected,
-            "sequences": c.pieces,
+            "sequences": c.sequences,
             "packs": result.num_packs,
             "pack_size": result.pack_size,
             "packing_efficiency": meta["packing_efficiency"],
