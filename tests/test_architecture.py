@@ -15,7 +15,7 @@ SRC = Path(seqpack.__file__).parent
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors"}),
     frozenset({"_io", "_progress", "_plot", "_faults", "_ordered", "_ranges"}),
-    frozenset({"_yaml", "<root>"}),
+    frozenset({"_yaml", "<root>", "findings"}),
     frozenset({"fingerprint", "packing", "translate", "curves", "env"}),
     frozenset({"data"}),
     frozenset({"batching"}),

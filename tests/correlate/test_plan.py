@@ -128,7 +128,7 @@ def test_cli_writes_the_plan_into_a_new_run_folder(
     out = tmp_path / "runs"
     assert main(["correlate", "plan", "--spec", str(spec), "--out", str(out), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     run_dir = Path(doc["run_dir"])
     assert run_dir.parent == out.absolute()
     assert sorted(p.name for p in run_dir.iterdir()) == [
@@ -212,7 +212,7 @@ def test_blocked_plan_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     spec = write_spec(tmp_path, with_field("seed", "data", 99))
     assert main(["correlate", "plan", "--spec", str(spec), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["blocked"] is True and [f["rule"] for f in doc["findings"]] == ["CR001"]
+    assert doc["blocked"] is True and [f["id"] for f in doc["findings"]] == ["CR001"]
 
 
 def test_missing_required_field() -> None:
@@ -244,7 +244,7 @@ def test_incompatible_spec_blocks_the_plan(
         section, key = name.split(".")
         doc.setdefault(section, {})[key] = value
     spec = write_spec(tmp_path, doc)
-    assert [f.rule for f in check_spec(load_spec(spec))] == [rule]
+    assert [f.id for f in check_spec(load_spec(spec))] == [rule]
     out = tmp_path / "runs"
     assert main(["correlate", "plan", "--spec", str(spec), "--out", str(out)]) == 1
     assert rule in capsys.readouterr().out
@@ -257,7 +257,7 @@ def test_cp_divisibility_from_spec_8(tmp_path: Path) -> None:
     doc["train"]["global_batch_size"] = 32
     assert check_spec(parse_spec(doc)) == []
     doc["model"]["seq_length"] = 510
-    assert [f.rule for f in check_spec(parse_spec(doc))] == ["SP011"]
+    assert [f.id for f in check_spec(parse_spec(doc))] == ["SP011"]
 
 
 def test_unreadable_spec_is_exit_2(tmp_path: Path) -> None:
@@ -367,7 +367,7 @@ def test_any_valid_spec_gives_a_matched_pair(
     doc["parallel"] = {"tp": tp, "sp": sp and tp > 1}
     doc["seed"] = {"init": seed}
     spec = parse_spec(doc)
-    if [f.rule for f in check_spec(spec)] == ["CR011"]:
+    if [f.id for f in check_spec(spec)] == ["CR011"]:
         return  # bf16 without fp32 gradient reduce: MLM cannot express it, the plan is blocked
     plan = build_plan(spec, "/runs/correlate-20260830-101500")
     mlm = mlm_side(plan.mlm.argv, spec["launch.mlm_script"])

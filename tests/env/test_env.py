@@ -9,6 +9,7 @@ import pytest
 from seqpack.cli import main
 from seqpack.env import VersionTable, env_findings, env_report, parse_version
 from seqpack.env import _stack as _env
+from seqpack.findings import Finding
 
 NONE_INSTALLED = {name: None for name, _ in _env.REPORTED_PACKAGES}
 
@@ -81,7 +82,8 @@ def test_report_dict_structure() -> None:
     doc = env_report(table(megatron_core="0.16.1")).to_dict()
     assert list(doc["packages"]) == [name for name, _ in _env.REPORTED_PACKAGES]
     assert set(doc["cuda"]) == {"available", "version", "devices"}
-    assert doc["findings"][0].keys() == {"id", "severity", "message", "why", "fix"}
+    assert set(doc["findings"][0]) == set(Finding("X", "info", "").to_dict())  # the one finding shape
+    assert isinstance(doc["findings"][0]["fix"], list)
 
 
 def test_real_machine_versions_read_from_metadata() -> None:
@@ -104,7 +106,7 @@ def test_cli_json_and_exit_code(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
     monkeypatch.setattr(_env, "collect_versions", lambda: table("3.12.2", megatron_core="0.16.1"))
     assert main(["env", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema_version"] == 1 and doc["findings"][0]["id"] == "ENV001"
+    assert doc["schema_version"] == 2 and doc["findings"][0]["id"] == "ENV001"
     monkeypatch.setattr(_env, "collect_versions", lambda: table("3.11.0", megatron_bridge="0.6.2"))
     assert main(["env"]) == 1
     assert "ENV002 error" in capsys.readouterr().out

@@ -51,14 +51,14 @@ def clean(
     done: list[dict[str, object]] = []
     for top, item in found:
         if item.mount_point is not None:  # renaming fails, deleting empties another file system: leave it
-            done.append({**item.to_json(), "action": "skipped", "to": None})
+            done.append({**item.to_dict(), "action": "skipped", "to": None})
             continue
         if yes:
             target = move_aside_or_delete(item, top, delete=delete, stamp=stamp)
         else:
             target = None if delete else moved_name(item, stamp)
         action = ("deleted" if yes else "would delete") if delete else ("moved" if yes else "would move")
-        done.append({**item.to_json(), "action": action, "to": os.fspath(target) if target else None})
+        done.append({**item.to_dict(), "action": action, "to": os.fspath(target) if target else None})
     skipped = [row for row in done if row["action"] == "skipped"]
     if fmt is OutputFormat.json:
         emit_json({"dry_run": not yes, "found": done}, SCHEMA_VERSION)

@@ -12,6 +12,7 @@ import typer
 
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.correlate import (
+    PLAN_SCHEMA_VERSION,
     SKILL_PAIRS,
     CorrelationPlan,
     Finding,
@@ -31,8 +32,6 @@ from seqpack.correlate import (
 from seqpack.curves import DEFAULT_PROFILE, PROFILES, Profile
 from seqpack.errors import UsageError
 
-SCHEMA_VERSION = 1
-
 app = typer.Typer(
     help="Matched Megatron-LM vs Megatron-Bridge correlation runs: plan both commands, run them, compare.",
     no_args_is_help=True,
@@ -47,14 +46,16 @@ OutOption = typer.Option(Path("."), "--out", help="Folder for the new timestampe
 def _print_findings(findings: list[Finding], source: str, fmt: OutputFormat) -> None:
     if fmt is OutputFormat.json:
         emit_json(
-            {"spec": source, "blocked": True, "findings": [f.__dict__ for f in findings]}, SCHEMA_VERSION
+            {"spec": source, "blocked": True, "findings": [f.to_dict() for f in findings]},
+            PLAN_SCHEMA_VERSION,
         )
         return
     out_console.print(
         f"{source}: the plan is blocked by {len(findings)} finding(s):", markup=False, soft_wrap=True
     )
     for f in findings:
-        out_console.print(f"  {f.rule} {f.message}\n        fix: {f.fix}", markup=False, soft_wrap=True)
+        fixes = "; ".join(f.fix) or f.why
+        out_console.print(f"  {f.id} {f.message}\n        fix: {fixes}", markup=False, soft_wrap=True)
 
 
 def _checked_plan(spec_path: Path, out: Path, fmt: OutputFormat) -> CorrelationPlan:
@@ -67,7 +68,7 @@ def _checked_plan(spec_path: Path, out: Path, fmt: OutputFormat) -> CorrelationP
 
 
 def _plan_bytes(plan: CorrelationPlan) -> bytes:
-    return orjson.dumps({"schema_version": SCHEMA_VERSION, **plan.to_json()}, option=orjson.OPT_INDENT_2)
+    return orjson.dumps({"schema_version": PLAN_SCHEMA_VERSION, **plan.to_dict()}, option=orjson.OPT_INDENT_2)
 
 
 @app.command("plan")
@@ -105,7 +106,7 @@ def plan_command(
                         for r in reports
                     ]
                 },
-                SCHEMA_VERSION,
+                PLAN_SCHEMA_VERSION,
             )
         else:
             out_console.print("\n\n".join(render_skill(r) for r in reports), markup=False, soft_wrap=True)
@@ -120,7 +121,7 @@ def plan_command(
             f"wrote {plan.run_dir}/ (plan.json, mlm.sh, bridge.sh, aligned.txt)", markup=False, soft_wrap=True
         )
     if fmt is OutputFormat.json:
-        emit_json({**plan.to_json(), "written": out is not None}, SCHEMA_VERSION)
+        emit_json({**plan.to_dict(), "written": out is not None}, PLAN_SCHEMA_VERSION)
         return
     text = [
         "# Megatron-LM",
@@ -195,9 +196,9 @@ def run_command(
 
     report = run_pair(run_dir, runs, profile, echo=None if quiet else echo, metrics=metric or None)
     if fmt is OutputFormat.json:
-        doc: dict[str, Any] = report.to_json()
+        doc: dict[str, Any] = report.to_dict()
         doc.pop("schema_version")
-        emit_json(doc, SCHEMA_VERSION)
+        emit_json(doc, PLAN_SCHEMA_VERSION)
     else:
         out_console.print(render_report(report), markup=False, soft_wrap=True)
     if report.exit_code:

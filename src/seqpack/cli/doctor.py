@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -51,20 +52,8 @@ _ENV_PREFIX = "ENV"
 
 
 def _env_findings(allowed: list[str]) -> list[Finding]:
-    """``seqpack env``'s conclusions about the installed stack, in doctor's finding shape (English only)."""
-    return [
-        Finding(
-            id=f.id,
-            severity=f.severity,  # type: ignore[arg-type]
-            fields=[],
-            message=f.message,
-            why=f.why,
-            fix=[f.fix] if f.fix else [],
-            upstream="installed versions (seqpack env)",
-            allowed=f.id in allowed,
-        )
-        for f in env_findings()
-    ]
+    """``seqpack env``'s conclusions about the installed stack among doctor's findings (English only)."""
+    return [replace(f, allowed=f.id in allowed) for f in env_findings()]
 
 
 def _stack(given: list[str] | None) -> dict[str, str]:
@@ -253,7 +242,7 @@ def doctor(
         report.findings.extend(_env_findings(allowed=allow or []))
     fixes = suggest_fixes(loaded, doctor_options) if fix else None
     if output_format == OutputFormat.json:
-        payload = report.to_json()
+        payload = report.to_dict()
         schema_version = payload.pop("schema_version")
         if fixes is not None:
             payload["fix"] = fixes

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
-from seqpack.env import EnvReport, env_report
+from seqpack.env import SCHEMA_VERSION, EnvReport, env_report
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -31,7 +31,8 @@ def _print_text(report: EnvReport) -> None:
         style = _STYLE[finding.severity]
         out_console.print(f"[{style}]{finding.id} {finding.severity}[/]: {finding.message}")
         out_console.print(f"  why: {finding.why}")
-        out_console.print(f"  fix: {finding.fix}")
+        for fix in finding.fix:
+            out_console.print(f"  fix: {fix}")
 
 
 def register(app: typer.Typer) -> None:
@@ -47,7 +48,7 @@ def register(app: typer.Typer) -> None:
         """
         report = env_report()
         if output_format is OutputFormat.json:
-            emit_json(report.to_dict())
+            emit_json(report.to_dict(), SCHEMA_VERSION)
         else:
             _print_text(report)
         if any(f.severity == "error" for f in report.findings):

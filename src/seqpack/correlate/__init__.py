@@ -12,6 +12,7 @@ from seqpack.correlate._clean import Found, clean_stamp, find_experiments, move_
 from seqpack.correlate._knobs import KNOBS, Knob
 from seqpack.correlate._pair import PlannedRun, run_pair
 from seqpack.correlate._plan import (
+    PLAN_SCHEMA_VERSION,
     AlignedRow,
     Command,
     CorrelationPlan,
@@ -37,6 +38,7 @@ from seqpack.correlate._spec import SCHEMA, CorrelationSpec, load_spec, parse_sp
 __all__ = [
     "CHECKS",
     "KNOBS",
+    "PLAN_SCHEMA_VERSION",
     "SCHEMA",
     "SKILL_PAIRS",
     "AlignedRow",

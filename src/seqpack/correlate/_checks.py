@@ -9,30 +9,28 @@ plan prints every finding and exits 1 when there is any, so no half-matched pair
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from seqpack.correlate._knobs import spec_overrides
 from seqpack.correlate._spec import CorrelationSpec
 from seqpack.correlate._values import format_value
 from seqpack.doctor import DoctorOptions, check, load_config
+from seqpack.findings import ERROR, Finding
 
 #: Doctor findings of this severity block a plan; warnings do not.
-BLOCKING_SEVERITY = "error"
+BLOCKING_SEVERITY = ERROR
+#: The upstream a correlation check mirrors: the pair of launchers it keeps matched.
+UPSTREAM = "correlation of two launchers (seqpack correlate)"
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One reason the plan is blocked: ``rule`` id, what is wrong (naming the fields) and the fix."""
-
-    rule: str
-    message: str
-    fix: str
+def _blocking(check_id: str, message: str, fix: str) -> Finding:
+    """A finding of :data:`CHECKS`: an error that blocks the plan, with its one fix."""
+    return Finding(check_id, ERROR, message, fix=[fix], upstream=UPSTREAM)
 
 
 def _seeds(s: CorrelationSpec) -> Finding | None:
     if s["seed.data"] == s["seed.init"]:
         return None
-    return Finding(
+    return _blocking(
         "CR001",
         f"seed.data={s['seed.data']} differs from seed.init={s['seed.init']}: Megatron-LM seeds the mock data"
         " with --seed, so it cannot run with two seeds",
@@ -43,7 +41,7 @@ def _seeds(s: CorrelationSpec) -> Finding | None:
 def _warmup(s: CorrelationSpec) -> Finding | None:
     if s["lr.warmup_iters"] < s["lr.decay_iters"]:
         return None
-    return Finding(
+    return _blocking(
         "CR002",
         f"lr.warmup_iters={s['lr.warmup_iters']} is not below lr.decay_iters={s['lr.decay_iters']}:"
         " the LR scheduler of both launchers asserts warmup < decay",
@@ -54,14 +52,14 @@ def _warmup(s: CorrelationSpec) -> Finding | None:
 def _min_lr(s: CorrelationSpec) -> Finding | None:
     if s["lr.min_lr"] <= s["lr.lr"]:
         return None
-    return Finding("CR003", f"lr.min_lr={s['lr.min_lr']} is above lr.lr={s['lr.lr']}", "set min_lr <= lr")
+    return _blocking("CR003", f"lr.min_lr={s['lr.min_lr']} is above lr.lr={s['lr.lr']}", "set min_lr <= lr")
 
 
 def _heads(s: CorrelationSpec) -> Finding | None:
     heads, hidden, tp = s["model.num_attention_heads"], s["model.hidden_size"], s["parallel.tp"]
     if hidden % heads == 0 and heads % tp == 0:
         return None
-    return Finding(
+    return _blocking(
         "CR007",
         f"model.hidden_size={hidden} and model.num_attention_heads={heads} with parallel.tp={tp}:"
         " hidden must divide by heads and heads by TP",
@@ -72,7 +70,7 @@ def _heads(s: CorrelationSpec) -> Finding | None:
 def _sp(s: CorrelationSpec) -> Finding | None:
     if not s["parallel.sp"] or s["parallel.tp"] > 1:
         return None
-    return Finding(
+    return _blocking(
         "CR009",
         "parallel.sp=true with parallel.tp=1: Megatron-LM turns sequence parallelism off with a warning,"
         " Bridge keeps the flag, so the two runs would not be configured alike",
@@ -83,7 +81,7 @@ def _sp(s: CorrelationSpec) -> Finding | None:
 def _mock(s: CorrelationSpec) -> Finding | None:
     if s["data.mock"]:
         return None
-    return Finding(
+    return _blocking(
         "CR010",
         "data.mock=false: the plan writes mock-data pairs only (real data needs one blend on both sides)",
         "set data.mock=true",
@@ -93,7 +91,7 @@ def _mock(s: CorrelationSpec) -> Finding | None:
 def _bf16_grads(s: CorrelationSpec) -> Finding | None:
     if s["precision.dtype"] != "bf16" or s["precision.grad_reduce_in_fp32"]:
         return None
-    return Finding(
+    return _blocking(
         "CR011",
         "precision.dtype=bf16 with precision.grad_reduce_in_fp32=false: Megatron-LM turns fp32 gradient"
         " accumulation and all-reduce on by itself with --bf16, so the MLM run would not reduce in bf16",
@@ -119,11 +117,7 @@ def doctor_findings(spec: CorrelationSpec) -> list[Finding]:
         load_config(overrides=overrides),
         DoctorOptions(world_size=spec.world_size, recipe=spec["launch.recipe"]),
     )
-    return [
-        Finding(f.id, f.message, "; ".join(f.fix) or f.why)
-        for f in report.findings
-        if f.severity == BLOCKING_SEVERITY and not f.allowed
-    ]
+    return [f for f in report.findings if f.severity == BLOCKING_SEVERITY and not f.allowed]
 
 
 def check_spec(spec: CorrelationSpec) -> list[Finding]:

@@ -51,7 +51,7 @@ class Found:
     #: the tree would empty another file system and then fail (EBUSY), so such a folder is left alone.
     mount_point: Path | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "path": os.fspath(self.path),
             "kind": self.kind,

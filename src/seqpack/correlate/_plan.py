@@ -31,6 +31,10 @@ from seqpack.translate import bridge_to_mlm, bridge_to_mlm_report
 
 RUN_PREFIX = "correlate-"
 
+#: ``seqpack correlate plan``/``run``'s JSON documents; 2: findings in the shape every finding has
+#: (:class:`seqpack.findings.Finding`: ``id``, a ``fix`` list, ...), not ``rule`` + one ``fix`` string.
+PLAN_SCHEMA_VERSION = 2
+
 
 @dataclass(frozen=True)
 class Command:
@@ -76,7 +80,7 @@ class CorrelationPlan:
     bridge: Command
     rows: tuple[AlignedRow, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The plan as JSON-ready data (``seqpack correlate plan --format json`` and ``plan.json``)."""
         return {
             "spec": self.spec.source,

@@ -56,13 +56,13 @@ class CorrelationReport:
     def exit_code(self) -> int:
         return EXIT_CODES[self.verdict]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "run_dir": os.fspath(self.run_dir),
             "verdict": self.verdict,
             "tolerance": self.tolerance,
-            "runs": [run.to_json() for run in self.runs],
+            "runs": [run.to_dict() for run in self.runs],
             "comparisons": self.comparisons,
             "plot": os.fspath(self.plot) if self.plot else None,
             "notes": self.notes,
@@ -98,7 +98,7 @@ def compare_runs(
 
         report.plot = run_dir / "curves.png"
         atomic_write_bytes(report.plot, render_png([a, b], comparisons[0].metric, comparisons))
-    atomic_write_bytes(run_dir / "report.json", orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2))
+    atomic_write_bytes(run_dir / "report.json", orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2))
     atomic_write_bytes(run_dir / "report.txt", (render_report(report) + "\n").encode())
     return report
 

@@ -45,7 +45,7 @@ class RunResult:
     def ok(self) -> bool:
         return self.returncode == 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "command": self.command,

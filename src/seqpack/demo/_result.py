@@ -28,7 +28,7 @@ class StepResult:
     command: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "ok": self.ok,
@@ -78,7 +78,7 @@ class Speedup:
             padding_fraction_padded=padded.padding_fraction,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "real_tokens_per_s": self.real_tokens_per_s,
             "compute_ratio": self.compute_ratio,
@@ -112,7 +112,7 @@ class DemoResult:
             return Speedup.of(runs[DataMode.packed], runs[DataMode.padded])
         return None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         speedup = self.speedup
         return {
             "schema_version": SCHEMA_VERSION,
@@ -124,8 +124,8 @@ class DemoResult:
             "sizes": self.sizes.__dict__,
             "threads": self.threads,
             "seconds": round(self.seconds, 3),
-            "speedup": speedup.to_json() if speedup is not None else None,
-            "steps": [s.to_json() for s in self.steps],
+            "speedup": speedup.to_dict() if speedup is not None else None,
+            "steps": [s.to_dict() for s in self.steps],
         }
 
 

@@ -219,10 +219,10 @@ class _Run:
         data = {
             "config": self.rel(self.layout.config),
             "expected_finding": EXPECTED_FINDING,
-            "findings": [f.to_json() for f in out.written.findings],
+            "findings": [f.to_dict() for f in out.written.findings],
             "fix": out.fixes,
             "fixed_config": self.rel(self.layout.fixed_config),
-            "fixed_findings": [f.to_json() for f in out.fixed.findings],
+            "fixed_findings": [f.to_dict() for f in out.fixed.findings],
             "fixed_command": out.fixed_command,
         }
         return Outcome(out.found_expected and out.fixed_passes, summary, out.command, data)
@@ -340,5 +340,5 @@ def run_demo(options: DemoOptions, reporter: Reporter | None = None) -> DemoResu
 
 def write_summary(result: DemoResult, *, overwrite: bool) -> None:
     """``summary.json``: the document ``--format json`` prints."""
-    doc = orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+    doc = orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
     atomic_write_bytes(result.layout.summary, doc, overwrite=overwrite)

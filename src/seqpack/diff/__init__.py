@@ -30,7 +30,6 @@ _MOVED = {
     **dict.fromkeys(("PackedSource", "fingerprint_packed"), "seqpack.data.packed_source"),
     **dict.fromkeys(
         (
-            "EnvFinding",
             "EnvReport",
             "VersionTable",
             "collect_versions",

@@ -55,11 +55,11 @@ class Report:
     def has_error(self) -> bool:
         return any(f.severity == ERROR and not f.allowed for f in self.findings)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "config_era": self.config_era,
-            "findings": [f.to_json() for f in self.findings],
+            "findings": [f.to_dict() for f in self.findings],
         }
 
 

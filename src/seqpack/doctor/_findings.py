@@ -1,19 +1,17 @@
-"""Findings and the rule record: what a rule reports, and the fixed facts each rule carries."""
+"""The rule record and what a rule returns (:class:`Hit`); the finding it becomes is
+:class:`seqpack.findings.Finding`, re-exported here with the severities."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from seqpack.findings import ERROR, INFO, SEVERITY_ORDER, WARNING, Finding, Severity  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from seqpack.doctor._context import Context
 
-Severity = Literal["error", "warning", "info"]
-ERROR: Severity = "error"
-WARNING: Severity = "warning"
-INFO: Severity = "info"
-SEVERITY_ORDER: dict[str, int] = {ERROR: 0, WARNING: 1, INFO: 2}
 
 #: The upstream behaviour a rule mirrors.
 RAISES = "raises at validation"
@@ -47,32 +45,6 @@ class Rule:
     fields: tuple[str, ...]
     upstream: str
     check: Callable[[Context], CheckResult]
-
-
-@dataclass
-class Finding:
-    """A rule that fired, with its message and why in the chosen language (the JSON report's record)."""
-
-    id: str
-    severity: Severity
-    fields: list[str]
-    message: str
-    why: str
-    fix: list[str]
-    upstream: str
-    allowed: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "severity": self.severity,
-            "fields": self.fields,
-            "message": self.message,
-            "why": self.why,
-            "fix": self.fix,
-            "upstream": self.upstream,
-            "allowed": self.allowed,
-        }
 
 
 def format_value(value: Any) -> str:

@@ -4,7 +4,8 @@ known defects against. Versions come from distribution metadata, never by import
 """
 
 from seqpack.env._stack import (
-    EnvFinding,
+    SCHEMA_VERSION,
+    UPSTREAM,
     EnvReport,
     VersionTable,
     collect_versions,
@@ -15,7 +16,8 @@ from seqpack.env._stack import (
 )
 
 __all__ = [
-    "EnvFinding",
+    "SCHEMA_VERSION",
+    "UPSTREAM",
     "EnvReport",
     "VersionTable",
     "collect_versions",

@@ -20,8 +20,10 @@ import platform
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+from seqpack.findings import SEVERITIES, Finding, Severity
 
 #: Distributions the report lists, in order: (display name, distribution names to try).
 #: Transformer Engine ships under several distribution names depending on how it was installed.
@@ -46,8 +48,6 @@ BRIDGE_PY312_FROM = (0, 4)
 PY_REQUIRED = (3, 12)
 #: Bridge renamed the packing switches in this release (spec §1 "Names by release").
 BRIDGE_OFFLINE_NAMES_FROM = (0, 6)
-
-SEVERITIES = ("error", "warning", "info")
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -82,15 +82,15 @@ class VersionTable:
         return None if text is None else parse_version(text)
 
 
-@dataclass(frozen=True)
-class EnvFinding:
-    """One conclusion drawn from the versions; the same shape as doctor's findings."""
+#: ``seqpack env --format json``; 2: findings in the shape every finding has
+#: (:class:`seqpack.findings.Finding`: a ``fix`` list, ``fields``, ``upstream``, ``allowed``), not one string.
+SCHEMA_VERSION = 2
+#: What every finding of ``seqpack env`` reports as its upstream: the versions installed here.
+UPSTREAM = "installed versions (seqpack env)"
 
-    id: str
-    severity: str
-    message: str
-    why: str
-    fix: str
+
+def _finding(rule_id: str, severity: Severity, message: str, why: str, fix: str) -> Finding:
+    return Finding(rule_id, severity, message, why, [fix], upstream=UPSTREAM)
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class EnvReport:
     """The versions and the findings, as ``seqpack env`` prints them."""
 
     versions: VersionTable
-    findings: list[EnvFinding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``--format json``)."""
@@ -112,7 +112,7 @@ class EnvReport:
                 "version": table.cuda_version,
                 "devices": list(table.gpu_names),
             },
-            "findings": [asdict(f) for f in self.findings],
+            "findings": [f.to_dict() for f in self.findings],
         }
 
 
@@ -151,11 +151,11 @@ def collect_versions() -> VersionTable:
 # --- rules: each takes the table and returns a finding or None ------------------------------------------
 
 
-def _rule_thd_cp(table: VersionTable) -> EnvFinding | None:
+def _rule_thd_cp(table: VersionTable) -> Finding | None:
     mcore = table.version("megatron-core")
     if mcore is None or mcore >= MCORE_THD_CP_MIN:
         return None
-    return EnvFinding(
+    return _finding(
         "ENV001",
         "warning",
         f"megatron-core {table.packages['megatron-core']} cannot partition packed (THD) batches for context "
@@ -167,7 +167,7 @@ def _rule_thd_cp(table: VersionTable) -> EnvFinding | None:
     )
 
 
-def _rule_python(table: VersionTable) -> EnvFinding | None:
+def _rule_python(table: VersionTable) -> Finding | None:
     py = parse_version(table.python)
     if py[:2] >= PY_REQUIRED:
         return None
@@ -180,7 +180,7 @@ def _rule_python(table: VersionTable) -> EnvFinding | None:
         needing.append(f"megatron-bridge {table.packages['megatron-bridge']} (>= {_fmt(BRIDGE_PY312_FROM)})")
     required = _fmt(PY_REQUIRED)
     if needing:
-        return EnvFinding(
+        return _finding(
             "ENV002",
             "error",
             f"Python {table.python} is too old for the installed {' and '.join(needing)}: they need "
@@ -189,7 +189,7 @@ def _rule_python(table: VersionTable) -> EnvFinding | None:
             "differently on older interpreters",
             f"use a Python >= {required} environment for training",
         )
-    return EnvFinding(
+    return _finding(
         "ENV003",
         "info",
         f"Python {table.python} can only run megatron-core < {_fmt(MCORE_PY312_FROM)} and "
@@ -200,13 +200,13 @@ def _rule_python(table: VersionTable) -> EnvFinding | None:
     )
 
 
-def _rule_bridge_names(table: VersionTable) -> EnvFinding | None:
+def _rule_bridge_names(table: VersionTable) -> Finding | None:
     bridge = table.version("megatron-bridge")
     if bridge is None:
         return None
     version = table.packages["megatron-bridge"]
     if bridge >= BRIDGE_OFFLINE_NAMES_FROM:
-        return EnvFinding(
+        return _finding(
             "ENV004",
             "info",
             f"megatron-bridge {version} uses the v0.6 packing names: dataset.enable_offline_packing=True "
@@ -215,7 +215,7 @@ def _rule_bridge_names(table: VersionTable) -> EnvFinding | None:
             "dataset.packed_sequence_specs alone no longer turn packing on",
             "write configs in the v0.6 names (seqpack doctor says which era a config is in)",
         )
-    return EnvFinding(
+    return _finding(
         "ENV004",
         "info",
         f"megatron-bridge {version} uses the pre-v0.6 packing names: dataset.packed_sequence_specs "
@@ -226,11 +226,11 @@ def _rule_bridge_names(table: VersionTable) -> EnvFinding | None:
     )
 
 
-def _rule_cuda(table: VersionTable) -> EnvFinding | None:
+def _rule_cuda(table: VersionTable) -> Finding | None:
     if table.packages.get("torch") is None or table.cuda_available is not False:
         return None
     build = f"built for CUDA {table.cuda_version}" if table.cuda_version else "a CPU-only build"
-    return EnvFinding(
+    return _finding(
         "ENV005",
         "info",
         f"torch {table.packages['torch']} ({build}) sees no GPU on this machine",
@@ -240,7 +240,7 @@ def _rule_cuda(table: VersionTable) -> EnvFinding | None:
 
 
 #: The rules, in report order.
-ENV_RULES: tuple[Callable[[VersionTable], EnvFinding | None], ...] = (
+ENV_RULES: tuple[Callable[[VersionTable], Finding | None], ...] = (
     _rule_python,
     _rule_thd_cp,
     _rule_bridge_names,
@@ -248,7 +248,7 @@ ENV_RULES: tuple[Callable[[VersionTable], EnvFinding | None], ...] = (
 )
 
 
-def env_findings(table: VersionTable | None = None) -> list[EnvFinding]:
+def env_findings(table: VersionTable | None = None) -> list[Finding]:
     """The findings for ``table`` (default: this machine), errors first; what ``doctor --env`` shows."""
     table = collect_versions() if table is None else table
     found = [finding for rule in ENV_RULES if (finding := rule(table)) is not None]
