@@ -49,7 +49,7 @@ from seqpack.data.metadata import (
 from seqpack.data.overrides import offline_packing_overrides
 from seqpack.data.runs import PARQUET_RUN_ID, RUN_ID, new_run_id, rejects_filename
 from seqpack.data.text import TextSpec, chat_options, load_tokenizer, text_record, tokenizer_hash
-from seqpack.data.token_ids import check_eos_id
+from seqpack.data.token_ids import check_eos_id, infer_eos_id
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.fingerprint import PackedFingerprinter
 from seqpack.packing import (
@@ -551,15 +551,17 @@ def _shaped_chunks(
 ) -> Iterator[tuple[Examples, Shaped, ShapeSpec]]:
     """Pass 1's chunks, converted and shaped on the workers, in input order.
 
-    Without a known EOS (pre-tokenized input, no ``--eos-id``) the first chunk is converted here: the last
-    token of its first row is the EOS every row must end with, and the shaping pads with it.
+    Without a known EOS (pre-tokenized input, no ``--eos-id``) the first chunk is converted here: its rows'
+    most common last token (:func:`~seqpack.data.token_ids.infer_eos_id`) is the EOS every row must end
+    with, and the shaping pads with it.
     """
     if eos_id is None:
         first_chunk = next(chunks, None)
         if first_chunk is None:
             return
         first = converter(first_chunk)
-        job = _ShapeChunk(converter, spec_for(int(first.tokens[first.lengths[0] - 1])), infer_eos=True)
+        eos = infer_eos_id(first.tokens, np.cumsum(first.lengths))
+        job = _ShapeChunk(converter, spec_for(eos), infer_eos=True)
         yield (*job.shape(first), job.spec)
     else:
         job = _ShapeChunk(converter, spec_for(int(eos_id)), infer_eos=False)

@@ -14,6 +14,7 @@ import numpy as np
 
 from seqpack.data._legacy_npy import read_legacy_npy
 from seqpack.data.packed import PackedBlock, PackedReader, PackedRow, validate_block
+from seqpack.data.token_ids import infer_eos_id as most_common_last_token
 from seqpack.errors import InputError
 from seqpack.fingerprint import Fingerprint, PackedFingerprinter
 
@@ -65,15 +66,11 @@ class PackedSource:
 
 
 def infer_eos_id(block: PackedBlock) -> int:
-    """The most common last stored token of the block's sequences: Bridge ends every one with EOS.
-
-    Pre-padding (spec §2) appends EOS ids too, so the last token is EOS for every sequence Bridge packs.
-    """
-    ends = block.seq_start_id.astype(np.int64) + block.sequence_lengths() - 1
+    """The EOS id the block's sequences imply (:func:`seqpack.data.token_ids.infer_eos_id`: their most
+    common last stored token)."""
     row_of_seq = np.repeat(np.arange(block.num_rows), block.sequences_per_row())
-    last = block.input_ids[block.input_offsets[row_of_seq] + ends]
-    values, counts = np.unique(last, return_counts=True)
-    return int(values[np.argmax(counts)]) if values.size else -1
+    starts = block.input_offsets[row_of_seq] + block.seq_start_id.astype(np.int64)
+    return most_common_last_token(block.input_ids, starts + block.sequence_lengths())
 
 
 def scan_blocks(

@@ -18,6 +18,7 @@ import numpy as np
 from seqpack.batching import PackedDataset
 from seqpack.data import SEQPACK_KEY, combine_metadata, read_metadata
 from seqpack.data.metadata import find_metadata
+from seqpack.data.packed_source import infer_eos_id
 from seqpack.data.packed_stats import check_pack_capacity
 from seqpack.data.runs import check_run_ids
 from seqpack.errors import DataError, UsageError, where
@@ -122,7 +123,7 @@ def open_packed(
                 f"{int(block.input_ids[pos])} does not fit --vocab {vocab}"
             )
         if eos_id is None:
-            eos_id = int(block.input_ids[block.sequence_lengths()[0] - 1])
+            eos_id = infer_eos_id(block)
         sizes.append(per_row)
         n_seqs += int(runtime.size)
         most_per_pack = max(most_per_pack, int(block.sequences_per_row().max()))
