@@ -23,6 +23,7 @@ import numpy as np
 from seqpack.data.metadata import BRIDGE_METADATA_KEYS
 from seqpack.data.packed import PackedBlock, validate_block
 from seqpack.errors import DataError, where
+from seqpack.packing import bridge_metadata_values
 
 #: Keys Bridge rounds to two decimals; compared with this tolerance (the stored value is the rounded one).
 _ROUNDED_KEYS = frozenset({"packing_factor", "packing_efficiency"})
@@ -72,14 +73,15 @@ class PackedStats:
 
     def bridge_metadata(self, pack_size: int) -> dict[str, int | float]:
         """The six values Bridge would have written for these rows (spec §3), in Bridge's key order."""
-        return {
-            "dataset_max_seqlen": self.dataset_max_seqlen,
-            "max_samples_per_bin": self.max_samples_per_bin,
-            "packing_factor": round(self.sequences / self.packs, 2) if self.packs else 0.0,
-            "packing_efficiency": round(self.efficiency(pack_size), 2),
-            "pack_size": pack_size,
-            "min_packed_seqlen": self.min_packed_seqlen or 0,
-        }
+        return bridge_metadata_values(
+            max_length=self.dataset_max_seqlen,
+            max_per_pack=self.max_samples_per_bin,
+            sequences=self.sequences,
+            packs=self.packs,
+            total_length=self.runtime_tokens,
+            pack_size=pack_size,
+            min_pack_sum=self.min_packed_seqlen or 0,
+        )
 
 
 def check_pack_capacity(block: PackedBlock, pack_size: int, pack_runtime: np.ndarray | None = None) -> None:

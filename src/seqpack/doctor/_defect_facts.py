@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from seqpack.data.packed import PackedReader
 from seqpack.doctor._context import Context
 
 #: Launchers a defect can be specific to: Bridge's own training step, or Megatron-LM's ``pretrain_gpt.py``.
@@ -99,8 +100,6 @@ def _scan_packed(ctx: Context) -> EosScan | None:
     eos_id = _eos_id(ctx)
     if ctx.packed_path is None or eos_id is None:
         return None
-    from seqpack.data.packed import PackedReader
-
     scan = EosScan(eos_id)
     reader = PackedReader(ctx.packed_path)
     try:

@@ -1,7 +1,6 @@
 """Facts about packed data on disk that the data-aware rules compare with the config (spec §3).
 
-The files are read through the shared readers of :mod:`seqpack.data` (imported only when a check needs
-data, so a config-only ``seqpack doctor`` stays light):
+The files are read through the shared readers of :mod:`seqpack.data`:
 
 * the Parquet files of a packed split (a file, a glob or a directory, by Bridge's rules), one row group at a
   time, every row invariant checked;
@@ -25,7 +24,9 @@ from typing import Any
 
 import numpy as np
 
-SEQPACK_KEY = "seqpack"
+from seqpack.data.metadata import SEQPACK_KEY, find_metadata, read_metadata
+from seqpack.data.packed import PackedReader, validate_block
+from seqpack.data.runs import check_run_ids
 
 
 @dataclass
@@ -68,8 +69,6 @@ def packed_spec_exists(spec: str) -> bool:
 
 def _sidecar(spec: str, first_file: str, pack_size: int, explicit: str | None) -> str | None:
     """The metadata sidecar: the explicit path (if it exists), else ``{N}_metadata.jsonl`` beside the data."""
-    from seqpack.data.metadata import find_metadata
-
     if explicit:
         return explicit if Path(explicit).exists() else None
     found = find_metadata([spec if Path(spec).is_dir() else first_file], pack_size if pack_size > 0 else None)
@@ -80,9 +79,6 @@ def read_packed_facts(
     spec: str, *, multiple: int, pack_size: int, metadata_path: str | None = None
 ) -> PackedFacts:
     """Read the facts of the packed split at ``spec``; count runtime lengths missing ``multiple``."""
-    from seqpack.data.metadata import read_metadata
-    from seqpack.data.packed import PackedReader, validate_block
-    from seqpack.data.runs import check_run_ids
 
     reader = PackedReader(spec)
     try:

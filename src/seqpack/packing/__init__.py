@@ -32,7 +32,7 @@ from seqpack.packing._cost import (
     squared_sums,
 )
 from seqpack.packing._pad import pad_multiple
-from seqpack.packing._plan import BRIDGE_METADATA_KEYS, PackPlan
+from seqpack.packing._plan import BRIDGE_METADATA_KEYS, PackPlan, bridge_metadata_values
 
 __all__ = [
     "ALGORITHMS",
@@ -51,6 +51,7 @@ __all__ = [
     "ModelDims",
     "PackPlan",
     "balanced_pack",
+    "bridge_metadata_values",
     "cost_spread",
     "efficiency",
     "pack_costs",

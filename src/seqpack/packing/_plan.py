@@ -31,6 +31,35 @@ def _frozen(array: npt.ArrayLike) -> IntArray:
     return out
 
 
+def bridge_metadata_values(
+    *,
+    max_length: int,
+    max_per_pack: int,
+    sequences: int,
+    packs: int,
+    total_length: int,
+    pack_size: int,
+    min_pack_sum: int,
+) -> dict[str, Any]:
+    """Bridge's six metadata values (spec §3) in its key order, from the counts of a packing: the one
+    formula behind the plan's values (what ``pack`` writes) and the rows' (what ``inspect`` recomputes).
+
+    Python ints and the same float operations as Bridge's ``create_packing_strategy``, so the rounded
+    values agree bit for bit; ``packing_factor`` and ``packing_efficiency`` are 0.0 for no packs.
+    """
+    values = (
+        max_length,
+        max_per_pack,
+        round(sequences / packs, BRIDGE_METADATA_DIGITS) if packs else 0.0,
+        round(total_length / packs / pack_size * 100, BRIDGE_METADATA_DIGITS)
+        if packs and pack_size > 0
+        else 0.0,
+        pack_size,
+        min_pack_sum,
+    )
+    return dict(zip(BRIDGE_METADATA_KEYS, values, strict=True))
+
+
 @dataclass(frozen=True, eq=False)
 class PackPlan:
     """Which items go into which pack, in which order.
@@ -102,17 +131,15 @@ class PackPlan:
         """
         if self.num_packs == 0:
             raise DataError("an empty plan has no Bridge metadata: there is nothing to pack")
-        n_packs = self.num_packs
-        total = self.total_length
-        values = (
-            int(self.lengths.max()),
-            int(self.sequences_per_pack.max()),
-            round(self.num_items / n_packs, BRIDGE_METADATA_DIGITS),
-            round(total / n_packs / self.pack_size * 100, BRIDGE_METADATA_DIGITS),
-            int(self.pack_size),
-            int(self.pack_sums.min()),
+        return bridge_metadata_values(
+            max_length=int(self.lengths.max()),
+            max_per_pack=int(self.sequences_per_pack.max()),
+            sequences=self.num_items,
+            packs=self.num_packs,
+            total_length=self.total_length,
+            pack_size=int(self.pack_size),
+            min_pack_sum=int(self.pack_sums.min()),
         )
-        return dict(zip(BRIDGE_METADATA_KEYS, values, strict=True))
 
     def summary(self) -> dict[str, Any]:
         """seqpack's own view: packs, the lower bound, efficiency without rounding."""
