@@ -147,5 +147,5 @@ def test_eos_id_is_range_checked_like_a_token_id(
     code = main([*args, "--eos-id", eos, "--quiet"] if command != "diff" else [*args, "--eos-id", eos])
     err = capsys.readouterr().err
     assert code == 2, err
-    assert f"--eos-id must be a token id in [0, 4294967295], got {eos}" in err
+    assert f"--eos-id: expected an integer >= 0 and <= 4294967295, found {eos}" in err
     assert not (tmp_path / "out").exists()

@@ -131,7 +131,10 @@ def test_tool_schemas_reach_the_template_unless_the_row_has_tools(tmp_path: Path
     assert [tok.decode(ids) for ids, _ in got] == ["hello hi <eos>", "there hi <eos>", "hello hi <eos>"]
 
 
-def test_cli_chat_options_and_workers(tmp_path: Path, toy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_chat_options_and_workers(
+    tmp_path: Path, toy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("seqpack.data._pipeline.new_run_id", lambda: "0" * 32)  # drawn afresh per run
     rows = [
         {
             "messages": [
