@@ -137,6 +137,12 @@ def demo(
     quick: bool = typer.Option(False, "--quick", help="A tiny run (a few seconds): smaller model, 4 steps."),
     threads: int = typer.Option(DEFAULT_THREADS, "--threads", help="Torch CPU threads for training."),
     lang: str | None = typer.Option(None, "--lang", help="Doctor messages: en or zh (default: the locale)."),
+    tokenizer: Path | None = typer.Option(
+        None,
+        "--tokenizer",
+        help="A local Hugging Face tokenizer with a chat template instead of the built one; the ids present "
+        "are remapped to a small vocabulary for the tiny model.",
+    ),
     output_format: OutputFormat = FormatOption,
     quiet: bool = QuietOption,
 ) -> None:
@@ -151,7 +157,12 @@ def demo(
     Example: seqpack demo --out demo-out
     """
     options = DemoOptions(
-        out=out, overwrite=overwrite, quick=quick, threads=threads, lang=lang or default_lang()
+        out=out,
+        overwrite=overwrite,
+        quick=quick,
+        threads=threads,
+        lang=lang or default_lang(),
+        tokenizer=tokenizer,
     )
     with _reporter(quiet) as reporter:
         result = run_demo(options, reporter)
