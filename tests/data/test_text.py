@@ -9,7 +9,7 @@ import pytest
 
 from _support.pack_inputs import read_rows, run, write_jsonl
 from seqpack.data._readers import iter_chunks
-from seqpack.data._text import TextSpec, tokenize_chunk
+from seqpack.data.text import TextSpec, tokenize_chunk
 from seqpack.data.toy_tokenizer import build_tokenizer
 
 TEXTS = ["what is two plus two ?", "it is four .", "hello there", "hi , how can I help ?", "be brief ."]

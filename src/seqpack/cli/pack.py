@@ -97,7 +97,12 @@ def pack(
         "--algorithm",
         help="best_fit_decreasing (default), first_fit_shuffle (compat default), first_fit_decreasing.",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of Bridge's shuffles."),
+    seed: int = typer.Option(
+        None,
+        "--seed",
+        help="Seed of the packing shuffles, Bridge's GPTSFTDatasetConfig.seed (default: 1234, Bridge's "
+        "default, with --bridge-compat; Bridge's recipe presets set 5678; 0 otherwise).",
+    ),
     bridge_compat: bool = typer.Option(False, "--bridge-compat", help="Reproduce Bridge 0.6.2 exactly."),
     balance: bool = typer.Option(
         False, "--balance", help="Even out pack costs across DP ranks (dense + attention, see seqpack plan)."
@@ -118,6 +123,35 @@ def pack(
     prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
     completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
     messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
+    chat_template: Path = typer.Option(
+        None,
+        "--chat-template",
+        help="Jinja file replacing the tokenizer's chat template (Bridge: chat_template_path).",
+    ),
+    tool_schemas: Path = typer.Option(
+        None,
+        "--tool-schemas",
+        help="JSON list of tool schemas for chat rows without tools (Bridge: dataset_kwargs.tool_schemas).",
+    ),
+    loss_mode: str = typer.Option(
+        None,
+        "--loss-mode",
+        help="Supervised tokens: chat assistant (default), last_turn or full; "
+        "prompt-completion completion (default) or full.",
+    ),
+    separator: str = typer.Option(" ", "--separator", help="Text between prompt and completion (Bridge's)."),
+    prompt_template: str = typer.Option(
+        "{prompt}", "--prompt-template", help="Prompt format, e.g. 'Q: {prompt}'."
+    ),
+    strip_whitespace: bool = typer.Option(
+        True, "--strip-whitespace/--no-strip-whitespace", help="Strip spaces around prompt and completion."
+    ),
+    add_bos: bool = typer.Option(False, "--add-bos/--no-add-bos", help="BOS before the prompt."),
+    add_sep: bool = typer.Option(False, "--add-sep/--no-add-sep", help="SEP between prompt and completion."),
+    add_eos: bool = typer.Option(True, "--add-eos/--no-add-eos", help="EOS after the completion."),
+    truncation_method: str = typer.Option(
+        "right", "--truncation-method", help="Compat truncation keeps the head (right) or the tail (left)."
+    ),
     workers: int = typer.Option(
         None,
         "--workers",
@@ -161,6 +195,16 @@ def pack(
         prompt_field=prompt_field,
         completion_field=completion_field,
         messages_field=messages_field,
+        chat_template=chat_template,
+        tool_schemas=tool_schemas,
+        loss_mode=loss_mode,
+        separator=separator,
+        prompt_template=prompt_template,
+        strip_whitespace=strip_whitespace,
+        add_bos=add_bos,
+        add_sep=add_sep,
+        add_eos=add_eos,
+        truncation_method=truncation_method,
         workers=workers,
         scratch_dir=scratch_dir,
         overwrite=overwrite,

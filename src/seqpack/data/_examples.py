@@ -43,12 +43,29 @@ class Examples:
     mask: np.ndarray  # uint8
     lengths: np.ndarray  # int64, stored tokens per example (runtime length + 1)
     line_based: bool = True  # locs are 1-based JSONL lines (else 0-based table rows)
+    #: Stored lengths before the text step truncated long rows (``--bridge-compat`` prompt-completion, as
+    #: Bridge does at tokenization); None when it truncates nothing.
+    lengths_before: np.ndarray | None = None
 
     def without_tokens(self) -> Examples:
         """The same examples' lengths and locations only: what a worker sends back once it has shaped
         the tokens (they travel once, as the shaped pieces)."""
         empty = np.zeros(0, dtype=np.int64)
-        return Examples(self.source, self.locs, empty, empty.astype(np.uint8), self.lengths, self.line_based)
+        return Examples(
+            self.source,
+            self.locs,
+            empty,
+            empty.astype(np.uint8),
+            self.lengths,
+            self.line_based,
+            self.lengths_before,
+        )
+
+    def cut_by_text_step(self) -> np.ndarray:
+        """Indices of the examples the text step truncated."""
+        if self.lengths_before is None:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(self.lengths_before > self.lengths)
 
     def where(self, path: str, index: int, field: str | None = None) -> str:
         """``file:line`` or ``file row N`` (plus the field) of example ``index``."""

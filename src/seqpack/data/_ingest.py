@@ -19,7 +19,7 @@ from typing import Protocol, TypeVar
 from seqpack._ordered import WorkerLost, map_ordered
 from seqpack.data._examples import Examples, pretokenized
 from seqpack.data._readers import RawChunk
-from seqpack.data._text import TextSpec, tokenize_chunk
+from seqpack.data.text import TextSpec, tokenize_chunk
 from seqpack.errors import DataError
 
 T_co = TypeVar("T_co", covariant=True)

@@ -36,7 +36,6 @@ from seqpack.data._lock import claim_output_dir
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks
 from seqpack.data._scratch import ScratchStore, default_scratch_dir
 from seqpack.data._shape import Action, Shaped, ShapeSpec, TooLong, check_lengths, shape
-from seqpack.data._text import TextSpec, load_tokenizer, tokenizer_hash
 from seqpack.data._write import write_packed
 from seqpack.data.metadata import (
     SEQPACK_KEY,
@@ -46,10 +45,12 @@ from seqpack.data.metadata import (
     write_metadata_entry,
 )
 from seqpack.data.overrides import offline_packing_overrides
+from seqpack.data.text import TextSpec, chat_options, load_tokenizer, text_record, tokenizer_hash
 from seqpack.errors import DataError, InputError, UsageError
 from seqpack.packing import (
     BRIDGE_ALGORITHMS,
     BRIDGE_DEFAULT_ALGORITHM,
+    BRIDGE_DEFAULT_SEED,
     DEFAULT_ALGORITHM,
     PackPlan,
     pack_lengths,
@@ -79,12 +80,31 @@ class PackOptions:
     bridge_compat: bool = False
     algorithm: str | None = None
     balance: CostModel | None = None  # --balance: even pack costs under this model (seqpack.plan)
-    seed: int = 0
+    seed: int | None = None  # None: BRIDGE_DEFAULT_SEED with --bridge-compat, else 0
     eos_id: int | None = None
     tokenizer: Path | None = None
     prompt_field: str | None = None
     completion_field: str | None = None
     messages_field: str = "messages"
+    chat_template: Path | None = None  # --chat-template: Bridge's TokenizerConfig.chat_template_path
+    tool_schemas: Path | None = None  # --tool-schemas: Bridge's dataset_kwargs.tool_schemas
+    # Bridge's PromptCompletionSFTPreprocessingConfig as its recipes set it (see TextSpec)
+    loss_mode: str | None = None
+    separator: str = " "
+    prompt_template: str = "{prompt}"
+    strip_whitespace: bool = True
+    add_bos: bool = False
+    add_sep: bool = False
+    add_eos: bool = True
+    truncation_method: str = "right"
+
+    @property
+    def packing_seed(self) -> int:
+        """The seed of the packing shuffles: compat defaults to Bridge's ``GPTSFTDatasetConfig.seed``."""
+        if self.seed is not None:
+            return self.seed
+        return BRIDGE_DEFAULT_SEED if self.bridge_compat else 0
+
     workers: int | None = None
     scratch_dir: Path | None = None
     overwrite: bool = False
@@ -285,12 +305,19 @@ class _Pass1:
         c.truncated += int(np.count_nonzero(actions == Action.truncated))
         c.split += int(np.count_nonzero(actions == Action.split))
         c.dropped += int(np.count_nonzero(actions == Action.dropped))
-        for i in np.flatnonzero(actions != Action.kept):
+        cut = examples.cut_by_text_step()
+        cut = cut[actions[cut] == Action.kept]
+        c.truncated += len(cut)
+        for i in np.union1d(np.flatnonzero(actions != Action.kept), cut):
             self._reject_line(examples, spec, int(i), Action(int(actions[i])), int(shaped.pieces[i]))
 
     def _reject_line(self, examples: Examples, spec: ShapeSpec, i: int, action: Action, pieces: int) -> None:
-        runtime = int(examples.lengths[i]) - 1
+        before = examples.lengths if examples.lengths_before is None else examples.lengths_before
+        runtime = int(before[i]) - 1
+        kept = int(examples.lengths[i]) - 1
         what = {
+            # cut by the text step only (compat: Bridge truncates long prompt-completion rows as it tokenizes)
+            Action.kept: f"truncated to {kept} runtime tokens while tokenizing, as Bridge does",
             Action.rejected: "rejected (not packed)",
             Action.truncated: f"truncated to {spec.cap} runtime tokens",
             Action.split: f"split into {pieces} pieces",
@@ -304,6 +331,34 @@ class _Pass1:
             "action": what,
         }
         self.rejects.write(orjson.dumps(record) + b"\n")
+
+
+def _text_spec(opts: PackOptions, eos_id: int, max_len: int) -> TextSpec:
+    """The text step's settings; compat truncates long prompt-completion rows as Bridge does while it
+    tokenizes: to the max length, + 1 with a pad multiple > 1 (``tokenize_dataset``'s stored length)."""
+    assert opts.tokenizer is not None
+    spec = TextSpec(
+        os.fspath(opts.tokenizer),
+        eos_id,
+        opts.prompt_field,
+        opts.completion_field,
+        opts.messages_field,
+        loss_mode=opts.loss_mode,
+        separator=opts.separator,
+        prompt_template=opts.prompt_template,
+        strip_whitespace=opts.strip_whitespace,
+        add_bos=opts.add_bos,
+        add_sep=opts.add_sep,
+        add_eos=opts.add_eos,
+        truncation_method=opts.truncation_method,
+        max_length=(max_len + int(opts.pad_seq_to_mult > 1)) if opts.bridge_compat else None,
+        chat=chat_options(opts.chat_template, opts.tool_schemas, opts.bridge_compat),
+    )
+    if spec.is_chat:
+        spec.check_chat()
+    else:
+        spec.check_prompt_completion()
+    return spec
 
 
 def pack_files(opts: PackOptions) -> PackResult:
@@ -321,13 +376,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             eos_id = tokenizer.eos_token_id
             if eos_id is None:
                 raise UsageError(f"{opts.tokenizer}: the tokenizer has no EOS token; pass --eos-id")
-        text_spec = TextSpec(
-            os.fspath(opts.tokenizer),
-            int(eos_id),
-            opts.prompt_field,
-            opts.completion_field,
-            opts.messages_field,
-        )
+        text_spec = _text_spec(opts, int(eos_id), max_len)
     out = opts.out_dir
     packed_path = out / packed_filename(opts.split, opts.pack_size)
     meta_path = out / metadata_filename(opts.pack_size)
@@ -341,7 +390,7 @@ def pack_files(opts: PackOptions) -> PackResult:
         "mode": "bridge-compat" if opts.bridge_compat else "seqpack",
         "layout": opts.layout,
         "algorithm": algorithm,
-        "seed": opts.seed,
+        "seed": opts.packing_seed,
         "pack_size": opts.pack_size,
         "pad_seq_to_mult": opts.pad_seq_to_mult,
         "max_seq_length": max_len,
@@ -350,6 +399,8 @@ def pack_files(opts: PackOptions) -> PackResult:
         "tokenizer": os.fspath(opts.tokenizer) if opts.tokenizer else None,
         "tokenizer_sha256": tok_sha,
     }
+    if text_spec is not None:
+        record["text"] = text_record(text_spec)
     _check_existing(opts, packed_path, meta_path, record)
     record["inputs"] = [os.fspath(p) for p in opts.inputs]
     workers = opts.workers if opts.workers is not None else default_workers()
@@ -494,7 +545,7 @@ def _shaped_chunks(
 
 def _plan(lengths: np.ndarray, opts: PackOptions, algorithm: str) -> PackPlan:
     if opts.balance is None:
-        return pack_lengths(lengths, opts.pack_size, algorithm=algorithm, seed=opts.seed)
+        return pack_lengths(lengths, opts.pack_size, algorithm=algorithm, seed=opts.packing_seed)
     # Imported here: seqpack.plan reads its lengths through this package, so it cannot be imported first.
     from seqpack.plan import balanced_pack
 

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from seqpack._progress import progress
 from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, iter_chunks
-from seqpack.data._text import TextSpec, load_tokenizer
+from seqpack.data.text import TextSpec, load_tokenizer
 from seqpack.errors import DataError, UsageError
 
 IntArray = npt.NDArray[np.int64]

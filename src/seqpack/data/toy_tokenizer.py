@@ -3,8 +3,9 @@
 Tests and the demo need a tokenizer that loads with ``AutoTokenizer.from_pretrained(path,
 local_files_only=True)`` exactly like a user's, without downloading one. Words and punctuation are
 tokens; ``<pad>`` = 0, ``<unk>`` = 1, ``<eos>`` = 2, ``<bos>`` = 3. The chat template renders each turn as
-``<|role|> content<eos>`` (the EOS closes assistant answers, so it is supervised there) and the generation
-prompt as ``<|assistant|>``::
+``<|role|> content<eos>`` (the EOS closes assistant answers, so it is supervised there: the template marks
+assistant text with ``{% generation %}``, which is how Bridge 0.6.2 finds it in a template of no known
+family) and the generation prompt as ``<|assistant|>``::
 
     <|user|> hi there<eos><|assistant|> hello<eos>
 
@@ -22,7 +23,9 @@ from pathlib import Path
 PAD, UNK, EOS, BOS = "<pad>", "<unk>", "<eos>", "<bos>"
 ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>")
 CHAT_TEMPLATE = (
-    "{% for message in messages %}<|{{ message['role'] }}|> {{ message['content'] }}<eos>{% endfor %}"
+    "{% for message in messages %}<|{{ message['role'] }}|> "
+    "{% if message['role'] == 'assistant' %}{% generation %}{{ message['content'] }}<eos>{% endgeneration %}"
+    "{% else %}{{ message['content'] }}<eos>{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
 

@@ -10,6 +10,7 @@ from seqpack.packing._assign import (
     ALGORITHMS,
     BRIDGE_ALGORITHMS,
     BRIDGE_DEFAULT_ALGORITHM,
+    BRIDGE_DEFAULT_SEED,
     DEFAULT_ALGORITHM,
     pack_lengths,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "ALGORITHMS",
     "BRIDGE_ALGORITHMS",
     "BRIDGE_DEFAULT_ALGORITHM",
+    "BRIDGE_DEFAULT_SEED",
     "BRIDGE_METADATA_KEYS",
     "DEFAULT_ALGORITHM",
     "PackPlan",

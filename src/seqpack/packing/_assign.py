@@ -39,6 +39,9 @@ BRIDGE_ALGORITHMS = ("first_fit_shuffle", "first_fit_decreasing")  # spec §2, B
 ALGORITHMS = ("best_fit_decreasing", *BRIDGE_ALGORITHMS)
 DEFAULT_ALGORITHM = "best_fit_decreasing"
 BRIDGE_DEFAULT_ALGORITHM = "first_fit_shuffle"
+#: ``GPTSFTDatasetConfig.seed`` (Bridge 0.6.2, spec §13): what Bridge packs with when the config sets nothing.
+#: Its recipe presets (``recipes/utils/dataset_utils.py``) set 5678.
+BRIDGE_DEFAULT_SEED = 1234
 
 
 def _validated(lengths: npt.ArrayLike, pack_size: int) -> IntArray:

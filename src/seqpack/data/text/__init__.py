@@ -1,0 +1,66 @@
+"""Text records -> stored examples with a local Hugging Face tokenizer (one module per record shape, batched).
+
+Two shapes of record, and how the loss mask is derived (documented in ``docs/pack.md``):
+
+* **prompt-completion** ``{"prompt": "...", "completion": "..."}``: ``ids = tok(prompt) + tok(completion,
+  no special tokens) + [EOS]``; mask 0 on the prompt, 1 on the completion and the EOS. The two texts are
+  tokenized separately (batched over the chunk), so the boundary never falls inside a token.
+* **chat** (``messages`` / ``conversation`` / ``conversations`` rows): Bridge 0.6.2's examples -- each
+  conversation rendered once with the chat template, nothing appended (the template's end token is the
+  target), assistant-only loss by default; see :mod:`seqpack.data.text._chat`.
+
+Nothing is downloaded: the tokenizer is a local directory loaded with ``local_files_only=True``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from seqpack.data._examples import Examples, records_of
+from seqpack.data._readers import RawChunk
+from seqpack.data.text._chat import chat
+from seqpack.data.text._chat_options import chat_options, chat_record
+from seqpack.data.text._prompt_completion import prompt_completion
+from seqpack.data.text._spec import TextSpec
+from seqpack.data.text._tokenizer import library_versions, load_tokenizer, tokenizer_hash
+
+__all__ = ["TextSpec", "chat_options", "load_tokenizer", "text_record", "tokenize_chunk", "tokenizer_hash"]
+
+
+def text_record(spec: TextSpec) -> dict[str, Any]:
+    """The metadata record's ``text`` entry: what turned text into ids, so a pack can be reproduced (the
+    same ids need the same tokenizer files, hashed beside it, and the same library versions)."""
+    record: dict[str, Any] = {"format": "chat" if spec.is_chat else "prompt_completion"}
+    if spec.is_chat:
+        record.update(chat_record(spec))
+    else:
+        record.update(
+            prompt_field=spec.prompt_field,
+            completion_field=spec.completion_field,
+            loss_mode=spec.loss_mode or "completion",
+            separator=spec.separator,
+            prompt_template=spec.prompt_template,
+            strip_whitespace=spec.strip_whitespace,
+            add_bos=spec.add_bos,
+            add_sep=spec.add_sep,
+            add_eos=spec.add_eos,
+            truncation_method=spec.truncation_method,
+            truncate_to=spec.max_length,
+        )
+    record["versions"] = library_versions()
+    return record
+
+
+def tokenize_chunk(path: str, chunk: RawChunk, spec: TextSpec) -> Examples:
+    """Stored examples of one chunk of text records (batched tokenizer calls)."""
+    tokenizer = load_tokenizer(Path(spec.tokenizer))
+    records = records_of(path, chunk)
+    before = None
+    if spec.is_chat:
+        tokens, mask, lengths = chat(path, chunk, records, spec, tokenizer)
+    else:
+        tokens, mask, lengths, before = prompt_completion(path, chunk, records, spec, tokenizer)
+    return Examples(
+        chunk.source, chunk.locs, tokens, mask, lengths, line_based=chunk.is_lines, lengths_before=before
+    )

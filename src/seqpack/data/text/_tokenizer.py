@@ -1,0 +1,109 @@
+"""Loading a local Hugging Face tokenizer and fingerprinting it (nothing is ever downloaded)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seqpack.errors import InputError
+
+_TOKENIZERS: dict[str, Any] = {}
+
+
+def load_tokenizer(path: Path) -> Any:
+    """A fast tokenizer from a local directory (cached per process); an InputError if it cannot load."""
+    key = os.fspath(path)
+    if key in _TOKENIZERS:
+        return _TOKENIZERS[key]
+    if not path.is_dir():
+        raise InputError(f"{key}: tokenizer directory does not exist")
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:  # pragma: no cover - optional extra
+        raise InputError("text input needs `pip install seqpack[text]` (transformers, tokenizers)") from None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(key, local_files_only=True)
+    except Exception as exc:
+        raise InputError(f"{key}: cannot load a tokenizer ({type(exc).__name__}: {str(exc)[:160]})") from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise InputError(f"{key}: not a fast tokenizer (character offsets are needed for loss masks)")
+    _TOKENIZERS[key] = tokenizer
+    return tokenizer
+
+
+def tokenizer_hash(path: Path) -> str:
+    """SHA-256 over the tokenizer directory's files (names and bytes), so packs record what made them."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+#: Special tokens whose ids never carry loss (Bridge 0.6.2 ``data/token_utils.py:PAD_TOKENS``: pad, header and
+#: vision tokens of Qwen, LLaVA, Llama, Gemma; turn terminators are deliberately absent).
+BRIDGE_SKIPPED_TOKENS = frozenset(
+    (
+        "<|im_start|>",
+        "<|vision_start|>",
+        "<|vision_end|>",
+        "<|vision_pad|>",
+        "<|image_pad|>",
+        "<|video_pad|>",
+        "<|AUDIO|>",
+        "<|audio_bos|>",
+        "<|audio_eos|>",
+        "<image>",
+        "<pad>",
+        "<|begin_of_text|>",
+        "<|finetune_right_pad_id|>",
+        "<|step_id|>",
+        "<|start_header_id|>",
+        "<|end_header_id|>",
+        "<|python_tag|>",
+        "<|image|>",
+        "<image_soft_token>",
+        "<audio_soft_token>",
+        "<start_of_audio>",
+        "<start_of_image>",
+        "<end_of_audio>",
+        "<end_of_image>",
+    )
+)
+
+
+def skipped_token_ids(tokenizer: Any) -> np.ndarray:
+    """Ids of the tokenizer's added tokens in :data:`BRIDGE_SKIPPED_TOKENS` (mask 0 wherever they occur).
+
+    Bridge's ``extract_skipped_token_ids``: e.g. Llama 3's ``<|begin_of_text|>`` (128000) and header tokens,
+    Qwen's ``<|im_start|>`` (151644).
+    """
+    decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    ids = sorted(int(key) for key, token in decoder.items() if str(token) in BRIDGE_SKIPPED_TOKENS)
+    return np.asarray(ids, dtype=np.int64)
+
+
+def is_space_sensitive(tokenizer: Any) -> bool:
+    """Whether a leading space changes tokenization: ``"x y"`` is not ``"x"`` + ``"y"`` (Bridge's
+    ``_is_space_sensitive``). Decides whether the separator's leading space is kept (spec §13)."""
+    encode = tokenizer.encode
+    return encode("x y", add_special_tokens=False) != [
+        *encode("x", add_special_tokens=False),
+        *encode("y", add_special_tokens=False),
+    ]
+
+
+def library_versions() -> dict[str, str]:
+    """transformers / tokenizers / jinja2 versions: the same ids need the same libraries (metadata record)."""
+    versions = {}
+    for name in ("transformers", "tokenizers", "jinja2"):
+        try:
+            versions[name] = str(importlib.import_module(name).__version__)
+        except ImportError:  # pragma: no cover - text input needs all three
+            versions[name] = "missing"
+    return versions

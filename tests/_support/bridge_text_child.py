@@ -1,0 +1,221 @@
+"""Megatron-Bridge 0.6.2's own text path, served case by case: the child process of ``bridge_text.py``.
+
+Run as ``python bridge_text_child.py BRIDGE_ROOT MCORE_ROOT`` with both unpacked wheels; it reads one JSON
+request per line on stdin and answers one JSON line on stdout (logs go to stderr). It imports nothing from
+seqpack or the tests.
+
+What runs is Bridge's code, unchanged: the tokenizer is ``build_tokenizer(TokenizerConfig(tokenizer_type=
+"HuggingFaceTokenizer", tokenizer_model=DIR, chat_template_path=...))`` (Megatron-Core 0.19.2's
+``HuggingFaceTokenizer`` decides every id); the dataset keyword arguments come from Bridge's own
+``normalize_gpt_sft_dataset_kwargs(GPTSFTDatasetConfig(...))``; examples come from
+``packing/offline.py:tokenize_dataset`` with ``build_gpt_sft_split`` (what ``GPTSFTDatasetBuilder
+.prepare_data -> prepare_packed_data -> prepare_gpt_sft_packed_data`` calls, spec §13), and a ``pack`` request
+runs ``prepare_gpt_sft_packed_data`` itself, writing Bridge's Parquet and metadata file.
+
+Stand-ins (listed in every answer's ``stand_ins``), none on the tokenization path:
+
+* packages registered without their ``__init__`` (``megatron.bridge``: imports every model family;
+  ``megatron.bridge.data``/``.data.builders``: import Energon and VLM builders); their modules are then
+  imported file by file;
+* ``typing.override`` (Python 3.12) = ``typing_extensions.override``; placeholders for ``megatron.energon``
+  and Megatron-Core's ``paged_stash`` (a Triton kernel module its schedules import) when not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import traceback
+import types
+import warnings
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
+BARE_PACKAGES = ("megatron.bridge", "megatron.bridge.data", "megatron.bridge.data.builders")
+#: Modules replaced by placeholders when the distribution they need is missing here: module -> needed.
+PLACEHOLDERS = {"megatron.energon": "megatron.energon", "megatron.core.transformer.moe.paged_stash": "triton"}
+
+
+def _placeholder(name: str) -> types.ModuleType:
+    """A module whose every class refuses to be instantiated (nothing on the data path uses them)."""
+    module = types.ModuleType(name)
+    module.__path__ = []  # type: ignore[attr-defined]
+
+    def attribute(attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+
+        def refuse(*_args: Any, **_kwargs: Any) -> None:
+            raise RuntimeError(f"{name}.{attr} is a test stand-in")
+
+        return refuse
+
+    module.__getattr__ = attribute  # type: ignore[method-assign]
+    return module
+
+
+def _load(bridge_root: Path) -> list[str]:
+    stand_ins = []
+    os.environ["NO_VCS_VERSION"] = "1"
+    if sys.version_info < (3, 12):
+        import typing
+
+        import typing_extensions
+
+        typing.override = typing_extensions.override  # type: ignore[attr-defined]
+        stand_ins.append("typing.override (Python 3.12) = typing_extensions.override")
+    for name, needed in PLACEHOLDERS.items():
+        if find_spec(needed) is None:
+            sys.modules[name] = _placeholder(name)
+            stand_ins.append(f"{name}: placeholder ({needed} is not installed)")
+    for name in BARE_PACKAGES:
+        package = types.ModuleType(name)
+        package.__path__ = [str(bridge_root.joinpath(*name.split(".")))]
+        sys.modules[name] = package
+        stand_ins.append(f"{name}: package without its __init__")
+    return stand_ins
+
+
+class Peer:
+    """Bridge's modules, imported once; one tokenizer per (directory, template) pair."""
+
+    def __init__(self) -> None:
+        from megatron.bridge.data.builders import gpt_sft as builder
+        from megatron.bridge.data.packing import offline
+        from megatron.bridge.data.packing.config import PackedSequenceSpecs
+        from megatron.bridge.data.sft_processing import (
+            ChatSFTPreprocessingConfig,
+            PromptCompletionSFTPreprocessingConfig,
+        )
+        from megatron.bridge.training.tokenizers.config import TokenizerConfig
+        from megatron.bridge.training.tokenizers.tokenizer import build_tokenizer
+
+        self.builder, self.offline, self.specs = builder, offline, PackedSequenceSpecs
+        self.chat_config, self.pc_config = ChatSFTPreprocessingConfig, PromptCompletionSFTPreprocessingConfig
+        self.tokenizer_config, self.build_tokenizer = TokenizerConfig, build_tokenizer
+        self.tokenizers: dict[tuple[str, str | None], Any] = {}
+
+    def tokenizer(self, directory: str, template: str | None) -> Any:
+        key = (directory, template)
+        if key not in self.tokenizers:
+            config = self.tokenizer_config(
+                tokenizer_type="HuggingFaceTokenizer", tokenizer_model=directory, chat_template_path=template
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.tokenizers[key] = self.build_tokenizer(config)
+        return self.tokenizers[key]
+
+    def config(self, request: dict[str, Any], root: str) -> Any:
+        """Bridge's ``GPTSFTDatasetConfig`` for the request (``kind`` picks the preprocessing)."""
+        kind = request["kind"]
+        options = dict(request.get("options") or {})
+        if kind == "chat":
+            preprocessing = self.chat_config(**options)
+        elif kind == "prompt_completion":
+            preprocessing = self.pc_config(**options)
+        elif kind == "legacy":
+            preprocessing = None
+        else:
+            raise ValueError(f"unknown kind {kind!r}")
+        specs = None
+        if request.get("packed_sequence_size"):
+            specs = self.specs(
+                packed_sequence_size=request["packed_sequence_size"],
+                pad_seq_to_mult=request.get("pad_seq_to_mult", 1),
+                max_single_sequence_length=request.get("max_single_sequence_length"),
+            )
+        return self.builder.GPTSFTDatasetConfig(
+            seq_length=request["seq_length"],
+            dataset_root=root,
+            seed=request.get("seed", 1234),
+            preprocessing=preprocessing,
+            enable_offline_packing=specs is not None,
+            offline_packing_specs=specs,
+            dataset_kwargs=request.get("dataset_kwargs"),
+            do_validation=False,
+            do_test=False,
+        )
+
+    def examples(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``tokenize_dataset``'s examples for one JSONL (what ``create_hist`` receives)."""
+        tokenizer = self.tokenizer(request["tokenizer"], request.get("chat_template"))
+        with tempfile.TemporaryDirectory() as root:
+            jsonl = Path(root) / "training.jsonl"
+            jsonl.write_bytes(Path(request["jsonl"]).read_bytes())
+            config = self.config(request, root)
+            items = self.offline.tokenize_dataset(
+                jsonl,
+                tokenizer,
+                config.seq_length,
+                config.seed,
+                self.builder.normalize_gpt_sft_dataset_kwargs(config),
+                pad_seq_to_mult=request.get("pad_seq_to_mult", 1),
+                num_tokenizer_workers=1,
+                dataset_builder=self.builder.build_gpt_sft_split,
+            )
+        return {"examples": [_example(item) for item in items]}
+
+    def pack(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``GPTSFTDatasetBuilder.prepare_data`` on one JSONL: Bridge's packed Parquet and metadata file."""
+        tokenizer = self.tokenizer(request["tokenizer"], request.get("chat_template"))
+        out = Path(request["out_dir"])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "training.jsonl").write_bytes(Path(request["jsonl"]).read_bytes())
+        builder = self.builder.GPTSFTDatasetBuilder(self.config(request, str(out)), tokenizer)
+        builder.prepare_data()
+        return {"parquet": str(builder.train_path_packed), "metadata": str(builder.pack_metadata)}
+
+
+def _example(item: dict[str, Any]) -> dict[str, Any]:
+    """ids and the unshifted per-token mask (``loss_mask``, or ``answer_start_idx`` as packing reads it)."""
+    ids = [int(v) for v in item["input_ids"]]
+    if "loss_mask" in item:
+        mask = [int(bool(v)) for v in item["loss_mask"]]
+        source = "loss_mask"
+    else:
+        start = int(item["answer_start_idx"])
+        mask = [int(i >= start) for i in range(len(ids))]
+        source = "answer_start_idx"
+    return {"input_ids": ids, "loss_mask": mask, "mask_source": source}
+
+
+def main() -> None:
+    bridge_root, mcore_root = sys.argv[1], sys.argv[2]
+    sys.path[:0] = [bridge_root, mcore_root]
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr  # Bridge prints progress; only answers go to the real stdout
+    stand_ins = _load(Path(bridge_root))
+    peer = Peer()
+    import jinja2
+    import tokenizers
+    import transformers
+
+    versions = {
+        "transformers": transformers.__version__,
+        "tokenizers": tokenizers.__version__,
+        "jinja2": jinja2.__version__,
+        "python": sys.version.split()[0],
+    }
+    ready = {"ready": True, "stand_ins": stand_ins, "versions": versions}
+    real_stdout.write(json.dumps(ready) + "\n")
+    real_stdout.flush()
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            answer = getattr(peer, request["op"])(request)
+            answer["ok"] = True
+        except Exception as exc:  # the answer carries Bridge's refusal to the test
+            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
+        real_stdout.write(json.dumps(answer) + "\n")
+        real_stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

