@@ -20,10 +20,10 @@ from typing import Any
 from rich.text import Text
 
 from seqpack.cli._common import OutputFormat, emit_json, err_console, out_console
-from seqpack.data._text import load_tokenizer, tokenizer_hash
 from seqpack.data.decode import Piece, decode_pieces
 from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
 from seqpack.data.supervised import PackedSequence, first_sequences
+from seqpack.data.text import load_tokenizer, tokenizer_hash
 from seqpack.errors import UsageError
 
 OPEN, CLOSE = "⟦", "⟧"

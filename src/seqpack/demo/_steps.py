@@ -45,8 +45,8 @@ from seqpack.data import (
     pack_files,
     read_metadata,
 )
-from seqpack.data._text import load_tokenizer
 from seqpack.data.packed_stats import MetadataMismatch
+from seqpack.data.text import load_tokenizer
 from seqpack.data.toy_tokenizer import build_tokenizer
 from seqpack.demo._layout import Layout
 from seqpack.demo._remap import Remap, remap_packs
