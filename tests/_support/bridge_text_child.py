@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import traceback
 import types
 import warnings
@@ -169,8 +170,14 @@ class Peer:
         out.mkdir(parents=True, exist_ok=True)
         (out / "training.jsonl").write_bytes(Path(request["jsonl"]).read_bytes())
         builder = self.builder.GPTSFTDatasetBuilder(self.config(request, str(out)), tokenizer)
+        start = time.perf_counter()  # benchmarks/pack_text.py reports prepare_data's own seconds
         builder.prepare_data()
-        return {"parquet": str(builder.train_path_packed), "metadata": str(builder.pack_metadata)}
+        seconds = time.perf_counter() - start
+        return {
+            "parquet": str(builder.train_path_packed),
+            "metadata": str(builder.pack_metadata),
+            "seconds": seconds,
+        }
 
 
 def _example(item: dict[str, Any]) -> dict[str, Any]:

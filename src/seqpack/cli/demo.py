@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -15,16 +16,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.config import default_lang
-from seqpack.demo import (
-    DEFAULT_THREADS,
-    DemoOptions,
-    DemoResult,
-    Reporter,
-    SilentReporter,
-    StepResult,
-    run_demo,
-)
 
+if TYPE_CHECKING:  # seqpack.demo imports torch: loaded when the demo runs, not with every command
+    from seqpack.demo import DemoOptions, DemoResult, Reporter, StepResult
+
+#: ``seqpack.demo.DEFAULT_THREADS`` (not imported here, see above; a test keeps the two equal).
+DEFAULT_THREADS = 1
 OK, FAILED = "[green]✓[/]", "[red]✗[/]"
 
 
@@ -83,6 +80,8 @@ class _BarReporter:
 @contextmanager
 def _reporter(quiet: bool) -> Iterator[Reporter]:
     if quiet:
+        from seqpack.demo import SilentReporter
+
         yield SilentReporter()
         return
     if not sys.stderr.isatty():
@@ -97,6 +96,13 @@ def _reporter(quiet: bool) -> Iterator[Reporter]:
     )
     with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
         yield _BarReporter(bar)
+
+
+def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
+    """:func:`seqpack.demo.run_demo`, imported on use."""
+    from seqpack.demo import run_demo as run
+
+    return run(options, reporter)
 
 
 def _print_summary(result: DemoResult) -> None:
@@ -156,6 +162,8 @@ def demo(
 
     Example: seqpack demo --out demo-out
     """
+    from seqpack.demo import DemoOptions
+
     options = DemoOptions(
         out=out,
         overwrite=overwrite,
