@@ -37,6 +37,8 @@ import argparse
 import json
 import os
 import platform
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -149,7 +151,13 @@ def run_process(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, 
         if proc.returncode != 0:
             err.seek(0)
             raise SystemExit(f"{' '.join(cmd[:4])} ... failed:\n{err.read().decode()[-3000:]}")
-    return {"seconds": seconds, "peak_rss_mb": usage.ru_maxrss / 1024, "stdout": out.decode()}
+    cpu = usage.ru_utime + usage.ru_stime
+    return {
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "stdout": out.decode(),
+    }
 
 
 def seqpack_args(source: Path, out: Path, tokenizer: Path, kind: str) -> list[str]:
@@ -179,8 +187,14 @@ def one_core(source: Path, out: Path, tokenizer: Path, kind: str) -> dict[str, A
     return result
 
 
-def _floor(tok: Any, rows: list[dict[str, Any]], kind: str) -> tuple[float, int]:
-    start = time.perf_counter()
+def _cpu() -> float:
+    """CPU seconds of this process and its reaped children (seqpack's workers, if it starts any)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _floor(tok: Any, rows: list[dict[str, Any]], kind: str) -> tuple[float, float, int]:
+    start, cpu = time.perf_counter(), _cpu()
     tokens = 0
     for i in range(0, len(rows), 1024):
         batch = rows[i : i + 1024]
@@ -190,7 +204,7 @@ def _floor(tok: Any, rows: list[dict[str, Any]], kind: str) -> tuple[float, int]
         else:
             tokens += sum(map(len, tok([r["input"] for r in batch], add_special_tokens=False)["input_ids"]))
             tokens += sum(map(len, tok([r["output"] for r in batch], add_special_tokens=False)["input_ids"]))
-    return time.perf_counter() - start, tokens
+    return time.perf_counter() - start, _cpu() - cpu, tokens
 
 
 def child(args: argparse.Namespace) -> None:
@@ -201,19 +215,28 @@ def child(args: argparse.Namespace) -> None:
     tokenizer = Path(args.tokenizer)
     tok = load_tokenizer(tokenizer)  # loaded once, shared by both (seqpack caches it per process)
     rows = [json.loads(line) for line in Path(args.source).read_text(encoding="utf-8").splitlines()]
-    floor_a, tokens = _floor(tok, rows, args.child)
+    floor_a, floor_cpu_a, tokens = _floor(tok, rows, args.child)
+    pc = args.child == "pc"
     options = PackOptions(
         [Path(args.source)], Path(args.out), PACK, tokenizer=tokenizer, bridge_compat=True, workers=1,
-        overwrite=True, quiet=True,
-        **({"prompt_field": "input", "completion_field": "output"} if args.child == "pc" else {}),
+        overwrite=True, quiet=True, prompt_field="input" if pc else None,
+        completion_field="output" if pc else None,
     )  # fmt: skip
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     pack_files(options)
-    seqpack_seconds = time.perf_counter() - start
-    floor_b, _ = _floor(tok, rows, args.child)
-    floor = min(floor_a, floor_b)
-    record = {"seqpack_seconds": seqpack_seconds, "floor_seconds": floor, "floor_runs": [floor_a, floor_b]}
-    print(json.dumps({**record, "tokens": tokens, "ratio": seqpack_seconds / floor}))
+    seqpack_seconds, seqpack_cpu = time.perf_counter() - start, _cpu() - cpu
+    floor_b, floor_cpu_b, _ = _floor(tok, rows, args.child)
+    floor, floor_cpu = min(floor_a, floor_b), min(floor_cpu_a, floor_cpu_b)
+    record = {
+        "seqpack_seconds": seqpack_seconds,
+        "seqpack_cpu_seconds": seqpack_cpu,
+        "floor_seconds": floor,
+        "floor_cpu_seconds": floor_cpu,
+        "floor_runs": [floor_a, floor_b],
+        "ratio": seqpack_seconds / floor,
+        "cpu_ratio": seqpack_cpu / floor_cpu,
+    }
+    print(json.dumps({**record, "tokens": tokens}))
 
 
 # ---------------------------------------------------------------------------------------------------- Bridge
@@ -229,18 +252,25 @@ def bridge_case(source: Path, tokenizer: Path, kind: str) -> Any:
 
 
 def bridge_prepare(peer: Any, source: Path, out: Path, tokenizer: Path, kind: str) -> dict[str, Any]:
+    shutil.rmtree(out, ignore_errors=True)  # prepare_data skips its work when the packed files exist
     parquet, metadata = peer.pack(bridge_case(source, tokenizer, kind), out, PACK)
-    return {"seconds": peer.last_prepare_seconds, "parquet": str(parquet), "metadata": str(metadata)}
+    return {**peer.last_prepare, "parquet": str(parquet), "metadata": str(metadata)}
 
 
-def bridge_whole_process(source: Path, out: Path, tokenizer: Path) -> float:
+def bridge_whole_process(source: Path, out: Path, tokenizer: Path) -> dict[str, float]:
+    """A fresh Bridge child, spawn to exit; its CPU from this process's reaped-children usage."""
     from _support.bridge_text import BridgeText
 
+    shutil.rmtree(out, ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     peer = BridgeText()
     peer.pack(bridge_case(source, tokenizer, "chat"), out, PACK)
     peer.close()
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"seconds": seconds, "cpu_seconds": cpu}
 
 
 def identical(a: str, b: str) -> bool:
@@ -265,9 +295,10 @@ def measure(peer: Any, work: Path, tokenizer: Path, kind: str, n: int) -> dict[s
         "rows": n,
         "bytes": source.stat().st_size,
         "tokens": core["tokens"],
-        "bridge_prepare_seconds": bridge["seconds"],
+        "bridge_prepare": {"seconds": bridge["seconds"], "cpu_seconds": bridge["cpu_seconds"]},
         "seqpack_process": {k: v for k, v in process.items() if k != "packed"},
         "process_speedup": bridge["seconds"] / process["seconds"],
+        "process_cpu_speedup": bridge["cpu_seconds"] / process["cpu_seconds"],
         "identical_to_bridge": identical(bridge["parquet"], process["packed"]),
         "one_core": core,
     }
@@ -277,9 +308,10 @@ def _fmt(record: dict[str, Any]) -> str:
     core = record["one_core"]
     return (
         f"{record['kind']:5} {record['rows']:>7,} {record['tokens']:>11,} "
-        f"{record['bridge_prepare_seconds']:9.2f} {record['seqpack_process']['seconds']:9.2f} "
-        f"{record['process_speedup']:7.1f}x {record['identical_to_bridge']!s:>6} "
-        f"{core['seqpack_seconds']:9.2f} {core['floor_seconds']:9.2f} {core['ratio']:6.2f}x"
+        f"{record['bridge_prepare']['seconds']:9.2f} {record['seqpack_process']['seconds']:9.2f} "
+        f"{record['process_speedup']:6.1f}x {record['process_cpu_speedup']:6.1f}x "
+        f"{record['identical_to_bridge']!s:>5} {core['seqpack_seconds']:8.2f} {core['floor_seconds']:7.2f} "
+        f"{core['ratio']:5.2f}x {core['cpu_ratio']:5.2f}x"
     )
 
 
@@ -315,22 +347,26 @@ def main() -> None:
     if smallest is not None:
         bridge_whole = bridge_whole_process(work / f"chat_{smallest}.jsonl", work / "bridge_whole", tokenizer)
         seqpack_whole = next(r for r in records if r["kind"] == "chat" and r["rows"] == smallest)
+        ours = seqpack_whole["seqpack_process"]
         whole = {
             "rows": smallest,
-            "bridge_process_seconds": bridge_whole,
-            "seqpack_process_seconds": seqpack_whole["seqpack_process"]["seconds"],
+            "bridge_process": bridge_whole,
+            "seqpack_process": {"seconds": ours["seconds"], "cpu_seconds": ours["cpu_seconds"]},
+            "ratio": bridge_whole["seconds"] / ours["seconds"],
+            "cpu_ratio": bridge_whole["cpu_seconds"] / ours["cpu_seconds"],
         }
-        whole["ratio"] = whole["bridge_process_seconds"] / whole["seqpack_process_seconds"]
     print(
-        f"{'kind':5} {'rows':>7} {'tokens':>11} {'bridge s':>9} {'seqpack s':>9} {'x':>8} {'same':>6} "
-        f"{'1-core s':>9} {'floor s':>9} {'/floor':>7}"
+        f"{'kind':5} {'rows':>7} {'tokens':>11} {'bridge s':>9} {'seqpack s':>9} {'x wall':>7} {'x cpu':>7} "
+        f"{'same':>5} {'1-core s':>8} {'floor s':>7} {'/floor':>6} {'cpu /':>6}"
     )
     for record in records:
         print(_fmt(record))
     if whole is not None:
+        theirs, ours = whole["bridge_process"], whole["seqpack_process"]
         print(
-            f"whole processes, {whole['rows']:,} chats: Bridge {whole['bridge_process_seconds']:.2f}s, "
-            f"seqpack {whole['seqpack_process_seconds']:.2f}s ({whole['ratio']:.1f}x)"
+            f"whole processes, {whole['rows']:,} chats: Bridge {theirs['seconds']:.2f}s "
+            f"({theirs['cpu_seconds']:.2f}s CPU), seqpack {ours['seconds']:.2f}s ({ours['cpu_seconds']:.2f}s "
+            f"CPU): {whole['ratio']:.1f}x wall, {whole['cpu_ratio']:.1f}x CPU"
         )
     doc = {
         "machine": {
