@@ -174,6 +174,7 @@ def test_both_layouts_decode_alike(packed: dict[str, Path], capsys: pytest.Captu
     bridge = _decode_json(capsys, packed["bridge"], packed["tok"])["sequences"]
     hf = _decode_json(capsys, packed["hf"], packed["tok"])["sequences"]
     assert {s["layout"] for s in hf} == {"hf"} and {s["layout"] for s in bridge} == {"bridge"}
+    assert _decode_json(capsys, packed["hf"], packed["tok"], k=1)["tokenizer_matches_metadata"] is True
     keys = ("row", "index", "start", "tokens", "trained_tokens", "pieces")
     assert [{k: s[k] for k in keys} for s in bridge] == [{k: s[k] for k in keys} for s in hf]
 

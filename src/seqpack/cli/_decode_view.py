@@ -14,6 +14,7 @@ The text comes from the data; it is never read as markup, and control characters
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +38,28 @@ def visible(text: str) -> str:
     return text.translate(_CONTROL)
 
 
+#: The flattened layout's names: ``{split}_{N}.hf.parquet`` beside ``{N}_metadata.hf.jsonl``.
+_HF_NAME = re.compile(r"^(?P<split>.+)_(?P<size>\d+)\.hf\.parquet$")
+
+
+def _sidecar(files: list[str]) -> tuple[Path | None, str | None]:
+    """The metadata file beside the packed files and their split (Bridge's names, else the flattened ones)."""
+    hf = [_HF_NAME.match(Path(f).name) for f in files]
+    if hf and all(hf) and len({(m.group("split"), m.group("size")) for m in hf if m}) == 1:
+        match = hf[0]
+        assert match is not None
+        path = Path(files[0]).parent / f"{match.group('size')}_metadata.hf.jsonl"
+        return (path if path.is_file() else None), match.group("split")
+    return find_metadata(files), packed_names(files).split
+
+
 def _recorded_tokenizer(files: list[str]) -> str | None:
     """The tokenizer hash the packs' metadata records, when there is a sidecar entry for their split."""
-    meta_path = find_metadata(files)
+    meta_path, split = _sidecar(files)
     if meta_path is None:
         return None
     entries = read_metadata(meta_path)
-    picked = pick_entry(entries, packed_names(files).split) if entries else None
+    picked = pick_entry(entries, split) if entries else None
     record = picked[1].get("seqpack", {}) if picked else {}
     value = record.get("tokenizer_sha256") if isinstance(record, dict) else None
     return value if isinstance(value, str) else None
