@@ -102,7 +102,7 @@ def run_bridge(source: Path, out: Path, pack: int) -> dict[str, Any]:
 def run_seqpack(source: Path, out: Path, pack: int, compat: bool, workers: int) -> dict[str, Any]:
     from seqpack.data import PackOptions, pack_files
 
-    opts = PackOptions([source], out, pack, bridge_compat=compat, workers=workers, quiet=True)
+    opts = PackOptions([source], out, pack, bridge_compat=compat, seed=0, workers=workers, quiet=True)
     t0 = time.perf_counter()
     result = pack_files(opts)
     seconds = time.perf_counter() - t0

@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "diff_stream": ["--n", "20000"],
     "balance": ["--n", "50000", "--epochs", "1"],
     "train": ["--samples", "300", "--steps", "4", "--threads", "1"],
+    "chat_tokenize": ["--n", "2000", "--repeat", "1"],
 }
 
 

@@ -129,9 +129,8 @@ class BridgeText:
         return Path(answer["parquet"]), Path(answer["metadata"])
 
     def close(self) -> None:
+        """End the child (its interpreter's own shutdown, torch included, would take seconds)."""
         if self._proc.stdin is not None:
             self._proc.stdin.close()
-        try:
-            self._proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
+        self._proc.terminate()
+        self._proc.wait(timeout=30)

@@ -2,7 +2,7 @@
 
 Run as ``python bridge_text_child.py BRIDGE_ROOT MCORE_ROOT`` with both unpacked wheels; it reads one JSON
 request per line on stdin and answers one JSON line on stdout (logs go to stderr). It imports nothing from
-seqpack or the tests.
+the tests (and of seqpack only its config child's placeholders).
 
 What runs is Bridge's code, unchanged: the tokenizer is ``build_tokenizer(TokenizerConfig(tokenizer_type=
 "HuggingFaceTokenizer", tokenizer_model=DIR, chat_template_path=...))`` (Megatron-Core 0.19.2's
@@ -18,11 +18,13 @@ Stand-ins (listed in every answer's ``stand_ins``), none on the tokenization pat
   ``megatron.bridge.data``/``.data.builders``: import Energon and VLM builders); their modules are then
   imported file by file;
 * ``typing.override`` (Python 3.12) = ``typing_extensions.override``; placeholders for ``megatron.energon``
-  and Megatron-Core's ``paged_stash`` (a Triton kernel module its schedules import) when not installed.
+  and Megatron-Core's ``paged_stash`` (a Triton kernel module its schedules import) when not installed, the
+  same placeholders as ``seqpack.diff._bridge_config_child`` (loaded by path; nothing else of seqpack).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -39,25 +41,18 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
     del sys.path[0]
 
 BARE_PACKAGES = ("megatron.bridge", "megatron.bridge.data", "megatron.bridge.data.builders")
-#: Modules replaced by placeholders when the distribution they need is missing here: module -> needed.
-PLACEHOLDERS = {"megatron.energon": "megatron.energon", "megatron.core.transformer.moe.paged_stash": "triton"}
 
 
-def _placeholder(name: str) -> types.ModuleType:
-    """A module whose every class refuses to be instantiated (nothing on the data path uses them)."""
-    module = types.ModuleType(name)
-    module.__path__ = []  # type: ignore[attr-defined]
-
-    def attribute(attr: str) -> Any:
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-
-        def refuse(*_args: Any, **_kwargs: Any) -> None:
-            raise RuntimeError(f"{name}.{attr} is a test stand-in")
-
-        return refuse
-
-    module.__getattr__ = attribute  # type: ignore[method-assign]
+def _config_child() -> types.ModuleType:
+    """seqpack's own Bridge child (``verify``'s config part), loaded by path without importing seqpack: its
+    placeholder modules are the ones used here."""
+    spec = find_spec("seqpack")
+    assert spec is not None and spec.submodule_search_locations
+    path = Path(spec.submodule_search_locations[0]) / "diff" / "_bridge_config_child.py"
+    module_spec = importlib.util.spec_from_file_location("_seqpack_bridge_config_child", path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
     return module
 
 
@@ -71,9 +66,10 @@ def _load(bridge_root: Path) -> list[str]:
 
         typing.override = typing_extensions.override  # type: ignore[attr-defined]
         stand_ins.append("typing.override (Python 3.12) = typing_extensions.override")
-    for name, needed in PLACEHOLDERS.items():
+    config_child = _config_child()
+    for name, needed in config_child.PLACEHOLDERS.items():
         if find_spec(needed) is None:
-            sys.modules[name] = _placeholder(name)
+            sys.modules[name] = config_child._placeholder_module(name)
             stand_ins.append(f"{name}: placeholder ({needed} is not installed)")
     for name in BARE_PACKAGES:
         package = types.ModuleType(name)

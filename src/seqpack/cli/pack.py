@@ -11,7 +11,15 @@ from rich.table import Table
 
 from seqpack.batching.cp import pad_multiple
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
-from seqpack.data import PackOptions, PackResult, TooLong, bridge_overrides, example_dataset_path, pack_files
+from seqpack.data import (
+    SEQPACK_KEY,
+    PackOptions,
+    PackResult,
+    TooLong,
+    bridge_overrides,
+    example_dataset_path,
+    pack_files,
+)
 from seqpack.errors import UsageError
 from seqpack.plan import CostModel, ModelDims, resolve_cost_model
 
@@ -84,6 +92,17 @@ def _print_text(summary: dict[str, Any]) -> None:
         out_console.print("Flattened layout: input_ids, position_ids, labels (-100 off-target), seq_lengths.")
 
 
+def _warn_inferred_eos(record: dict[str, Any]) -> None:
+    """An EOS guessed from the rows' last token that pads samples deserves a warning: rows rendered by a chat
+    template end with the template's end token and a newline, not with the tokenizer's EOS."""
+    if record.get("eos_source") == "inferred" and int(record.get("pad_seq_to_mult") or 1) > 1:
+        err_console.print(
+            f"warning: EOS id {record['eos_id']} was inferred from the rows' last token and pads every "
+            f"sample to a multiple of {record['pad_seq_to_mult']}; pass --eos-id ID or --tokenizer DIR "
+            "to set it"
+        )
+
+
 def pack(
     inputs: list[Path] = typer.Argument(None, help="JSONL/Parquet files or datasets save_to_disk dirs."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
@@ -118,7 +137,7 @@ def pack(
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
     eos_id: int = typer.Option(None, "--eos-id", help="EOS/pad id (default: tokenizer's, or rows' last)."),
     tokenizer: Path = typer.Option(
-        None, "--tokenizer", help="Local Hugging Face tokenizer dir (text input)."
+        None, "--tokenizer", help="Local Hugging Face tokenizer dir (text input; pre-tokenized: its EOS)."
     ),
     prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
     completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
@@ -219,6 +238,7 @@ def pack(
         emit_json(summary)
     else:
         _print_text(summary)
+    _warn_inferred_eos(result.metadata[SEQPACK_KEY])
     not_packed = result.counts.rejected + result.counts.dropped
     if not quiet and not_packed:
         err_console.print(f"{not_packed} sample(s) not packed: see {result.rejects_path}")

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from seqpack._ordered import WorkerLost, map_ordered
-from seqpack.data._examples import Examples, pretokenized
-from seqpack.data._readers import RawChunk
+from seqpack.data._examples import IDS_FIELD, Examples, pretokenized, records_of
+from seqpack.data._readers import RawChunk, iter_chunks
 from seqpack.data.text import TextSpec, tokenize_chunk
 from seqpack.errors import DataError
 
@@ -57,6 +57,48 @@ class Converter:
         if self.text is None:
             return pretokenized(path, chunk)
         return tokenize_chunk(path, chunk, self.text)
+
+
+def first_record_keys(inputs: list[Path]) -> set[str]:
+    """The field names of the inputs' first record (a column set for tables): what decides whether input is
+    pre-tokenized or text, and which text shape. Empty for an empty or unreadable input (the conversion
+    reports it in full)."""
+    chunks = iter_chunks(inputs, 1)
+    try:
+        chunk = next(chunks)
+        if chunk.batch is not None:
+            return set(chunk.batch.schema.names)
+        return set(records_of("", chunk)[0])
+    except (StopIteration, OSError, ValueError, DataError):
+        return set()
+    finally:
+        getattr(chunks, "close", lambda: None)()  # a generator: close the file it holds open
+
+
+#: Prompt-completion field pairs recognised without --prompt-field/--completion-field: Bridge's local JSONL
+#: preset (``input``/``output``) and its canonical pair (spec §13).
+PROMPT_COMPLETION_PAIRS = (("input", "output"), ("prompt", "completion"))
+CHAT_KEYS = ("conversation", "conversations")
+
+
+def text_fields(
+    inputs: list[Path], prompt_field: str | None, completion_field: str | None, messages_field: str
+) -> tuple[bool, str | None, str | None]:
+    """(is text, prompt field, completion field) for inputs read with a tokenizer.
+
+    Records with ``input_ids`` are pre-tokenized (the tokenizer then only names the EOS); text records
+    without chat keys but with one of :data:`PROMPT_COMPLETION_PAIRS` are prompt-completion.
+    """
+    if prompt_field is not None:
+        return True, prompt_field, completion_field
+    keys = first_record_keys(inputs)
+    if IDS_FIELD in keys:
+        return False, None, None
+    if messages_field not in keys and not keys.intersection(CHAT_KEYS):
+        for prompt, completion in PROMPT_COMPLETION_PAIRS:
+            if {prompt, completion} <= keys:
+                return True, prompt, completion
+    return True, None, None
 
 
 def default_workers() -> int:

@@ -19,7 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -31,7 +31,7 @@ from seqpack._faults import fault_point
 from seqpack._io import atomic_path, disk_full_error, is_disk_full
 from seqpack._progress import progress
 from seqpack.data._examples import IDS_FIELD, Examples
-from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers
+from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers, text_fields
 from seqpack.data._lock import claim_output_dir
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks
 from seqpack.data._scratch import ScratchStore, default_scratch_dir
@@ -352,6 +352,7 @@ def _text_spec(opts: PackOptions, eos_id: int, max_len: int) -> TextSpec:
         add_eos=opts.add_eos,
         truncation_method=opts.truncation_method,
         max_length=(max_len + int(opts.pad_seq_to_mult > 1)) if opts.bridge_compat else None,
+        allow_missing_completion=opts.bridge_compat,
         chat=chat_options(opts.chat_template, opts.tool_schemas, opts.bridge_compat),
     )
     if spec.is_chat:
@@ -369,14 +370,22 @@ def pack_files(opts: PackOptions) -> PackResult:
     text_spec: TextSpec | None = None
     tok_sha = None
     eos_id = opts.eos_id
+    eos_source = "--eos-id" if eos_id is not None else "inferred"
     if opts.tokenizer is not None:
         tokenizer = load_tokenizer(opts.tokenizer)
         tok_sha = tokenizer_hash(opts.tokenizer)
         if eos_id is None:
-            eos_id = tokenizer.eos_token_id
+            eos_id, eos_source = tokenizer.eos_token_id, "tokenizer"
             if eos_id is None:
                 raise UsageError(f"{opts.tokenizer}: the tokenizer has no EOS token; pass --eos-id")
-        text_spec = _text_spec(opts, int(eos_id), max_len)
+        # Pre-tokenized input with --tokenizer: the tokenizer only names the EOS (#15: rows made by a chat
+        # template end with its end token and a newline, so "the rows' last token" would pad with "\n").
+        is_text, prompt, completion = text_fields(
+            opts.inputs, opts.prompt_field, opts.completion_field, opts.messages_field
+        )
+        if is_text:
+            fields = replace(opts, prompt_field=prompt, completion_field=completion)
+            text_spec = _text_spec(fields, int(eos_id), max_len)
     out = opts.out_dir
     packed_path = out / packed_filename(opts.split, opts.pack_size)
     meta_path = out / metadata_filename(opts.pack_size)
@@ -396,6 +405,7 @@ def pack_files(opts: PackOptions) -> PackResult:
         "max_seq_length": max_len,
         "too_long": None if opts.bridge_compat else (opts.too_long or TooLong.reject).value,
         "eos_id": eos_id,
+        "eos_source": eos_source,  # --eos-id | tokenizer | inferred (the rows' last token)
         "tokenizer": os.fspath(opts.tokenizer) if opts.tokenizer else None,
         "tokenizer_sha256": tok_sha,
     }

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack._progress import progress
-from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers
+from seqpack.data._ingest import Converter, as_paths, convert_all, default_workers, text_fields
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, iter_chunks
 from seqpack.data.text import TextSpec, load_tokenizer
 from seqpack.errors import DataError, UsageError
@@ -46,7 +46,9 @@ def read_lengths(
             eos_id = load_tokenizer(tokenizer).eos_token_id
             if eos_id is None:
                 raise UsageError(f"{tokenizer}: the tokenizer has no EOS token; pass --eos-id")
-        text = TextSpec(os.fspath(tokenizer), int(eos_id), prompt_field, completion_field, messages_field)
+        is_text, prompt, completion = text_fields(inputs, prompt_field, completion_field, messages_field)
+        if is_text:
+            text = TextSpec(os.fspath(tokenizer), int(eos_id), prompt, completion, messages_field)
     elif prompt_field is not None:
         raise UsageError("--prompt-field/--completion-field need --tokenizer")
     n_workers = default_workers() if workers is None else workers

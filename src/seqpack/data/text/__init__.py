@@ -2,9 +2,9 @@
 
 Two shapes of record, and how the loss mask is derived (documented in ``docs/pack.md``):
 
-* **prompt-completion** ``{"prompt": "...", "completion": "..."}``: ``ids = tok(prompt) + tok(completion,
-  no special tokens) + [EOS]``; mask 0 on the prompt, 1 on the completion and the EOS. The two texts are
-  tokenized separately (batched over the chunk), so the boundary never falls inside a token.
+* **prompt-completion** (``input``/``output`` or ``prompt``/``completion`` rows): Bridge 0.6.2's examples --
+  prompt and separator + completion tokenized separately without special tokens, ``[BOS] prompt [SEP] |
+  completion [EOS]``, mask 0 left of ``|``; see :mod:`seqpack.data.text._prompt_completion`.
 * **chat** (``messages`` / ``conversation`` / ``conversations`` rows): Bridge 0.6.2's examples -- each
   conversation rendered once with the chat template, nothing appended (the template's end token is the
   target), assistant-only loss by default; see :mod:`seqpack.data.text._chat`.
@@ -25,7 +25,32 @@ from seqpack.data.text._prompt_completion import prompt_completion
 from seqpack.data.text._spec import TextSpec
 from seqpack.data.text._tokenizer import library_versions, load_tokenizer, tokenizer_hash
 
-__all__ = ["TextSpec", "chat_options", "load_tokenizer", "text_record", "tokenize_chunk", "tokenizer_hash"]
+__all__ = [
+    "TextSpec",
+    "chat_options",
+    "eos_disagreement",
+    "load_tokenizer",
+    "text_record",
+    "tokenize_chunk",
+    "tokenizer_hash",
+]
+
+
+def eos_disagreement(record: dict[str, Any], tokenizer: Path) -> str | None:
+    """A one-line warning when a pack's recorded EOS is not ``tokenizer``'s (None when they agree).
+
+    Readers (``inspect``, ``train``, ...) take the EOS from the metadata record; a user who also names a
+    tokenizer should hear when the pack was padded with another id, e.g. one inferred from the rows.
+    """
+    recorded = record.get("eos_id")
+    eos = load_tokenizer(tokenizer).eos_token_id
+    if recorded is None or eos is None or int(recorded) == int(eos):
+        return None
+    source = record.get("eos_source") or "unknown source"
+    return (
+        f"warning: the pack's EOS id is {recorded} ({source}), the tokenizer {tokenizer}'s is {eos}; "
+        "the pack's is used"
+    )
 
 
 def text_record(spec: TextSpec) -> dict[str, Any]:

@@ -32,11 +32,12 @@ import numpy as np
 from seqpack.data._examples import location
 from seqpack.data._readers import RawChunk
 from seqpack.data.text._chat_guard import Guard
-from seqpack.data.text._chat_markers import GENERATION_BLOCK, Markers, infer_markers, skipped_token_ids
+from seqpack.data.text._chat_markers import GENERATION_BLOCK, Markers, infer_markers
 from seqpack.data.text._chat_render import PREFIX_RENDER_ERRORS, Encoded, Renderer
 from seqpack.data.text._chat_rows import conversation_of, tools_of
 from seqpack.data.text._chat_scan import boundary_scan, turn_spans
 from seqpack.data.text._spec import ChatOptions, TextSpec
+from seqpack.data.text._tokenizer import skipped_token_ids
 from seqpack.errors import DataError, InputError
 
 
@@ -172,31 +173,16 @@ def _prefix_path(
     placed = np.zeros(n, dtype=bool)
     step = 0
     while alive:
-        lows, limits, his = [], [], []
-        survivors = []
-        befores = _render_prefixes(rows, renderer, alive, step, through=False)
-        throughs = _render_prefixes(rows, renderer, alive, step, through=True)
-        for r, before, through in zip(alive, befores, throughs, strict=True):
-            if before is None or through is None:
-                continue
-            lows.append(before)
-            limits.append(through)
-            his.append(int(rows.enc.offsets[r + 1]))
-            survivors.append(r)
-        if not survivors:
-            break
-        found = turn_spans(
-            rows.enc.ids,
-            np.array(his, dtype=np.int64),
-            np.array(lows, dtype=np.int64),
-            np.array(limits, dtype=np.int64),
-            markers.starts[0],
-            int(markers.start_lens[0]),
-            markers.ends,
-            markers.end_lens,
-        )
+        # The render through the turn first: when even the row's first assistant marker cannot be placed
+        # within it, no start position can, and the render of the turns before it is never needed.
+        limits = _render_prefixes(rows, renderer, alive, step, through=True)
+        rendered = [(r, limit) for r, limit in zip(alive, limits, strict=True) if limit is not None]
+        rendered = [rendered[k] for k in np.flatnonzero(_spans(rows, markers, rendered, None)[:, 0] >= 0)]
+        lows = _render_prefixes(rows, renderer, [r for r, _ in rendered], step, through=False)
+        kept = [(r, limit, low) for (r, limit), low in zip(rendered, lows, strict=True) if low is not None]
+        found = _spans(rows, markers, [(r, limit) for r, limit, _ in kept], [low for _, _, low in kept])
         alive = []
-        for r, (content, end, after) in zip(survivors, found.tolist(), strict=True):
+        for (r, _, _), (content, end, after) in zip(kept, found.tolist(), strict=True):
             if content < 0:
                 continue
             spans[r].append((content, end, after))
@@ -210,6 +196,26 @@ def _prefix_path(
                 alive.append(r)
         step += 1
     return placed
+
+
+def _spans(
+    rows: _Rows, markers: Markers, limits: list[tuple[int, int]], lows: list[int] | None
+) -> np.ndarray:
+    """:func:`turn_spans` for ``(row, limit)`` pairs; ``lows=None`` searches from each row's start."""
+    if not limits:
+        return np.zeros((0, 3), dtype=np.int64)
+    row_ids = np.array([r for r, _ in limits], dtype=np.int64)
+    starts = rows.enc.offsets[row_ids] if lows is None else np.array(lows, dtype=np.int64)
+    return turn_spans(
+        rows.enc.ids,
+        rows.enc.offsets[row_ids + 1],
+        starts,
+        np.array([limit for _, limit in limits], dtype=np.int64),
+        markers.starts[0],
+        int(markers.start_lens[0]),
+        markers.ends,
+        markers.end_lens,
+    )
 
 
 def _render_prefixes(

@@ -1,4 +1,4 @@
-"""Bridge 0.6.2's chat-template facts (spec §13): turn markers it infers, tokens it never trains on.
+"""Bridge 0.6.2's chat-template facts (spec §13): the turn markers it infers from a template.
 
 Bridge recognises a few template families by marker strings in the template text and then knows, per
 family, the text that opens an assistant turn, the text that closes it (plus shorter closing variants for
@@ -69,37 +69,6 @@ FAMILIES: tuple[_Family, ...] = (
     ),
 )
 
-#: Token texts Bridge 0.6.2 never trains on (``data/token_utils.py``: pad, header, vision/audio ids).
-#: Turn terminators are not among them: models must learn to stop.
-SKIPPED_TOKEN_TEXTS = frozenset(
-    {
-        "<|im_start|>",
-        "<|vision_start|>",
-        "<|vision_end|>",
-        "<|vision_pad|>",
-        "<|image_pad|>",
-        "<|video_pad|>",
-        "<|AUDIO|>",
-        "<|audio_bos|>",
-        "<|audio_eos|>",
-        "<image>",
-        "<pad>",
-        "<|begin_of_text|>",
-        "<|finetune_right_pad_id|>",
-        "<|step_id|>",
-        "<|start_header_id|>",
-        "<|end_header_id|>",
-        "<|python_tag|>",
-        "<|image|>",
-        "<image_soft_token>",
-        "<audio_soft_token>",
-        "<start_of_audio>",
-        "<start_of_image>",
-        "<end_of_audio>",
-        "<end_of_image>",
-    }
-)
-
 
 @dataclass(frozen=True)
 class Markers:
@@ -159,9 +128,3 @@ def infer_markers(template: str | None, tokenizer: Any) -> Markers | None:
         roles = np.array([0] + [1] * len(others), dtype=np.int64)
         return Markers(index, texts, starts, start_lens, roles, ends, end_lens)
     return None
-
-
-def skipped_token_ids(tokenizer: Any) -> np.ndarray:
-    """Ids of the tokenizer's added tokens that Bridge masks everywhere (sorted, for ``np.isin``)."""
-    decoder = getattr(tokenizer, "added_tokens_decoder", {}) or {}
-    return np.array(sorted(k for k, v in decoder.items() if str(v) in SKIPPED_TOKEN_TEXTS), dtype=np.int64)

@@ -17,19 +17,22 @@ from typing import Any
 import numpy as np
 import orjson
 
+from seqpack.data.text._chat_jinja import fast_template
+
 #: Exceptions Bridge 0.6.2 turns into "no mask from prefix renders" (others stop its run).
 PREFIX_RENDER_ERRORS = (AssertionError, AttributeError, KeyError, TypeError, ValueError)
 
 
 @dataclass
 class Encoded:
-    """A batch of rendered rows: flat ids, row offsets, and each token's character span in its text."""
+    """A batch of rendered rows: flat ids, row offsets, which ids are added (special) tokens, and the
+    tokenizer's encodings (asked for a character's token only where a common prefix needs it)."""
 
     texts: list[str]
     ids: np.ndarray
     offsets: np.ndarray  # n + 1
-    char_starts: np.ndarray
-    char_ends: np.ndarray
+    added: np.ndarray  # bool per id
+    encodings: list[Any]
 
     def row(self, r: int) -> slice:
         return slice(int(self.offsets[r]), int(self.offsets[r + 1]))
@@ -48,6 +51,10 @@ class Renderer:
         added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
         self.added_ids = np.array(sorted(added), dtype=np.int64)
         self.substring_safe = _substring_safe(self._backend)
+        own = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
+        source = template if template is not None else own
+        self._fast = fast_template(tokenizer, source) if source else None
+        self._checked = False
 
     def render(
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[Any]
@@ -73,6 +80,29 @@ class Renderer:
         return out
 
     def _apply(self, conversations: list[list[dict[str, Any]]], tools: Any) -> list[str]:
+        fast = self._fast
+        if fast is None or not (
+            tools is None or (isinstance(tools, list) and all(isinstance(t, dict) for t in tools))
+        ):
+            return self._apply_hf(conversations, tools)
+        if not self._checked:  # the first conversation rendered both ways must agree, else no shortcut
+            self._checked = True
+            try:
+                same = fast.render(conversations[0], tools) == self._apply_hf(conversations[:1], tools)[0]
+            except Exception:
+                same = False
+            if not same:
+                self._fast = None
+                return self._apply_hf(conversations, tools)
+        texts = []
+        for conversation in conversations:
+            try:
+                texts.append(fast.render(conversation, tools))
+            except Exception:  # the tokenizer's own call raises its own exception
+                texts.append(self._apply_hf([conversation], tools)[0])
+        return texts
+
+    def _apply_hf(self, conversations: list[list[dict[str, Any]]], tools: Any) -> list[str]:
         kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": False}
         if tools is not None:
             kwargs["tools"] = tools
@@ -82,24 +112,18 @@ class Renderer:
         return list(texts)
 
     def encode(self, texts: list[str]) -> Encoded:
-        """One batched encode (no special tokens added: the template wrote them) with offsets."""
+        """One batched encode (no special tokens added: the template wrote them)."""
         if self._direct:
             encodings = self._backend.encode_batch(texts, add_special_tokens=False)
         else:
             encodings = self.tokenizer(texts, add_special_tokens=False).encodings
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
-        total = int(lengths.sum())
         ids = np.fromiter(
-            itertools.chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=total
-        )
-        spans = np.fromiter(
-            itertools.chain.from_iterable(itertools.chain.from_iterable(e.offsets for e in encodings)),
-            dtype=np.int64,
-            count=2 * total,
+            itertools.chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=int(lengths.sum())
         )
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        return Encoded(texts, ids, offsets, spans[0::2], spans[1::2])
+        return Encoded(texts, ids, offsets, np.isin(ids, self.added_ids), list(encodings))
 
     def encode_one(self, text: str) -> np.ndarray:
         if self._direct:
@@ -116,28 +140,35 @@ class Renderer:
         """
         text = enc.texts[r]
         span = enc.row(r)
-        ids = enc.ids[span]
-        starts = enc.char_starts[span]
-        ends = enc.char_ends[span]
+        encoding = enc.encodings[r]
+        added = np.flatnonzero(enc.added[span])
         if text.startswith(prefix):
             c = len(prefix)
             if c == len(text):
-                return len(ids)
-            j = int(np.searchsorted(starts, c))
-            if j < len(ids) and starts[j] == c and self._is_added(ids[j]) and (j == 0 or ends[j - 1] <= c):
-                return j
+                return span.stop - span.start
+            j = encoding.char_to_token(c)
+            if j is not None and enc.added[span.start + j] and encoding.token_to_chars(j)[0] == c:
+                return int(j)
         else:
             c = _common_chars(prefix, text)
-        if self.substring_safe:
-            inside = np.flatnonzero((ends <= c) & np.isin(ids, self.added_ids))
-            if inside.size:
-                j = int(inside[-1])
-                return j + 1 + _common(self.encode_one(prefix[int(ends[j]) :]), ids[j + 1 :])
-        return _common(self.encode_one(prefix), ids)
+        if self.substring_safe and added.size:
+            k = int(np.searchsorted(added, _token_before(encoding, c), side="right")) - 1
+            while k >= 0 and encoding.token_to_chars(int(added[k]))[1] > c:
+                k -= 1
+            if k >= 0:
+                j = int(added[k])
+                end = encoding.token_to_chars(j)[1]
+                return j + 1 + _common(self.encode_one(prefix[end:]), enc.ids[span][j + 1 :])
+        return _common(self.encode_one(prefix), enc.ids[span])
 
-    def _is_added(self, token: int) -> bool:
-        k = int(np.searchsorted(self.added_ids, token))
-        return k < len(self.added_ids) and int(self.added_ids[k]) == int(token)
+
+def _token_before(encoding: Any, c: int) -> int:
+    """Index of the token covering the last character before ``c`` that some token covers (-1: none)."""
+    for at in range(c - 1, -1, -1):
+        j = encoding.char_to_token(at)
+        if j is not None:
+            return int(j)
+    return -1
 
 
 def _key(tools: Any) -> bytes:

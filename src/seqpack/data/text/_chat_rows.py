@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seqpack.data._examples import location
+from seqpack.data._examples import _kind, location
 from seqpack.data._readers import RawChunk
 from seqpack.errors import DataError
 
@@ -70,13 +70,3 @@ def tools_of(record: dict[str, Any], tool_schemas: list[Any] | None) -> Any:
     if not tools and tool_schemas is not None:
         return tool_schemas
     return tools
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    return "null" if value is None else type(value).__name__

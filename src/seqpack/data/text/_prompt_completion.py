@@ -11,8 +11,10 @@ separator=" ")`` (spec §13), re-implemented on flat arrays:
   tokenizer is not space-sensitive (``"x y"`` tokenizes as ``"x"`` + ``"y"``);
 * prompt and completion are tokenized separately without special tokens, so no BOS unless ``add_bos``
   (Llama's preset gets none) and the boundary never falls inside a token;
-* ``[BOS] prompt [SEP] | completion [EOS]``: loss mask 0 left of ``|`` (``loss_mode=completion``) or
-  everywhere 1 (``full``), then 0 on Bridge's skipped ids (pad / header / vision tokens);
+* ``[BOS] prompt [SEP] | completion [EOS]`` (the ids Megatron-Core's tokenizer reports, its fallbacks
+  included: SEP is the EOS where a tokenizer has none): loss mask 0 left of ``|``
+  (``loss_mode=completion``) or everywhere 1 (``full``), then 0 on Bridge's skipped ids (pad / header /
+  vision tokens);
 * with ``max_length`` (compat only): a row longer than it loses prompt tokens first, then completion
   tokens (from the right, or the left with ``truncation_method=left``); BOS/SEP/EOS stay.
 
@@ -30,7 +32,7 @@ from seqpack.data._examples import location
 from seqpack.data._readers import RawChunk
 from seqpack.data.text._arrays import flat_ids, segment_positions
 from seqpack.data.text._spec import TextSpec
-from seqpack.data.text._tokenizer import is_space_sensitive, skipped_token_ids
+from seqpack.data.text._tokenizer import is_space_sensitive, skipped_token_ids, special_token_id
 from seqpack.errors import DataError, UsageError
 
 #: Bridge's canonical pair and the conversation keys a prompt-completion row must not carry
@@ -49,6 +51,8 @@ def _pair(path: str, chunk: RawChunk, index: int, record: dict[str, Any], spec: 
                 "(Bridge refuses rows with both schemas)"
             )
     fields = (spec.prompt_field, spec.completion_field)
+    if spec.allow_missing_completion and spec.prompt_field in record and spec.completion_field not in record:
+        record = {**record, spec.completion_field: ""}
     if spec.prompt_field not in record or spec.completion_field not in record:
         if all(name in record for name in CANONICAL_FIELDS):
             fields = CANONICAL_FIELDS
@@ -68,7 +72,7 @@ def _pair(path: str, chunk: RawChunk, index: int, record: dict[str, Any], spec: 
 
 
 def _special_id(spec: TextSpec, tokenizer: Any, name: str) -> int:
-    value = getattr(tokenizer, f"{name}_token_id", None)
+    value = special_token_id(tokenizer, name)
     if value is None:
         flag = f"--add-{name}"
         raise UsageError(f"{spec.tokenizer}: {flag} needs a {name.upper()} token, and the tokenizer has none")

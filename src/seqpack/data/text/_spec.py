@@ -48,6 +48,9 @@ class TextSpec:
     add_eos: bool = True
     truncation_method: str = "right"
     max_length: int | None = None
+    #: compat: a row with the prompt field but no completion field gets an empty completion, as Bridge's
+    #: packing does (``tokenize_dataset`` builds its dataset with ``is_test=True``); the default refuses it.
+    allow_missing_completion: bool = False
     chat: ChatOptions = field(default_factory=ChatOptions)
 
     @property

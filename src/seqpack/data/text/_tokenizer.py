@@ -88,6 +88,18 @@ def skipped_token_ids(tokenizer: Any) -> np.ndarray:
     return np.asarray(ids, dtype=np.int64)
 
 
+def special_token_id(tokenizer: Any, name: str) -> int | None:
+    """The BOS / SEP / EOS id Bridge's tokenizer reports: Megatron-Core 0.19's ``HuggingFaceTokenizer`` fills
+    a missing SEP with the EOS (and EOS with SEP), a missing BOS with the CLS token. So Qwen3's SEP is
+    ``<|im_end|>`` (151645) and Llama 3.2's ``<|end_of_text|>`` (128001), though neither tokenizer has one."""
+    fallback = {"bos": "cls", "sep": "eos", "eos": "sep"}[name]
+    for candidate in (name, fallback):
+        value = getattr(tokenizer, f"{candidate}_token_id", None)
+        if value is not None:
+            return int(value)
+    return None
+
+
 def is_space_sensitive(tokenizer: Any) -> bool:
     """Whether a leading space changes tokenization: ``"x y"`` is not ``"x"`` + ``"y"`` (Bridge's
     ``_is_space_sensitive``). Decides whether the separator's leading space is kept (spec §13)."""

@@ -1,0 +1,313 @@
+"""``--bridge-compat`` chat = Megatron-Bridge 0.6.2's own chat path, example for example and pack for pack,
+with the real Qwen3 and Llama 3.2 tokenizers (``_support/bridge_text.py`` runs Bridge's wheel).
+
+Bridge side: ``ChatSFTPreprocessingConfig(loss_mode=...)`` through ``tokenize_dataset`` (its examples) and
+``GPTSFTDatasetBuilder.prepare_data`` (packed Parquet + metadata), the template override as
+``TokenizerConfig.chat_template_path`` and dataset-wide tools as ``dataset_kwargs["tool_schemas"]``.
+seqpack side: its text step plus compat shaping, and the whole ``seqpack pack --bridge-compat`` CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from _support.bridge_text import BridgeRefused, TextCase
+from _support.chat_rows import TOOLS, chat_rows
+from _support.pack_inputs import run, write_jsonl
+from _support.tokenizers import (
+    chatml_template_path,
+    llama3_template_path,
+    llama32_tokenizer_dir,
+    qwen3_tokenizer_dir,
+)
+from seqpack.data._readers import iter_chunks
+from seqpack.data._shape import ShapeSpec, shape
+from seqpack.data.text import TextSpec, load_tokenizer, tokenize_chunk
+from seqpack.data.text._spec import ChatOptions
+from seqpack.demo._resources import dataset_path
+from seqpack.errors import DataError
+
+pytestmark = pytest.mark.network
+
+TOKENIZERS = {"qwen3": qwen3_tokenizer_dir, "llama32": llama32_tokenizer_dir}
+TEMPLATES = {None: lambda: None, "llama3": llama3_template_path, "chatml": chatml_template_path}
+
+
+def chat_spec(
+    tokenizer: Path,
+    template: Path | None = None,
+    loss_mode: str | None = None,
+    tools: list[Any] | None = None,
+) -> TextSpec:
+    """seqpack's compat settings for Bridge's ``ChatSFTPreprocessingConfig(loss_mode)``."""
+    text = None if template is None else template.read_text()
+    chat = ChatOptions(template=text, tool_schemas=tools, compat=True)
+    return TextSpec(
+        str(tokenizer), int(load_tokenizer(tokenizer).eos_token_id), loss_mode=loss_mode, chat=chat
+    )
+
+
+def ours(
+    jsonl: Path, spec: TextSpec, max_len: int = 4096, mult: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """seqpack's compat examples as the pipeline stores them: flat ids, flat mask, row lengths."""
+    parts = []
+    for chunk in iter_chunks([jsonl], 32):
+        ex = tokenize_chunk(str(jsonl), chunk, spec)
+        parts.append(
+            shape(ex.tokens, ex.mask, ex.lengths, ShapeSpec(max_len, mult, spec.eos_id, bridge_compat=True))
+        )
+    return (
+        np.concatenate([p.tokens for p in parts]),
+        np.concatenate([p.mask for p in parts]),
+        np.concatenate([p.lengths for p in parts]),
+    )
+
+
+def mismatched_rows(
+    mine: tuple[np.ndarray, np.ndarray, np.ndarray], bridge: list[dict[str, Any]]
+) -> list[int]:
+    """Rows whose ids or loss mask differ from Bridge's (all rows when the counts or lengths differ)."""
+    ids, mask, lengths = mine
+    want_lengths = np.array([len(b["input_ids"]) for b in bridge])
+    if len(lengths) != len(bridge) or not np.array_equal(lengths, want_lengths):
+        return list(range(max(len(lengths), len(bridge))))
+    want_ids = np.concatenate([b["input_ids"] for b in bridge])
+    want_mask = np.concatenate([b["loss_mask"] for b in bridge])
+    bad = (ids != want_ids) | (mask != want_mask)
+    row_of = np.repeat(np.arange(len(lengths)), lengths)
+    return sorted(set(row_of[bad].tolist()))
+
+
+def accepted_rows(rows: list[dict[str, Any]], tmp: Path, spec: TextSpec) -> list[dict[str, Any]]:
+    """The rows seqpack turns into examples one by one (the others are Bridge refusals, tested apart)."""
+    kept = []
+    for row in rows:
+        path = write_jsonl(tmp / "one.jsonl", [row])
+        try:
+            ours(path, spec)
+        except DataError:
+            continue
+        kept.append(row)
+    return kept
+
+
+# (tokenizer, template override, loss mode, rows, tools for the whole dataset)
+CASES = [
+    ("qwen3", None, None, 100, None),
+    ("qwen3", None, "last_turn", 60, None),
+    ("qwen3", None, "full", 40, None),
+    ("qwen3", None, None, 40, "tools"),
+    ("qwen3", "chatml", "last_turn", 40, None),
+    ("llama32", "llama3", None, 60, None),
+    ("llama32", "llama3", "last_turn", 40, "tools"),
+    ("llama32", "chatml", None, 50, None),
+]
+
+
+@pytest.mark.parametrize(("name", "template", "loss_mode", "n", "tools"), CASES)
+def test_compat_chat_examples_equal_bridge(
+    bridge_text: Any,
+    tmp_path: Path,
+    name: str,
+    template: str | None,
+    loss_mode: str | None,
+    n: int,
+    tools: str | None,
+) -> None:
+    tokenizer = TOKENIZERS[name]()
+    template_path = TEMPLATES[template]()
+    schemas = TOOLS if tools else None
+    rows = chat_rows(seed=n + len(name), n=n, tools=tools is None)
+    spec = chat_spec(tokenizer, template_path, loss_mode, schemas)
+    if (
+        name == "llama32" and template == "chatml"
+    ):  # its markers are plain text there: Bridge refuses some rows
+        rows = accepted_rows(rows, tmp_path, spec)
+        assert len(rows) > n // 2
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", rows)
+    options = {} if loss_mode is None else {"loss_mode": loss_mode}
+    kwargs = None if schemas is None else {"tool_schemas": schemas}
+    case = TextCase(
+        jsonl, tokenizer, kind="chat", options=options, chat_template=template_path, dataset_kwargs=kwargs
+    )
+    want = bridge_text.examples(case)
+    assert mismatched_rows(ours(jsonl, spec), want) == []
+    if loss_mode != "full" and not (name == "llama32" and template == "chatml"):
+        # the template's end token is trained, and nothing follows the render
+        tok = load_tokenizer(tokenizer)
+        end = "<|eot_id|>" if template == "llama3" else "<|im_end|>"
+        assert all(tok.decode(b["input_ids"][-8:]).rstrip("\n").endswith(end) for b in want)
+        assert all(b["loss_mask"][-1] == 1 for b in want)
+
+
+def test_qwen3_multi_turn_reasoning_rows(bridge_text: Any, tmp_path: Path) -> None:
+    """Qwen3 renders ``<think>\\n\\n</think>\\n\\n`` in the last assistant turn only: prefixes are not
+    renders of each other, yet every turn is masked, the think block of the last one included."""
+    tokenizer = qwen3_tokenizer_dir()
+    rows = [
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]},
+        {
+            "messages": [
+                {"role": "user", "content": "2+2?"},
+                {"role": "assistant", "content": "4", "reasoning_content": "add"},
+                {"role": "user", "content": "3+3?"},
+                {"role": "assistant", "content": "<think>\nadd again\n</think>\n\n6"},
+            ]
+        },
+    ]
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", rows)
+    want = bridge_text.examples(TextCase(jsonl, tokenizer, kind="chat", options={}))
+    mine = ours(jsonl, chat_spec(tokenizer))
+    assert mismatched_rows(mine, want) == []
+    tok = load_tokenizer(tokenizer)
+    ids, mask, lengths = mine
+    first = tok.decode(ids[: lengths[0]][mask[: lengths[0]] == 1])
+    assert first == "<think>\n\n</think>\n\nyo<|im_end|>\n"
+    second = ids[lengths[0] :][mask[lengths[0] :] == 1]
+    assert tok.decode(second) == "4<|im_end|>\n<think>\nadd again\n</think>\n\n6<|im_end|>\n"
+
+
+def test_demo_chat_file_with_qwen3(
+    bridge_text: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo's own multi-turn sft_chat.jsonl: Bridge's examples, and the whole file packs."""
+    tokenizer = qwen3_tokenizer_dir()
+    source = dataset_path()
+    head = tmp_path / "head.jsonl"
+    head.write_bytes(b"".join(source.read_bytes().splitlines(keepends=True)[:200]))
+    want = bridge_text.examples(TextCase(head, tokenizer, kind="chat", options={}))
+    assert mismatched_rows(ours(head, chat_spec(tokenizer)), want) == []
+    code, _, err = run(
+        [str(source), "--out", str(tmp_path / "out"), "-n", "2048", "--tokenizer", str(tokenizer)], capsys
+    )
+    assert code == 0, err
+    packed = pq.read_table(tmp_path / "out" / "training_2048.idx.parquet")
+    assert sum(len(s) for s in packed.column("seq_start_id").to_pylist()) == 2000
+
+
+def test_negative_control_flipped_bit_is_caught(bridge_text: Any, tmp_path: Path) -> None:
+    tokenizer = qwen3_tokenizer_dir()
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", chat_rows(seed=3, n=30))
+    want = bridge_text.examples(TextCase(jsonl, tokenizer, kind="chat", options={}))
+    ids, mask, lengths = ours(jsonl, chat_spec(tokenizer))
+    assert mismatched_rows((ids, mask, lengths), want) == []
+    flipped = mask.copy()
+    at = int(lengths[:11].sum()) + 5
+    flipped[at] ^= 1
+    assert mismatched_rows((ids, flipped, lengths), want) == [11]
+
+
+@pytest.mark.parametrize(
+    ("name", "template", "row"),
+    [
+        # a user turn starting with blank lines: "\n\n\n" is one token, the user marker's "\n" is gone
+        ("qwen3", None, [("user", "a"), ("assistant", "b"), ("user", "\n\nc"), ("assistant", "d")]),
+        # ChatML on Llama: its markers are plain text, and "74<|im_end|>" does not split where they do
+        (
+            "llama32",
+            "chatml",
+            [("user", "Sorted: 5 43 59 60 74"), ("assistant", "Tabs\tand  double  spaces.")],
+        ),
+        # no assistant turn at all
+        ("qwen3", None, [("user", "a")]),
+    ],
+)
+def test_rows_bridge_refuses_are_refused_with_their_line(
+    bridge_text: Any, tmp_path: Path, name: str, template: str | None, row: list[tuple[str, str]]
+) -> None:
+    tokenizer = TOKENIZERS[name]()
+    template_path = TEMPLATES[template]()
+    good = {"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}
+    bad = {"messages": [{"role": role, "content": content} for role, content in row]}
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", [good, bad])
+    with pytest.raises(BridgeRefused):
+        bridge_text.examples(TextCase(jsonl, tokenizer, kind="chat", options={}, chat_template=template_path))
+    with pytest.raises(DataError, match=r"chat\.jsonl:2: no assistant turn found"):
+        ours(jsonl, chat_spec(tokenizer, template_path))
+
+
+def test_compat_pack_equals_bridges_prepare_data(
+    bridge_text: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Packed Parquet rows and metadata: Bridge's ``prepare_data`` vs ``seqpack pack --bridge-compat``, with a
+    pad multiple (long rows truncated and pre-padded as Bridge does) and with 1 (long rows dropped)."""
+    tokenizer = qwen3_tokenizer_dir()
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", chat_rows(seed=9, n=90))
+    for mult, seq in ((1, 512), (4, 256)):
+        case = TextCase(jsonl, tokenizer, kind="chat", options={}, seq_length=seq, pad_seq_to_mult=mult)
+        parquet, metadata = bridge_text.pack(case, tmp_path / f"bridge{mult}", packed_sequence_size=seq)
+        out = tmp_path / f"ours{mult}"
+        args = [
+            str(jsonl),
+            "--out",
+            str(out),
+            "-n",
+            str(seq),
+            "--tokenizer",
+            str(tokenizer),
+            "--bridge-compat",
+        ]
+        code, _, err = run([*args, "--pad-seq-to-mult", str(mult)], capsys)
+        assert code == 0, err
+        theirs = pq.read_table(parquet).to_pylist()
+        mine = pq.read_table(out / f"training_{seq}.idx.parquet").to_pylist()
+        assert mine == theirs
+        bridge_meta = json.loads(metadata.read_text())
+        our_meta = json.loads((out / f"{seq}_metadata.jsonl").read_text())
+        assert [{k: v for k, v in m.items() if k != "seqpack"} for m in our_meta] == bridge_meta
+
+
+GENERATION_CHATML = (
+    "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' }}"
+    "{%- if message['role'] == 'assistant' %}{% generation %}{{- message['content'] }}{% endgeneration %}"
+    "{%- else %}{{- message['content'] }}{%- endif %}{{- '<|im_end|>\\n' }}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+@pytest.mark.parametrize("loss_mode", [None, "last_turn"])
+def test_generation_blocks_with_known_markers(
+    bridge_text: Any, tmp_path: Path, loss_mode: str | None
+) -> None:
+    """A ChatML template with ``{% generation %}`` around the answers: Hugging Face's mask, plus the
+    ``<|im_end|>\\n`` Bridge adds from the markers (the generation block stops before it)."""
+    tokenizer = qwen3_tokenizer_dir()
+    template = tmp_path / "generation.jinja"
+    template.write_text(GENERATION_CHATML)
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", chat_rows(seed=5, n=40, reasoning=False, tools=False))
+    options = {} if loss_mode is None else {"loss_mode": loss_mode}
+    want = bridge_text.examples(
+        TextCase(jsonl, tokenizer, kind="chat", options=options, chat_template=template)
+    )
+    mine = ours(jsonl, chat_spec(tokenizer, template, loss_mode))
+    assert mismatched_rows(mine, want) == []
+    tok = load_tokenizer(tokenizer)
+    ids, mask, lengths = mine
+    first = ids[: lengths[0]][mask[: lengths[0]] == 1]
+    assert tok.decode(first).endswith("<|im_end|>\n")
+
+
+def test_generation_template_without_known_markers(bridge_text: Any, tmp_path: Path) -> None:
+    """seqpack's toy tokenizer: its template marks answers with ``{% generation %}`` and belongs to no family
+    Bridge knows, so the mask is Hugging Face's alone (the demo's path)."""
+    from seqpack.data.toy_tokenizer import build_tokenizer
+
+    rows = chat_rows(seed=6, n=30, reasoning=False, tools=False)
+    turns = [
+        turn
+        for row in rows
+        for key in ("messages", "conversation", "conversations")
+        for turn in row.get(key, [])
+    ]
+    texts = [str(turn.get("content", turn.get("value", ""))) for turn in turns]
+    tokenizer = build_tokenizer([*texts, "You are a careful assistant."], tmp_path / "toy")
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", rows)
+    want = bridge_text.examples(TextCase(jsonl, tokenizer, kind="chat", options={}))
+    assert mismatched_rows(ours(jsonl, chat_spec(tokenizer)), want) == []
