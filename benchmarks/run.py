@@ -26,6 +26,7 @@ ROOT = HERE.parent
 BENCHMARKS: dict[str, list[str]] = {
     "assignment": ["--n", "100000"],
     "pack_e2e": ["--n", "5000", "--text-n", "2000"],
+    "pack_text": ["--quick"],
     "collate": ["--rows", "8", "--repeat", "2"],
     "curves_parse": ["--lines", "50000", "--no-write"],
     "diff_stream": ["--n", "20000"],

@@ -126,6 +126,7 @@ class BridgeText:
         """``GPTSFTDatasetBuilder(...).prepare_data()`` into ``out_dir``: (packed Parquet, metadata file)."""
         request = {"op": "pack", "out_dir": str(out_dir), "packed_sequence_size": packed_sequence_size}
         answer = self._ask({**request, **case.request()})
+        self.last_prepare: dict[str, float] = {k: answer[k] for k in ("seconds", "cpu_seconds")}  # benchmarks
         return Path(answer["parquet"]), Path(answer["metadata"])
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import traceback
 import types
 import warnings
@@ -165,8 +166,15 @@ class Peer:
         out.mkdir(parents=True, exist_ok=True)
         (out / "training.jsonl").write_bytes(Path(request["jsonl"]).read_bytes())
         builder = self.builder.GPTSFTDatasetBuilder(self.config(request, str(out)), tokenizer)
+        start, cpu = time.perf_counter(), time.process_time()  # benchmarks/pack_text.py: prepare_data's own
         builder.prepare_data()
-        return {"parquet": str(builder.train_path_packed), "metadata": str(builder.pack_metadata)}
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
+        return {
+            "parquet": str(builder.train_path_packed),
+            "metadata": str(builder.pack_metadata),
+            "seconds": seconds,
+            "cpu_seconds": cpu_seconds,
+        }
 
 
 def _example(item: dict[str, Any]) -> dict[str, Any]:

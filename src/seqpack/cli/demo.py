@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -23,17 +24,13 @@ from seqpack.cli._common import (
     number_option,
     out_console,
 )
-from seqpack.demo import (
-    DEFAULT_THREADS,
-    DemoOptions,
-    DemoResult,
-    Reporter,
-    SilentReporter,
-    StepResult,
-    run_demo,
-)
 from seqpack.doctor import checked_lang, default_lang
 
+if TYPE_CHECKING:  # seqpack.demo imports torch: loaded when the demo runs, not with every command
+    from seqpack.demo import DemoOptions, DemoResult, Reporter, StepResult
+
+#: ``seqpack.demo.DEFAULT_THREADS`` (not imported here, see above; a test keeps the two equal).
+DEFAULT_THREADS = 1
 OK, FAILED = "[green]✓[/]", "[red]✗[/]"
 
 
@@ -92,6 +89,8 @@ class _BarReporter:
 @contextmanager
 def _reporter(quiet: bool) -> Iterator[Reporter]:
     if quiet:
+        from seqpack.demo import SilentReporter
+
         yield SilentReporter()
         return
     if not sys.stderr.isatty():
@@ -106,6 +105,13 @@ def _reporter(quiet: bool) -> Iterator[Reporter]:
     )
     with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
         yield _BarReporter(bar)
+
+
+def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
+    """:func:`seqpack.demo.run_demo`, imported on use."""
+    from seqpack.demo import run_demo as run
+
+    return run(options, reporter)
 
 
 def _print_summary(result: DemoResult) -> None:
@@ -148,6 +154,12 @@ def demo(
         DEFAULT_THREADS, "--threads", help="Torch CPU threads for training.", range=RANKS
     ),
     lang: str | None = typer.Option(None, "--lang", help="Doctor messages: en or zh (default: the locale)."),
+    tokenizer: Path | None = typer.Option(
+        None,
+        "--tokenizer",
+        help="A local Hugging Face tokenizer with a chat template instead of the built one; the ids present "
+        "are remapped to a small vocabulary for the tiny model.",
+    ),
     output_format: OutputFormat = FormatOption,
     quiet: bool = QuietOption,
 ) -> None:
@@ -161,8 +173,15 @@ def demo(
 
     Example: seqpack demo --out demo-out
     """
+    from seqpack.demo import DemoOptions
+
     options = DemoOptions(
-        out=out, overwrite=overwrite, quick=quick, threads=threads, lang=checked_lang(lang or default_lang())
+        out=out,
+        overwrite=overwrite,
+        quick=quick,
+        threads=threads,
+        lang=checked_lang(lang or default_lang()),
+        tokenizer=tokenizer,
     )
     with _reporter(quiet) as reporter:
         result = run_demo(options, reporter)

@@ -8,9 +8,10 @@ from pathlib import Path
 import typer
 
 from seqpack._progress import progress
-from seqpack._ranges import RANKS, SIZE
+from seqpack._ranges import COUNT0, RANKS, SIZE
 from seqpack.batching import dump_batches
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, number_option, out_console
+from seqpack.cli._decode_view import decode_command
 from seqpack.data.inspection import MISMATCH, Inspection, inspect_packed
 from seqpack.data.packed import PackedBlock
 from seqpack.errors import UsageError
@@ -93,6 +94,13 @@ def inspect_command(
         "0.6.2", "--collate-variant", help="Collate as Bridge 0.6.2, main or legacy."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
+    decode: int | None = number_option(
+        None,
+        "--decode",
+        help="Print the first K sequences as text, trained spans marked (needs --tokenizer).",
+        range=COUNT0,
+    ),
+    tokenizer: Path | None = typer.Option(None, "--tokenizer", help="Tokenizer dir for --decode."),
 ) -> None:
     """Check packed data and its metadata; print packs, sequences, efficiency and length statistics.
 
@@ -103,8 +111,15 @@ def inspect_command(
     With --dp and --gbs it also deals the packs the way Bridge's batch sampler does (epoch 0) and
     reports the per-step imbalance: the slowest rank's estimated cost over the mean rank's.
 
+    With --decode K --tokenizer DIR it prints the first K sequences as text instead, what the model is
+    trained to predict marked, with the token ids at each trained span's ends (Bridge or flattened layout).
+
     Example: seqpack inspect out/training_4096.idx.parquet --format json
     """
+    if decode is not None or tokenizer is not None:  # the text view: see seqpack.cli._decode_view
+        if decode is None:
+            raise UsageError("--tokenizer is for --decode K; add --decode")
+        return decode_command(path, decode, tokenizer, output_format)
     simulation = _simulation(dp, gbs, model)
     with progress(quiet) as bar:
         task = bar.add_task("inspect", total=None)

@@ -71,6 +71,19 @@ def hf_split(path: str | os.PathLike[str]) -> str | None:
     return names.get(match.group("split")) if match else None
 
 
+def hf_metadata_path(data_file: str | os.PathLike[str]) -> Path:
+    """The sidecar of an HF-layout data file: ``D/data/train-....parquet`` -> ``D/metadata.hf.jsonl``."""
+    return Path(data_file).parent.parent / HF_METADATA
+
+
+def hf_data_dir(spec: str | os.PathLike[str]) -> str:
+    """Where an HF-layout output directory keeps its data (``D`` -> ``D/data``); any other spec as given."""
+    path = Path(spec)
+    if path.is_dir() and (path / HF_METADATA).is_file() and (path / "data").is_dir():
+        return os.fspath(path / "data")
+    return os.fspath(spec)
+
+
 #: Bridge's packed file names, ``{split}_{N}.idx.parquet`` (or legacy ``{split}_{N}.npy``), spec §3.
 _PACKED_NAME = re.compile(
     r"^(?P<split>.+)_(?P<size>\d+)(\.idx\.parquet|\.idx\.pq|\.parquet|\.pq|\.npy)$", re.I

@@ -7,6 +7,8 @@
       packed/training_512.idx.parquet packed data, Bridge's layout (spec §3)
       packed/512_metadata.jsonl       its metadata sidecar
       packed/rejects_training.jsonl   samples truncated to fit a pack
+      packed_vocab/                   --tokenizer DIR only: the packs with ids remapped to a small vocabulary
+                                      (what the tiny model trains on) and vocab_remap.json, the map back
       config/bridge_sft.yaml          the bundled config, as written (one deliberate mistake)
       config/bridge_sft_fixed.yaml    the same with the doctor's fix applied
       logs/packed.log, logs/padded.log  Megatron-LM log lines of the two training runs
@@ -34,10 +36,21 @@ class Layout:
 
     root: Path
     pack_size: int
+    #: ``--tokenizer DIR``: the user's tokenizer, used in place of one built from the conversations.
+    user_tokenizer: Path | None = None
 
     @property
     def tokenizer(self) -> Path:
-        return self.root / "tokenizer"
+        return self.user_tokenizer if self.user_tokenizer is not None else self.root / "tokenizer"
+
+    @property
+    def train_dir(self) -> Path:
+        """Where the packs the model trains on are: a remapped copy with a user's tokenizer."""
+        return self.root / "packed_vocab" if self.user_tokenizer is not None else self.packed_dir
+
+    @property
+    def train_packed(self) -> Path:
+        return self.train_dir / packed_filename("training", self.pack_size)
 
     @property
     def packed_dir(self) -> Path:

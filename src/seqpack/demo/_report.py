@@ -242,7 +242,9 @@ def _packing(result: DemoResult, packing_png: bytes) -> str:
         return ""
     s = inspect.stats
     meta = pack.metadata
+    tokenizer = result.artefacts.tokenizer
     rows = [
+        ("tokenizer", tokenizer.describe() if tokenizer is not None else "-"),
         ("conversations in", _num(pack.counts.samples_in)),
         ("truncated to fit (listed in the rejects file)", _num(pack.counts.truncated)),
         ("packs", f"{_num(pack.num_packs)} of {pack.pack_size} tokens"),

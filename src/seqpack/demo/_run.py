@@ -69,6 +69,8 @@ class DemoOptions:
     quick: bool = False
     threads: int = DEFAULT_THREADS
     lang: str = "en"
+    #: A local Hugging Face tokenizer with a chat template, used instead of the one built from the data.
+    tokenizer: Path | None = None
 
 
 class Reporter(Protocol):
@@ -147,6 +149,10 @@ class _Run:
     # -- the steps ------------------------------------------------------------------------------------
 
     def tokenizer(self) -> Outcome:
+        if self.result.artefacts.tokenizer is not None:  # --tokenizer DIR, checked before the run
+            out = self.result.artefacts.tokenizer
+            summary = f"{out.path}: {out.size:,} ids, chat template; ids present remapped after packing"
+            return Outcome(True, summary, None, {"path": str(out.path), "tokens": out.size})
         out = _steps.make_tokenizer(dataset_path(), self.layout)
         self.result.artefacts.tokenizer = out
         summary = f"{out.size} tokens (words, punctuation, digits); model vocabulary {out.vocab}"
@@ -166,6 +172,12 @@ class _Run:
             f"{c.samples_in:,} chats -> {result.num_packs} packs of {result.pack_size}, "
             f"{meta['packing_efficiency']}% full, {meta['packing_factor']} per pack; {fit}"
         )
+        remap = None
+        if self.layout.user_tokenizer is not None:
+            tokenizer = _steps.remap_vocabulary(self.layout, overwrite=self.options.overwrite)
+            self.result.artefacts.tokenizer = tokenizer
+            summary += f"; {tokenizer.size:,} ids present, remapped to a vocabulary of {tokenizer.vocab:,}"
+            remap = {**tokenizer.remap.to_dict(), "model_vocab": tokenizer.vocab} if tokenizer.remap else None
         data = {
             "samples": c.samples_in,
             "truncated": c.truncated,
@@ -179,6 +191,7 @@ class _Run:
             "packed": self.rel(result.packed_path),
             "metadata": self.rel(result.metadata_path),
             "rejects": self.rel(result.rejects_path),
+            "vocab_remap": remap,
         }
         ok = c.packed == c.samples_in
         return Outcome(ok, summary, cli, data)
@@ -314,8 +327,11 @@ def run_demo(options: DemoOptions, reporter: Reporter | None = None) -> DemoResu
     check_extras()
     sizes = QUICK if options.quick else FULL
     out = options.out if options.out is not None else default_out_dir()
+    user = _steps.user_tokenizer(options.tokenizer) if options.tokenizer is not None else None
     prepare_out_dir(out, overwrite=options.overwrite)
-    result = DemoResult(layout=Layout(out, sizes.pack_size), sizes=sizes, threads=options.threads)
+    layout = Layout(out, sizes.pack_size, options.tokenizer)
+    result = DemoResult(layout=layout, sizes=sizes, threads=options.threads)
+    result.artefacts.tokenizer = user
     run = _Run(result, reporter or SilentReporter(), options)
     start = time.perf_counter()
     with torch_threads(options.threads):

@@ -37,8 +37,10 @@ from seqpack.data import (
     read_metadata,
 )
 from seqpack.data.packed_stats import MetadataMismatch
+from seqpack.data.text import load_tokenizer
 from seqpack.data.toy_tokenizer import build_tokenizer
 from seqpack.demo._layout import Layout
+from seqpack.demo._remap import Remap, remap_packs
 from seqpack.demo._resources import EXPECTED_FINDING
 from seqpack.demo._sizes import DemoSizes, model_vocab
 from seqpack.doctor import (
@@ -50,7 +52,7 @@ from seqpack.doctor import (
     load_config,
     suggest_fixes,
 )
-from seqpack.errors import DataError
+from seqpack.errors import DataError, UsageError
 from seqpack.train import DataMode, StepRecord, TrainConfig, TrainResult, train
 
 #: Packed vs padded losses are compared under the bf16 profile with a single ulp: |a - b| <= 1 bf16 ulp of
@@ -75,6 +77,17 @@ class TokenizerOut:
     path: Path
     size: int
     vocab: int
+    #: ``--tokenizer DIR``: how the ids present were remapped (``size`` is then the number kept).
+    remap: Remap | None = None
+
+    def describe(self) -> str:
+        """One line for the report: which tokenizer, and the vocabulary the model was given."""
+        if self.remap is None:
+            return f"built from the conversations: {self.size:,} tokens, model vocabulary {self.vocab:,}"
+        return (
+            f"{self.path} ({self.remap.tokenizer_size:,} ids): the {self.size:,} ids present in the packs "
+            f"remapped to 0..{self.size - 1:,} for the tiny model (vocabulary {self.vocab:,})"
+        )
 
 
 def conversation_texts(dataset: Path) -> list[str]:
@@ -100,6 +113,26 @@ def make_tokenizer(dataset: Path, layout: Layout) -> TokenizerOut:
     path = build_tokenizer(conversation_texts(dataset), layout.tokenizer, split_digits=True)
     size = Tokenizer.from_file(os.fspath(path / "tokenizer.json")).get_vocab_size()
     return TokenizerOut(path, size, model_vocab(size))
+
+
+def user_tokenizer(path: Path) -> TokenizerOut:
+    """The user's tokenizer, checked before anything is written: it loads and has a chat template."""
+    tokenizer = load_tokenizer(path)
+    if not getattr(tokenizer, "chat_template", None):
+        raise UsageError(f"--tokenizer {os.fspath(path)}: no chat template (the demo's data is chats)")
+    size = len(tokenizer)
+    return TokenizerOut(path, size, model_vocab(size))
+
+
+def remap_vocabulary(layout: Layout, *, overwrite: bool) -> TokenizerOut:
+    """The user's tokenizer: the packs' ids remapped to the ids present, for a small model vocabulary."""
+    path = layout.tokenizer
+    remap = remap_packs(
+        layout.packed, layout.metadata, layout.train_dir, tokenizer=os.fspath(path),
+        tokenizer_size=len(load_tokenizer(path)), overwrite=overwrite,
+    )  # fmt: skip
+    kept = int(remap.kept.size)
+    return TokenizerOut(path, kept, model_vocab(kept), remap)
 
 
 # ------------------------------------------------------------------------------------------- pack/inspect
@@ -212,7 +245,7 @@ def train_config(
     layout: Layout, sizes: DemoSizes, vocab: int, mode: DataMode, *, overwrite: bool
 ) -> TrainConfig:
     return TrainConfig(
-        data=layout.packed,
+        data=layout.train_packed,
         mode=mode,
         hidden=sizes.hidden,
         layers=sizes.layers,
