@@ -20,7 +20,8 @@ enough to average out a shared machine's noise) and the table shows the **median
   involved (the input is already tokenized), which favours Bridge.
 * **seqpack compat**: ``seqpack.data.pack_files`` with ``bridge_compat=True`` (first_fit_shuffle, seed 0):
   streaming pass 1 into the scratch store, plan, pass 2. Its rows are compared with Bridge's (``identical``).
-* **seqpack bfd**: the same with seqpack's default ``best_fit_decreasing``.
+* **seqpack default**: the same with seqpack's default algorithm (``balanced`` since 0.2,
+  ``best_fit_decreasing`` before).
 
 Text section (``--text-n``, 0 to skip): prompt-completion JSONL of synthetic English-like text and a
 word-level fast tokenizer built with ``seqpack.data.toy_tokenizer``. **tokenizer** times the tokenizer's
@@ -265,9 +266,8 @@ def main() -> None:
         inputs = build_input(source, args.n, args.pack)
         stats.write_text(json.dumps(inputs))
     runs = {}
-    tools = (
-        ("seqpack-compat", "seqpack-bfd") if args.skip_bridge else ("bridge", "seqpack-compat", "seqpack-bfd")
-    )
+    seqpack_tools = ("seqpack-compat", "seqpack-default")
+    tools = seqpack_tools if args.skip_bridge else ("bridge", *seqpack_tools)
     for tool in tools:
         repeat = args.bridge_repeat if tool == "bridge" else args.repeat
         runs[tool] = spawn_repeated(tool, source, work / tool, args.pack, workers, repeat)
@@ -275,7 +275,7 @@ def main() -> None:
     if not args.skip_bridge:
         compat = work / "seqpack-compat" / name
         runs["seqpack-compat"]["identical_to_bridge"] = identical(work / "bridge" / name, compat)
-        for tool in ("seqpack-compat", "seqpack-bfd"):
+        for tool in ("seqpack-compat", "seqpack-default"):
             runs[tool]["speedup_vs_bridge"] = runs["bridge"]["seconds"] / runs[tool]["seconds"]
             runs[tool]["rss_fraction_of_bridge"] = runs[tool]["peak_rss_mb"] / runs["bridge"]["peak_rss_mb"]
     lower_bound = -(-(inputs["tokens"] - inputs["samples"]) // args.pack)
