@@ -69,6 +69,33 @@ def test_truncate_keeps_head_and_eos(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert rejects(tmp_path)[0]["action"] == "truncated to 8 runtime tokens"
 
 
+@pytest.mark.parametrize(
+    ("cap", "eos_trained"),
+    [(5, False), (3, False), (6, True), (8, True)],  # cut in the user turn / in the answer
+)
+def test_truncate_trains_the_eos_only_when_the_cut_is_in_a_trained_span(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cap: int, eos_trained: bool
+) -> None:
+    """A chat row ``system user | assistant EOS`` cut inside the user turn must not learn to stop there; cut
+    inside the answer, the EOS stays the target it was (as Bridge's truncation keeps it)."""
+    row = {"input_ids": [*range(20, 30), EOS], "loss_mask": [0] * 6 + [1] * 5}  # 6 prompt, 5 trained
+    pack(
+        tmp_path,
+        capsys,
+        "--pack-size",
+        "16",
+        "--max-seq-length",
+        str(cap),
+        "--too-long",
+        "truncate",
+        rows=[row],
+    )
+    ((ids, mask),) = sequences(tmp_path / "out" / "training_16.idx.parquet")
+    assert ids == [*range(20, 20 + cap), EOS]
+    # stored masks are rolled left (mask[j] supervises token j+1): the EOS's flag sits at position cap - 1
+    assert mask[cap - 1] == int(eos_trained) and mask[-1] == 0
+
+
 def test_split_covers_every_label_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     summary = pack(tmp_path, capsys, "--pack-size", "4", "--too-long", "split")
     assert summary["split"] == 1 and summary["sequences"] == 1 + 3

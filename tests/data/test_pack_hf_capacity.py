@@ -34,7 +34,7 @@ def hf_pieces(ids: list[int], mask: list[int], max_len: int, mult: int, too_long
     elif too_long is TooLong.reject:
         return []
     elif too_long is TooLong.truncate:
-        pieces = [(ids[: cap - 1] + ids[-1:], mask[: cap - 1] + mask[-1:])]
+        pieces = [(ids[: cap - 1] + ids[-1:], [*mask[: cap - 1], mask[-1] if mask[cap - 1] else 0])]
     else:  # pieces of cap stored tokens overlapping by one: each (input, next token) pair trained once
         pieces = [(ids[k : k + cap], mask[k : k + cap]) for k in range(0, len(ids) - 1, cap - 1)]
     out = []

@@ -30,7 +30,8 @@ def expected_pieces(
     elif too_long is TooLong.reject:
         return []
     elif too_long is TooLong.truncate:
-        pieces = [(ids[:cap] + ids[-1:], mask[:cap] + mask[-1:])]
+        # the EOS is a target only when the cut is inside a trained span (its first dropped token is one)
+        pieces = [(ids[:cap] + ids[-1:], [*mask[:cap], mask[-1] if mask[cap] else 0])]
     else:
         pieces = [(ids[k : k + cap + 1], mask[k : k + cap + 1]) for k in range(0, runtime, cap)]
     out = []

@@ -10,7 +10,10 @@ m = 8, max = 16, EOS = 2: stored ``[5 6 7 2]`` (r = 3) -> ``[5 6 7 2 2 2 2 2 2]`
 A sample with ``r > cap`` is too long. seqpack's own modes (``--too-long``):
 
 * ``reject``   - not packed; listed in the rejects file;
-* ``truncate`` - keep the head, ``cap`` tokens, then the sample's own last token (its EOS) and its mask;
+* ``truncate`` - keep the head, ``cap`` tokens, then the sample's own last token (its EOS), a target only
+  when the cut falls inside a trained span (a chat cut in a user turn must not learn to stop there):
+  ``[u u a a a EOS]`` mask ``[0 0 1 1 1 1]``, cap 3 -> ``[u u a EOS]`` ``[0 0 1 1]``; cap 1 ->
+  ``[u u EOS]`` ``[0 0 0]``;
 * ``split``    - cut into pieces of ``cap`` runtime tokens that overlap by one stored token, so every
   (input, label) pair of the sample is trained on exactly once: stored ``[a b c d e 2]``, cap 2 ->
   ``[a b c] [c d e] [e 2]``; each piece keeps its own slice of the mask.
@@ -178,9 +181,9 @@ def _fill_kernel(
             out_tokens[o] = tokens[src[p] + j]
             out_mask[o] = mask[src[p] + j]
             o += 1
-        if append_last[p] >= 0:
-            out_tokens[o] = tokens[append_last[p]]
-            out_mask[o] = mask[append_last[p]]
+        if append_last[p] >= 0:  # truncate: the sample's last token, trained only if the cut was in a
+            out_tokens[o] = tokens[append_last[p]]  # trained span (the first dropped token is a target)
+            out_mask[o] = mask[append_last[p]] if mask[src[p] + n_copy[p]] != 0 else 0
             o += 1
         while o < end:
             out_tokens[o] = eos_id
