@@ -110,12 +110,12 @@ def _print_text(summary: dict[str, Any]) -> None:
 
 
 def _warn_inferred_eos(record: dict[str, Any]) -> None:
-    """An EOS guessed from the rows' last token that pads samples deserves a warning: rows rendered by a chat
+    """An EOS guessed from the rows' last tokens that pads samples deserves a warning: rows rendered by a chat
     template end with the template's end token and a newline, not with the tokenizer's EOS."""
     if record.get("eos_source") == "inferred" and int(record.get("pad_seq_to_mult") or 1) > 1:
         err_console.print(
-            f"warning: EOS id {record['eos_id']} was inferred from the rows' last token and pads every "
-            f"sample to a multiple of {record['pad_seq_to_mult']}; pass --eos-id ID or --tokenizer DIR "
+            f"warning: EOS id {record['eos_id']} was inferred from the rows' most common last token and pads "
+            f"every sample to a multiple of {record['pad_seq_to_mult']}; pass --eos-id ID or --tokenizer DIR "
             "to set it"
         )
 
@@ -171,7 +171,10 @@ def pack(
     ),
     sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
     eos_id: int = number_option(
-        None, "--eos-id", help="EOS/pad id (default: tokenizer's, or rows' last).", range=TOKEN_ID
+        None,
+        "--eos-id",
+        help="EOS/pad id (default: the tokenizer's, else the rows' most common last token).",
+        range=TOKEN_ID,
     ),
     tokenizer: Path = typer.Option(
         None, "--tokenizer", help="Local Hugging Face tokenizer dir (text input; pre-tokenized: its EOS)."
