@@ -13,6 +13,7 @@ With ``quiet=True`` it is a no-op stand-in, so hot loops never pay for rendering
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -102,10 +103,12 @@ class LineProgress:
 
 
 def _line_seconds() -> float:
+    """``SEQPACK_PROGRESS_SECONDS`` when it is a finite number >= 0 (nan, inf, negatives: the default)."""
     try:
-        return max(float(os.environ.get("SEQPACK_PROGRESS_SECONDS", LINE_SECONDS)), 0.0)
+        seconds = float(os.environ.get("SEQPACK_PROGRESS_SECONDS", LINE_SECONDS))
     except ValueError:
         return LINE_SECONDS
+    return seconds if math.isfinite(seconds) and seconds >= 0 else LINE_SECONDS
 
 
 @contextmanager

@@ -7,12 +7,15 @@ from typing import Any
 
 import typer
 
-from seqpack._ranges import SEED, SIZE
+from seqpack._ranges import INT32_MAX, SEED, SIZE, Range
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, number_option, out_console
 from seqpack.errors import UsageError
 from seqpack.verify import PartResult, VerifyOptions, verify_bridge
 
 _STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
+
+#: The generated samples hold at least one token and EOS: a pack smaller than 2 runtime tokens holds none.
+PACK_SIZE = Range(2, INT32_MAX)
 
 
 def _print_text(results: list[PartResult]) -> None:
@@ -90,7 +93,7 @@ def register(app: typer.Typer) -> None:
         ),
         samples: int = number_option(2000, "--samples", help="Generated samples to pack.", range=SIZE),
         pack_size: int = number_option(
-            512, "--pack-size", help="Pack capacity in runtime tokens.", range=SIZE
+            512, "--pack-size", help="Pack capacity in runtime tokens.", range=PACK_SIZE
         ),
         seed: int = number_option(
             0, "--seed", help="Seed of the generated data and of both packings.", range=SEED
@@ -116,8 +119,6 @@ def register(app: typer.Typer) -> None:
         """
         if not bridge:
             raise UsageError("nothing to verify: pass --bridge")
-        if samples < 1 or pack_size < 2 or pad_seq_to_mult < 1:
-            raise UsageError("--samples must be >= 1, --pack-size >= 2 and --pad-seq-to-mult >= 1")
         opts = VerifyOptions(
             wheel=None if bridge_wheel is None else str(bridge_wheel),
             megatron_core_wheel=None if megatron_core_wheel is None else str(megatron_core_wheel),

@@ -320,10 +320,8 @@ def read_log(
                 state.lines_before += _scan_block(state, block, source, at_eof)
                 if at_eof:
                     break
-    except (FileNotFoundError, IsADirectoryError) as exc:
-        raise unreadable(source, exc) from None
     except OSError as exc:
-        raise InputError(f"{source}: cannot read ({exc.strerror})") from None
+        raise unreadable(source, exc) from None
     if total == 0 or state is None:
         raise InputError(f"{source}: empty file")
     if not state.segments:

@@ -411,7 +411,7 @@ def pack_files(opts: PackOptions) -> PackResult:
         "max_seq_length": max_len,
         "too_long": None if opts.bridge_compat else (opts.too_long or TooLong.reject).value,
         "eos_id": eos_id,
-        "eos_source": eos_source,  # --eos-id | tokenizer | inferred (the rows' last token)
+        "eos_source": eos_source,  # --eos-id | tokenizer | inferred (the rows' most common last token)
         "tokenizer": os.fspath(opts.tokenizer) if opts.tokenizer else None,
         "tokenizer_sha256": tok_sha,
         RUN_ID: run_id,

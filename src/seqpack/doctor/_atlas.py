@@ -26,12 +26,14 @@ _VERSION_CLAUSE = {
         "below": "{title}, if your {component} is older than {fixed}",
         "between": "{title}, if your {component} is {first} or newer and older than {fixed}",
         "open": "{title}; no {component} release is known to fix it",
+        "from": "{title}, if your {component} is {first} or newer; no release is known to fix it",
     },
     "zh": {
         "known": "{title}：{component} {version} 受影响（{range}）",
         "below": "{title}（若你的 {component} 早于 {fixed}）",
         "between": "{title}（若你的 {component} 不早于 {first} 且早于 {fixed}）",
         "open": "{title}；{component} 尚无已知的修复版本",
+        "from": "{title}（若你的 {component} 不早于 {first}；尚无已知的修复版本）",
     },
 }
 _WHY = {
@@ -50,7 +52,7 @@ def _message(defect: Defect, version: str | None, lang: str) -> str:
     if version is not None:
         key = "known"
     elif a.fixed is None:
-        key = "open"
+        key = "from" if a.first else "open"
     else:
         key = "between" if a.first else "below"
     return _VERSION_CLAUSE[lang][key].format(

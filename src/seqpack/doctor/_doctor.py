@@ -153,6 +153,22 @@ def checked_lang(lang: str) -> str:
 def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
     """Run every rule of :data:`RULES` and the known-defect atlas; findings sorted by severity, then id."""
     options = options or DoctorOptions()
+    ctx, findings = _rule_findings(loaded, options)
+    findings += atlas_findings(
+        ctx,
+        loaded.raw,
+        stack=options.stack,
+        launcher=options.launcher,
+        allow=set(options.allow),
+        lang=options.lang,
+    )
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.id))
+    return Report(config_era=loaded.view.era, findings=findings)
+
+
+def _rule_findings(loaded: LoadedConfig, options: DoctorOptions) -> tuple[Context, list[Finding]]:
+    """The findings of :data:`RULES` alone (what ``suggest_fixes`` iterates on: the atlas's workarounds change
+    the run, and its packed-data scan need not run once per fix round), with the context they were read in."""
     checked_lang(options.lang)
     known = {r.id for r in RULES} | DEFECT_IDS
     unknown = [a for a in options.allow if a not in known]
@@ -177,16 +193,7 @@ def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
                     allowed=rule.id in options.allow,
                 )
             )
-    findings += atlas_findings(
-        ctx,
-        loaded.raw,
-        stack=options.stack,
-        launcher=options.launcher,
-        allow=set(options.allow),
-        lang=options.lang,
-    )
-    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.id))
-    return Report(config_era=loaded.view.era, findings=findings)
+    return ctx, findings
 
 
 def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedConfig:
@@ -219,11 +226,11 @@ def suggest_fixes(loaded: LoadedConfig, options: DoctorOptions | None = None) ->
     chosen: dict[str, tuple[str, int]] = {}  # key -> (override, severity rank of the rule that chose it)
     current = loaded
     for _ in range(MAX_FIX_ROUNDS):
-        report = check(current, options)
+        _, findings = _rule_findings(current, options)
         changed = False
-        for finding in report.findings:
-            if finding.allowed or finding.severity == "info" or finding.id in DEFECT_IDS:
-                continue  # a defect's workaround changes the run (topology, data): the user chooses it
+        for finding in sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.id)):
+            if finding.allowed or finding.severity == "info":
+                continue
             rank = SEVERITY_ORDER[finding.severity]
             for item in finding.fix:
                 key, _, value = item.partition("=")

@@ -450,11 +450,9 @@ def _read_section(path: str, body: dict[str, Any], cls: type, problems: list[Loa
             continue
         ok, coerced = _coerce(value, hints[name])
         expected = f"expected {_type_name(hints[name])}, found {shown(value)}"
-        limits = FIELD_RANGES.get(key)
-        if ok and limits is not None and coerced is not None and not limits.contains(coerced):
-            problems.append(
-                LoadProblem("out-of-range", key, f"expected {limits.expected()}, found {coerced}")
-            )
+        out_of_range = range_problem(key, coerced) if ok else None
+        if out_of_range is not None:
+            problems.append(LoadProblem("out-of-range", key, out_of_range))
         elif ok:
             values[name] = coerced
         elif (
