@@ -20,6 +20,8 @@ from seqpack._ordered import WorkerLost, map_ordered
 from seqpack.data._examples import IDS_FIELD, Examples, pretokenized, records_of
 from seqpack.data._readers import RawChunk, iter_chunks
 from seqpack.data.text import TextSpec, tokenize_chunk
+from seqpack.data.text._chat_rows import CHAT_KEYS
+from seqpack.data.text._prompt_completion import CANONICAL_FIELDS
 from seqpack.errors import DataError
 
 T_co = TypeVar("T_co", covariant=True)
@@ -78,8 +80,7 @@ def first_record_keys(inputs: list[Path]) -> set[str]:
 
 #: Prompt-completion field pairs recognised without --prompt-field/--completion-field: Bridge's local JSONL
 #: preset (``input``/``output``) and its canonical pair (spec §13).
-PROMPT_COMPLETION_PAIRS = (("input", "output"), ("prompt", "completion"))
-CHAT_KEYS = ("conversation", "conversations")
+PROMPT_COMPLETION_PAIRS = (("input", "output"), CANONICAL_FIELDS)
 
 
 def text_fields(
@@ -95,7 +96,7 @@ def text_fields(
     keys = first_record_keys(inputs)
     if IDS_FIELD in keys:
         return False, None, None
-    if messages_field not in keys and not keys.intersection(CHAT_KEYS):
+    if messages_field not in keys and not keys.intersection(CHAT_KEYS):  # messages, conversation(s)
         for prompt, completion in PROMPT_COMPLETION_PAIRS:
             if {prompt, completion} <= keys:
                 return True, prompt, completion

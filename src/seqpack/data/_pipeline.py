@@ -119,9 +119,9 @@ class PackOptions:
 
 @dataclass
 class Counts:
-    """Samples in and what became of them (every input sample is in exactly one of packed, rejected,
-    truncated, split and dropped), the sequences that were packed (a split sample packs as several) and the
-    tokens read."""
+    """Samples in and what became of them: each sample is ``packed`` (truncated and split ones included, also
+    counted in ``truncated`` / ``split``) or ``rejected`` or ``dropped``; the sequences that were packed (a
+    split sample packs as several) and the tokens read."""
 
     samples_in: int = 0
     packed: int = 0
@@ -252,7 +252,8 @@ def check_eos(examples: Examples, eos_id: int, paths: tuple[str, ...]) -> None:
         i = int(bad[0])
         raise DataError(
             f"{examples.where(paths[examples.source], i, IDS_FIELD)}: last token {int(last[i])} "
-            f"differs from {eos_id}, the last token of the rows before it (pass --eos-id, or fix the row)"
+            f"differs from {eos_id}, the EOS inferred as the most common last token of the first rows "
+            "(pass --eos-id or --tokenizer, or fix the row)"
         )
 
 

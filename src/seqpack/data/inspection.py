@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from seqpack._io import unreadable
 from seqpack.data._legacy_npy import read_legacy_npy
 from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
@@ -77,7 +79,7 @@ class Inspection:
         stats, pack_size = self.stats, self.pack_size
         hist = {str(k): int(v) for k, v in enumerate(stats.sequences_per_pack) if v}
         lengths = {f"p{q}": stats.length_percentile(q) for q in PERCENTILES}
-        nonzero = [int(i) for i in range(stats.length_counts.size) if stats.length_counts[i]]
+        nonzero = np.flatnonzero(stats.length_counts)
         return {
             "packs": stats.packs,
             "sequences": stats.sequences,
@@ -87,7 +89,7 @@ class Inspection:
             "efficiency_percent": round(stats.efficiency(pack_size), 2) if pack_size else None,
             "sequences_per_pack": hist,
             "runtime_length": {
-                "min": nonzero[0] if nonzero else 0,
+                "min": int(nonzero[0]) if nonzero.size else 0,
                 **lengths,
                 "max": stats.dataset_max_seqlen,
             },

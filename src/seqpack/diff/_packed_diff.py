@@ -35,6 +35,7 @@ from seqpack.diff._match import match_sequences
 from seqpack.errors import InputError
 from seqpack.fingerprint import PackTable, SequenceTable
 from seqpack.fingerprint._hash import MASK_KINDS
+from seqpack.packing import packing_efficiency
 
 ProgressHook = Callable[[int], None] | None
 
@@ -171,7 +172,7 @@ def _efficiency(side: _Side, pack_size: int | None) -> float | None:
     if not pack_size or len(side.packs.nseq) == 0:
         return None
     runtime = int(side.seqs.length.sum()) - len(side.seqs.length)
-    return round(runtime / len(side.packs.nseq) / pack_size * 100, 2)
+    return packing_efficiency(runtime, len(side.packs.nseq), pack_size)
 
 
 def _pack_summary(side: _Side, entry: Mapping[str, Any] | None, spec: str) -> dict[str, Any]:

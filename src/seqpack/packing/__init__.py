@@ -32,7 +32,7 @@ from seqpack.packing._cost import (
     squared_sums,
 )
 from seqpack.packing._pad import pad_multiple
-from seqpack.packing._plan import BRIDGE_METADATA_KEYS, PackPlan, bridge_metadata_values
+from seqpack.packing._plan import BRIDGE_METADATA_KEYS, PackPlan, bridge_metadata_values, packing_efficiency
 
 __all__ = [
     "ALGORITHMS",
@@ -56,6 +56,7 @@ __all__ = [
     "efficiency",
     "pack_costs",
     "pack_lengths",
+    "packing_efficiency",
     "pad_multiple",
     "resolve_cost_model",
     "squared_sums",

@@ -31,6 +31,14 @@ def _frozen(array: npt.ArrayLike) -> IntArray:
     return out
 
 
+def packing_efficiency(total_length: int, packs: int, pack_size: int) -> float:
+    """Bridge's ``packing_efficiency``: runtime tokens over packs x pack size, in percent, rounded as Bridge
+    rounds it (0.0 for no packs)."""
+    if not packs or pack_size <= 0:
+        return 0.0
+    return round(total_length / packs / pack_size * 100, BRIDGE_METADATA_DIGITS)
+
+
 def bridge_metadata_values(
     *,
     max_length: int,
@@ -51,9 +59,7 @@ def bridge_metadata_values(
         max_length,
         max_per_pack,
         round(sequences / packs, BRIDGE_METADATA_DIGITS) if packs else 0.0,
-        round(total_length / packs / pack_size * 100, BRIDGE_METADATA_DIGITS)
-        if packs and pack_size > 0
-        else 0.0,
+        packing_efficiency(total_length, packs, pack_size),
         pack_size,
         min_pack_sum,
     )

@@ -3,24 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import numpy as np
-
-from seqpack.data._examples import location
-from seqpack.data._readers import RawChunk
-from seqpack.errors import DataError
-
-
-def text_field(path: str, chunk: RawChunk, index: int, record: dict[str, Any], field: str) -> str:
-    value = record.get(field)
-    if value is None:
-        raise DataError(f"{location(path, chunk, index, field)}: missing (expected a string)")
-    if not isinstance(value, str):
-        raise DataError(
-            f"{location(path, chunk, index, field)}: expected a string, found {type(value).__name__}"
-        )
-    return value
 
 
 def flat_ids(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:

@@ -91,8 +91,9 @@ def _truncated(
 
 def prompt_completion(
     path: str, chunk: RawChunk, records: list[dict[str, Any]], spec: TextSpec, tokenizer: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Tokens, mask, stored lengths and the lengths before truncation of one chunk (see the module doc).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Tokens, mask, stored lengths and the lengths before truncation of one chunk (see the module doc;
+    ``None`` when nothing may be cut: the default mode leaves long rows to ``--too-long``).
 
     E.g. prompt ``[7 8]``, completion ``[9]``, EOS 2: tokens ``[7 8 9 2]``, mask ``[0 0 1 1]``; with
     ``max_length`` 3 the prompt loses its last token: ``[7 9 2]``, mask ``[0 1 1]``, length before 4.
@@ -146,7 +147,7 @@ def prompt_completion(
     skipped = skipped_token_ids(tokenizer)
     if skipped.size:
         mask[np.isin(tokens, skipped)] = 0
-    return tokens, mask, lengths, before
+    return tokens, mask, lengths, (before if spec.max_length is not None else None)  # None: nothing was cut
 
 
 def _kept(lengths: np.ndarray, kept: np.ndarray, method: str) -> np.ndarray:
