@@ -6,6 +6,7 @@ import errno
 import itertools
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -210,9 +211,9 @@ def test_scratch_out_of_disk_names_directory(tmp_path: Path, monkeypatch: pytest
     def full(*_args: object) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    store = ScratchStore(tmp_path / "scratch")
+    store = ScratchStore(tmp_path / "scratch")  # the store's own folder inside the folder the user chose
     monkeypatch.setattr(os, "pwrite", full)
-    with pytest.raises(InputError, match=r"scratch: no space left .* --scratch-dir"):
+    with pytest.raises(InputError, match=rf"^{re.escape(str(tmp_path))}: no space left .* --scratch-dir"):
         store.append(np.zeros(4, np.int64), np.ones(4, np.uint8), np.array([4]))
     store.remove()
     assert not (tmp_path / "scratch").exists()
@@ -223,3 +224,17 @@ def test_inspect_accepts_output(tmp_path: Path, capsys: pytest.CaptureFixture[st
     pack(tmp_path, capsys, "--pack-size", "64", "--cp", "2", rows=rows)
     assert main(["inspect", str(tmp_path / "out")]) == 0
     assert "consistent" in capsys.readouterr().out
+
+
+def test_an_unusable_scratch_dir_is_named_as_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The error names the ``--scratch-dir`` the user typed, never the store's internal folder inside it."""
+    blocked = tmp_path / "afile"
+    blocked.write_text("not a folder")
+    source = write_jsonl(tmp_path / "in.jsonl", [SHORT])
+    code, _, err = run(
+        [str(source), "--out", str(tmp_path / "out"), "-n", "8", "--scratch-dir", str(blocked / "s")], capsys
+    )
+    assert code == 2
+    assert err.startswith(f"error: {blocked / 's'}: cannot use the scratch store") and ".seqpack" not in err

@@ -39,11 +39,12 @@ MAX_TOKEN_ID = 2**32 - 1
 
 
 def _disk_error(directory: Path, exc: OSError) -> InputError:
+    """One line about the scratch store in ``directory``, naming the folder the user chose (the output
+    directory or ``--scratch-dir``), never the store's own internal name inside it."""
+    where = directory.parent
     if is_disk_full(exc):
-        return InputError(
-            f"{directory}: no space left for the scratch store (choose another with --scratch-dir)"
-        )
-    return InputError(f"{directory}: cannot use the scratch store ({exc.strerror})")
+        return InputError(f"{where}: no space left for the scratch store (choose another with --scratch-dir)")
+    return InputError(f"{where}: cannot use the scratch store ({exc.strerror})")
 
 
 def _libc_pread() -> Any:
@@ -106,7 +107,9 @@ class _FlatFile:
                 got = os.pread(self._fd, int(sizes[failed]), int(starts[failed]) * item)
             except OSError as exc:
                 raise _disk_error(self.path.parent, exc) from None
-            raise InputError(f"{self.path}: short read from the scratch store ({len(got)} bytes)")
+            raise InputError(
+                f"{self.path.parent.parent}: short read from the scratch store ({len(got)} bytes)"
+            )
         return out
 
     def close(self) -> None:
