@@ -103,7 +103,9 @@ def run_bridge(source: Path, out: Path, pack: int) -> dict[str, Any]:
 def run_seqpack(source: Path, out: Path, pack: int, compat: bool, workers: int) -> dict[str, Any]:
     from seqpack.data import PackOptions, pack_files
 
-    opts = PackOptions([source], out, pack, bridge_compat=compat, seed=0, workers=workers, quiet=True)
+    opts = PackOptions.from_flat(
+        [source], out, pack, bridge_compat=compat, seed=0, workers=workers, quiet=True
+    )
     t0 = time.perf_counter()
     result = pack_files(opts)
     seconds = time.perf_counter() - t0
@@ -174,8 +176,16 @@ def run_text(work: Path, n: int) -> dict[str, Any]:
     tokenizer_seconds = time.perf_counter() - t0
     out = work / "seqpack-text"
     subprocess.run(["rm", "-rf", str(out)], check=True)
-    opts = PackOptions([source], out, 4096, tokenizer=tokenizer_dir, workers=1, quiet=True)
-    opts.prompt_field, opts.completion_field = "prompt", "completion"
+    opts = PackOptions.from_flat(
+        [source],
+        out,
+        4096,
+        tokenizer=tokenizer_dir,
+        workers=1,
+        quiet=True,
+        prompt_field="prompt",
+        completion_field="completion",
+    )
     t0 = time.perf_counter()
     pack_files(opts)
     seqpack_seconds = time.perf_counter() - t0

@@ -217,7 +217,7 @@ def child(args: argparse.Namespace) -> None:
     rows = [json.loads(line) for line in Path(args.source).read_text(encoding="utf-8").splitlines()]
     floor_a, floor_cpu_a, tokens = _floor(tok, rows, args.child)
     pc = args.child == "pc"
-    options = PackOptions(
+    options = PackOptions.from_flat(
         [Path(args.source)], Path(args.out), PACK, tokenizer=tokenizer, bridge_compat=True, workers=1,
         overwrite=True, quiet=True, prompt_field="input" if pc else None,
         completion_field="output" if pc else None,

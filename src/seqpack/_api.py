@@ -29,9 +29,9 @@ def pack(
 ) -> PackResult:
     """Pack SFT samples into Megatron-Bridge's packed Parquet + metadata (``seqpack pack``).
 
-    ``options`` are the fields of :class:`seqpack.data.PackOptions` (``bridge_compat``, ``algorithm``,
-    ``pad_seq_to_mult``, ``tokenizer``, ``too_long``, ``layout``, ...); progress bars are off unless
-    ``quiet=False``.
+    ``options`` are the fields of :class:`seqpack.data.PackOptions`'s groups, flat (``bridge_compat``,
+    ``algorithm``, ``pad_seq_to_mult``, ``tokenizer``, ``too_long``, ``layout``, ``prompt_field``, ...);
+    progress bars are off unless ``quiet=False``.
 
     >>> import tempfile, seqpack
     >>> from seqpack.data import example_dataset_path
@@ -43,12 +43,7 @@ def pack(
     ('training_1024.idx.parquet', '1024_metadata.jsonl')
     """
     paths = [Path(inputs)] if isinstance(inputs, (str, os.PathLike)) else [Path(p) for p in inputs]
-    opts = PackOptions(inputs=paths, out_dir=Path(out_dir), pack_size=pack_size, quiet=True)
-    for name, value in options.items():
-        if not hasattr(opts, name):
-            raise TypeError(f"pack() got an unexpected option {name!r} (see seqpack.data.PackOptions)")
-        setattr(opts, name, value)
-    return pack_files(opts)
+    return pack_files(PackOptions.from_flat(paths, Path(out_dir), pack_size, **{"quiet": True, **options}))
 
 
 def inspect(

@@ -9,6 +9,10 @@ project-wide exit codes in one place (``seqpack.cli``), so library code never ca
 
 Messages are one line and name the file, the line/row/field, what was expected and what was found,
 e.g. ``data.jsonl:17: field 'input_ids': expected a list of non-negative integers, found -3``.
+
+A message that names a parameter marks it with :func:`param`: the library's own text names the
+parameter (``pack_size must be a positive integer``), the CLI renders the same error with its flag
+(``--pack-size must be a positive integer``, :meth:`SeqpackError.render`).
 """
 
 from __future__ import annotations
@@ -16,8 +20,18 @@ from __future__ import annotations
 import os
 import re
 import reprlib
+from collections.abc import Callable
 
 _NEWLINES = re.compile(r"\s*[\r\n]+\s*")
+#: Brackets a parameter name inside a message: a private-use character, not whitespace (a message is
+#: stripped) and never in a message otherwise.
+_PARAM_MARK = "\ue000"
+_PARAM = re.compile(f"{_PARAM_MARK}([A-Za-z_][A-Za-z0-9_]*){_PARAM_MARK}")
+
+
+def param(name: str) -> str:
+    """A library parameter named in an error message: ``str(error)`` shows ``name``, the CLI its flag."""
+    return f"{_PARAM_MARK}{name}{_PARAM_MARK}"
 
 
 class SeqpackError(Exception):
@@ -31,6 +45,13 @@ class SeqpackError(Exception):
 
     def __init__(self, message: str = "", *args: object) -> None:
         super().__init__(_NEWLINES.sub(" ", str(message)).strip(), *args)
+
+    def __str__(self) -> str:
+        return self.render(lambda name: name)
+
+    def render(self, name_of: Callable[[str], str]) -> str:
+        """The message with each :func:`param` it names spelled by ``name_of`` (the CLI: its flag)."""
+        return _PARAM.sub(lambda m: name_of(m.group(1)), str(self.args[0]) if self.args else "")
 
 
 class UsageError(SeqpackError):

@@ -46,11 +46,8 @@ def hf_pieces(ids: list[int], mask: list[int], max_len: int, mult: int, too_long
 
 def _options(tmp: Path, rows: list[dict[str, list[int]]], pack_size: int, **kw: object) -> PackOptions:
     tmp.mkdir(parents=True, exist_ok=True)
-    opts = PackOptions([write_jsonl(tmp / "in.jsonl", rows)], tmp / "out", pack_size, layout="hf")
-    opts.workers, opts.quiet, opts.chunk_rows = 1, True, 7
-    for key, value in kw.items():
-        setattr(opts, key, value)
-    return opts
+    settings: dict[str, object] = {"layout": "hf", "workers": 1, "quiet": True, "chunk_rows": 7, **kw}
+    return PackOptions.from_flat([write_jsonl(tmp / "in.jsonl", rows)], tmp / "out", pack_size, **settings)
 
 
 @given(
@@ -83,8 +80,16 @@ def test_hf_rows_fit_the_pack_size_in_stored_tokens(
     )
     if not expected:
         return
-    opts = _options(tmp, examples, pack_size, max_seq_length=max_len, pad_seq_to_mult=mult)
-    opts.too_long, opts.algorithm, opts.seed = too_long, algorithm, seed
+    opts = _options(
+        tmp,
+        examples,
+        pack_size,
+        max_seq_length=max_len,
+        pad_seq_to_mult=mult,
+        too_long=too_long,
+        algorithm=algorithm,
+        seed=seed,
+    )
     result = pack_files(opts)
     got: Counter[Piece] = Counter()
     longest, row_sums = 0, []
@@ -119,7 +124,7 @@ def test_hf_row_holds_pack_size_tokens_where_bridge_holds_one_more_per_sequence(
 
 def test_hf_refuses_bridge_compat_and_one_token_split_pieces(tmp_path: Path) -> None:
     rows = [{"input_ids": [7, 8, 9, EOS]}]
-    with pytest.raises(UsageError, match=r"--bridge-compat .* --layout hf"):
+    with pytest.raises(UsageError, match=r"^bridge_compat .* layout hf"):
         pack_files(_options(tmp_path, rows, 8, bridge_compat=True))
     with pytest.raises(UsageError, match="at least 2 tokens"):
         pack_files(_options(tmp_path, rows, 8, max_seq_length=1, too_long=TooLong.split))

@@ -56,8 +56,18 @@ def test_every_sample_once_intact_and_within_capacity(
     rng = np.random.default_rng(seed)
     examples = random_examples(rng, n, int(pack_size * 1.5))
     source = write_jsonl(tmp / "in.jsonl", examples)
-    opts = PackOptions([source], tmp / "out", pack_size, pad_seq_to_mult=mult, too_long=too_long)
-    opts.algorithm, opts.workers, opts.quiet, opts.seed, opts.chunk_rows = algorithm, 1, True, seed, 7
+    opts = PackOptions.from_flat(
+        [source],
+        tmp / "out",
+        pack_size,
+        pad_seq_to_mult=mult,
+        too_long=too_long,
+        algorithm=algorithm,
+        workers=1,
+        quiet=True,
+        seed=seed,
+        chunk_rows=7,
+    )
     # A piece as it must appear packed: its ids, and its input mask without token 0's (unused) flag,
     # which the roll moves one position left and ends with 0.
     expected = Counter(

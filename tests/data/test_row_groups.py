@@ -193,7 +193,7 @@ def test_pack_output_is_identical_for_any_number_of_workers(
     outputs = []
     for workers in (1, 3):
         out = tmp_path / f"w{workers}"
-        opts = PackOptions([source], out, 8, workers=workers, quiet=True, chunk_rows=64)
+        opts = PackOptions.from_flat([source], out, 8, workers=workers, quiet=True, chunk_rows=64)
         result = pack_files(opts)
         outputs.append((result.packed_path.read_bytes(), result.metadata["seqpack"]["fingerprint"]))
     assert outputs[0] == outputs[1]

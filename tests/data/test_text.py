@@ -41,7 +41,7 @@ def test_prompt_completion_mask(tmp_path: Path, tokenizer_dir: Path, tok: object
     rows = [{"q": "what is two plus two ?", "a": "it is four ."}, {"q": "hello", "a": "hi"}]
     source = write_jsonl(tmp_path / "pc.jsonl", rows)
     eos = tok.eos_token_id  # type: ignore[attr-defined]
-    got = stored(source, TextSpec(str(tokenizer_dir), eos, "q", "a"))
+    got = stored(source, TextSpec(str(tokenizer_dir), eos, prompt_field="q", completion_field="a"))
     for row, (ids, mask) in zip(rows, got, strict=True):
         prompt = tok(row["q"])["input_ids"]  # type: ignore[operator]
         answer = tok(row["a"], add_special_tokens=False)["input_ids"]  # type: ignore[operator]

@@ -40,11 +40,10 @@ TOKENIZERS = {"qwen3": qwen3_tokenizer_dir, "llama32": llama32_tokenizer_dir}
 def text_spec(tokenizer: Path, options: Mapping[str, Any], max_length: int | None) -> TextSpec:
     """seqpack's compat settings for Bridge's ``PromptCompletionSFTPreprocessingConfig(**options)``."""
     settings = {**RECIPE_PROMPT_COMPLETION, **options}
-    fields = settings.pop("prompt_column"), settings.pop("completion_column")
+    settings["prompt_field"] = settings.pop("prompt_column")
+    settings["completion_field"] = settings.pop("completion_column")
     eos = int(load_tokenizer(tokenizer).eos_token_id)
-    return TextSpec(
-        str(tokenizer), eos, *fields, max_length=max_length, allow_missing_completion=True, **settings
-    )
+    return TextSpec(str(tokenizer), eos, max_length=max_length, allow_missing_completion=True, **settings)
 
 
 def seqpack_examples(jsonl: Path, spec: TextSpec, max_len: int, mult: int) -> list[Example]:

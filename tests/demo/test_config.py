@@ -37,10 +37,10 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> Layout:
     layout = Layout(root, QUICK.pack_size)
     build_tokenizer(conversation_texts(dataset_path()), layout.tokenizer, split_digits=True)
     pack_files(
-        PackOptions(
-            inputs=[dataset_path()],
-            out_dir=layout.packed_dir,
-            pack_size=QUICK.pack_size,
+        PackOptions.from_flat(
+            [dataset_path()],
+            layout.packed_dir,
+            QUICK.pack_size,
             tokenizer=layout.tokenizer,
             too_long=TooLong.truncate,
             quiet=True,

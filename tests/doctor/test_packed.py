@@ -153,10 +153,10 @@ def test_doctor_reads_what_seqpack_pack_writes(tmp_path: Path) -> None:
     from seqpack.data import EXAMPLE_EOS_ID, PackOptions, example_dataset_path, pack_files
 
     out = tmp_path / "packed"
-    options = PackOptions(
-        inputs=[example_dataset_path()],
-        out_dir=out,
-        pack_size=256,
+    options = PackOptions.from_flat(
+        [example_dataset_path()],
+        out,
+        256,
         eos_id=EXAMPLE_EOS_ID,
         workers=1,
         quiet=True,

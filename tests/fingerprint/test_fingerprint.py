@@ -137,7 +137,7 @@ def test_cli_unreadable_exits_2(tmp_path: Path) -> None:
 def test_check_against_the_record_of_seqpack_pack(tmp_path: Path, capsys) -> None:
     from seqpack.data import PackOptions, example_dataset_path, pack_files
 
-    result = pack_files(PackOptions([example_dataset_path()], tmp_path / "out", 512, quiet=True))
+    result = pack_files(PackOptions.from_flat([example_dataset_path()], tmp_path / "out", 512, quiet=True))
     path = str(result.packed_path)
     assert main(["fingerprint", path, "--check"]) == 0
     assert "matches the record" in capsys.readouterr().out

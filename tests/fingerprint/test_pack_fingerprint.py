@@ -11,9 +11,11 @@ from seqpack.diff import diff_paths
 
 def test_pack_writes_fingerprint_of_its_file(tmp_path: Path) -> None:
     compat = pack_files(
-        PackOptions([example_dataset_path()], tmp_path / "compat", 512, bridge_compat=True, quiet=True)
+        PackOptions.from_flat(
+            [example_dataset_path()], tmp_path / "compat", 512, bridge_compat=True, quiet=True
+        )
     )
-    best = pack_files(PackOptions([example_dataset_path()], tmp_path / "best", 512, quiet=True))
+    best = pack_files(PackOptions.from_flat([example_dataset_path()], tmp_path / "best", 512, quiet=True))
     for result in (compat, best):
         record = read_metadata(result.metadata_path)[0][SEQPACK_KEY]
         assert record["fingerprint"] == fingerprint_packed(result.packed_path).to_dict()

@@ -78,7 +78,7 @@ def test_dp_not_dividing_any_gbs_is_a_usage_error() -> None:
 def test_topology_resolution() -> None:
     assert Topology.resolve(2, 2, True, None, 32).dp == 8
     assert Topology.resolve(4, 1, True, None, None).pad_multiple == 4
-    with pytest.raises(UsageError, match="either --dp or --world-size"):
+    with pytest.raises(UsageError, match=r"^give either dp or world_size, not both$"):
         Topology.resolve(1, 1, False, 2, 8)
     with pytest.raises(UsageError, match="not a multiple of TP 4 x CP 1"):
         Topology.resolve(4, 1, False, None, 6)

@@ -23,7 +23,7 @@ from rich.markup import escape
 from seqpack import __version__
 from seqpack._io import TEMP_PREFIX
 from seqpack.cli import _commands
-from seqpack.cli._common import ClickException, err_console, state
+from seqpack.cli._common import ClickException, err_console, flag, state
 from seqpack.errors import SeqpackError
 
 app = typer.Typer(
@@ -131,7 +131,7 @@ def _run(args: list[str]) -> int:
             raise
         # The message holds user text (paths, values): escaped, so "[/x]" in a file name is not markup.
         err_console.print(
-            f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True
+            f"[bold red]error:[/] {escape(exc.render(flag))}", highlight=False, markup=True, soft_wrap=True
         )
         return exc.exit_code
     except OSError as exc:  # the environment, not the input (a full disk, a permission): still one line

@@ -4,6 +4,7 @@
   carries ``"schema_version"`` and never mixes with progress text (:func:`emit_json`).
 * Progress and logs go to stderr (:data:`err_console`); ``--quiet`` silences them (:data:`QuietOption`).
 * Every numeric option is a :func:`number_option`: its range is in --help and checked at parse time.
+* A library error names library parameters; :func:`flag` is the flag each one is on the command line.
 """
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ def emit_json(payload: dict[str, Any], schema_version: int = 1) -> None:
     sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
     sys.stdout.write("\n")
     sys.stdout.flush()
+
+
+#: Library parameters whose flag is not ``--`` + the name in kebab case.
+_FLAGS = {"cost_model": "--model", "out_dir": "--out"}
+
+
+def flag(parameter: str) -> str:
+    """The command-line flag of a library parameter: ``pack_size`` -> ``--pack-size``."""
+    return _FLAGS.get(parameter) or "--" + parameter.replace("_", "-")
 
 
 def number_option(default: Any, *decls: str, help: str, range: Range, **kwargs: Any) -> Any:

@@ -9,7 +9,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from seqpack._ranges import RANKS, SEED, SIZE, TOKEN_ID
+import seqpack.cli._pack_options as shared
+from seqpack._ranges import SEED, SIZE
 from seqpack.cli._common import (
     FormatOption,
     OutputFormat,
@@ -21,13 +22,18 @@ from seqpack.cli._common import (
 )
 from seqpack.data import (
     SEQPACK_KEY,
+    InputOptions,
+    LengthPolicy,
     PackOptions,
     PackResult,
+    PackSize,
+    RunSettings,
     TooLong,
     bridge_overrides,
     example_dataset_path,
     pack_files,
 )
+from seqpack.data.text import TextOptions
 from seqpack.errors import UsageError
 from seqpack.packing import BALANCED, CostModel, ModelDims, pad_multiple
 
@@ -121,7 +127,7 @@ def _warn_inferred_eos(record: dict[str, Any]) -> None:
 
 
 def pack(
-    inputs: list[Path] = typer.Argument(None, help="JSONL/Parquet files or datasets save_to_disk dirs."),
+    inputs: list[Path] = typer.Argument(None, help=shared.INPUTS_HELP),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
     pack_size: int = number_option(
         ...,
@@ -154,34 +160,18 @@ def pack(
     balance: bool = typer.Option(
         False, "--balance", help="The balanced algorithm (the default now; kept for old command lines)."
     ),
-    model: str = typer.Option(
-        None,
-        "--model",
-        help="hidden,layers,heads,ffn,vocab[,groups]: the cost model balanced packing evens out "
-        "(default 7B-like).",
-    ),
+    model: str = shared.ModelOption,
     pad_seq_to_mult: int = number_option(
         None, "--pad-seq-to-mult", help="Pre-pad runtime lengths to a multiple.", range=SIZE
     ),
-    cp: int = number_option(
-        None, "--cp", help="Context-parallel size (derives the pad multiple).", range=RANKS
-    ),
-    tp: int = number_option(
-        None, "--tp", help="Tensor-parallel size (with --sequence-parallel).", range=RANKS
-    ),
-    sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
-    eos_id: int = number_option(
-        None,
-        "--eos-id",
-        help="EOS/pad id (default: the tokenizer's, else the rows' most common last token).",
-        range=TOKEN_ID,
-    ),
-    tokenizer: Path = typer.Option(
-        None, "--tokenizer", help="Local Hugging Face tokenizer dir (text input; pre-tokenized: its EOS)."
-    ),
-    prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
-    completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
-    messages_field: str = typer.Option("messages", "--messages-field", help="Chat messages field."),
+    cp: int = shared.CpOption,
+    tp: int = shared.TpOption,
+    sequence_parallel: bool = shared.SequenceParallelOption,
+    eos_id: int = shared.EosIdOption,
+    tokenizer: Path = shared.TokenizerOption,
+    prompt_field: str = shared.PromptFieldOption,
+    completion_field: str = shared.CompletionFieldOption,
+    messages_field: str = shared.MessagesFieldOption,
     chat_template: Path = typer.Option(
         None,
         "--chat-template",
@@ -211,14 +201,7 @@ def pack(
     truncation_method: str = typer.Option(
         "right", "--truncation-method", help="Compat truncation keeps the head (right) or the tail (left)."
     ),
-    workers: int = number_option(
-        None,
-        "--workers",
-        "-j",
-        help="Parallel workers (default: all cores): processes to tokenize text, threads to scan "
-        "pre-tokenized input and to encode row groups. The output is identical for any number.",
-        range=RANKS,
-    ),
+    workers: int = shared.WorkersOption,
     layout: str = typer.Option("bridge", "--layout", help="bridge (packed Parquet) or hf (flattened)."),
     chunk_rows: int = number_option(
         1024, "--chunk-rows", help="Records per chunk handed to a worker.", range=SIZE
@@ -240,25 +223,10 @@ def pack(
         inputs = [example_dataset_path()]
     if not inputs:
         raise UsageError("give input files (or --example for the shipped dataset)")
-    opts = PackOptions(
-        inputs=list(inputs),
-        out_dir=out,
-        pack_size=pack_size,
-        split=split,
-        max_seq_length=max_seq_length,
-        pad_seq_to_mult=_pad_multiple(pad_seq_to_mult, cp, tp, sequence_parallel),
-        too_long=too_long,
-        bridge_compat=bridge_compat,
-        algorithm=_algorithm(algorithm, balance, bridge_compat),
-        cost_model=_cost_model(model),
-        seed=seed,
-        eos_id=eos_id,
-        tokenizer=tokenizer,
+    text = TextOptions(
         prompt_field=prompt_field,
         completion_field=completion_field,
         messages_field=messages_field,
-        chat_template=chat_template,
-        tool_schemas=tool_schemas,
         loss_mode=loss_mode,
         separator=separator,
         prompt_template=prompt_template,
@@ -267,12 +235,21 @@ def pack(
         add_sep=add_sep,
         add_eos=add_eos,
         truncation_method=truncation_method,
-        workers=workers,
-        scratch_dir=scratch_dir,
-        overwrite=overwrite,
-        quiet=quiet or output_format is OutputFormat.json,
-        chunk_rows=chunk_rows,
-        layout=layout,
+    )
+    opts = PackOptions(
+        InputOptions(tuple(inputs), tokenizer, eos_id, text, chat_template, tool_schemas, chunk_rows),
+        PackSize(
+            pack_size,
+            _pad_multiple(pad_seq_to_mult, cp, tp, sequence_parallel),
+            _algorithm(algorithm, balance, bridge_compat),
+            _cost_model(model),
+            seed,
+        ),
+        RunSettings(
+            out, split, layout, workers, scratch_dir, overwrite, quiet or output_format is OutputFormat.json
+        ),
+        LengthPolicy(max_seq_length, too_long),
+        bridge_compat=bridge_compat,
     )
     result = pack_files(opts)
     overrides = bridge_overrides(result, cp=cp or 1, tp=tp or 1, sequence_parallel=sequence_parallel)

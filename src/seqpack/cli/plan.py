@@ -9,9 +9,10 @@ from typing import Any
 import typer
 from rich.table import Table
 
+import seqpack.cli._pack_options as shared
 from seqpack._io import atomic_path
 from seqpack._plot import pyplot
-from seqpack._ranges import RANKS, SIZE, TOKEN_ID
+from seqpack._ranges import RANKS, SIZE
 from seqpack.cli._common import (
     FormatOption,
     OutputFormat,
@@ -36,9 +37,6 @@ from seqpack.plan import (
     recommend,
     resolve_cost_model,
 )
-
-#: ``seqpack pack``'s default ``--messages-field`` (a plan's suggested command repeats any other).
-DEFAULT_MESSAGES_FIELD = "messages"
 
 LEGEND = """\
 efficiency: real tokens / token slots. padding saved: token slots saved vs one padded row per sample.
@@ -126,16 +124,12 @@ def _plot(candidates: list[Candidate], path: Path, overwrite: bool) -> None:
 
 
 def plan(
-    inputs: list[Path] = typer.Argument(..., help="JSONL/Parquet files or datasets save_to_disk dirs."),
-    tokenizer: Path = typer.Option(None, "--tokenizer", help="Local HF tokenizer dir (text input)."),
-    prompt_field: str = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion)."),
-    completion_field: str = typer.Option(None, "--completion-field", help="Completion text field."),
-    messages_field: str = typer.Option(
-        DEFAULT_MESSAGES_FIELD, "--messages-field", help="Chat messages field."
-    ),
-    eos_id: int = number_option(
-        None, "--eos-id", help="EOS id for text input (default: the tokenizer's).", range=TOKEN_ID
-    ),
+    inputs: list[Path] = typer.Argument(..., help=shared.INPUTS_HELP),
+    tokenizer: Path = shared.TokenizerOption,
+    prompt_field: str = shared.PromptFieldOption,
+    completion_field: str = shared.CompletionFieldOption,
+    messages_field: str = shared.MessagesFieldOption,
+    eos_id: int = shared.EosIdOption,
     pack_sizes: str = typer.Option("2048,4096,8192,16384", "--pack-sizes", help="Candidate pack sizes."),
     token_slots: int = number_option(
         DEFAULT_TOKEN_SLOTS,
@@ -143,19 +137,15 @@ def plan(
         help="Tokens per step kept equal: GBS = slots // pack.",
         range=SIZE,
     ),
-    tp: int = number_option(1, "--tp", help="Tensor-parallel size.", range=RANKS),
-    cp: int = number_option(1, "--cp", help="Context-parallel size.", range=RANKS),
-    sequence_parallel: bool = typer.Option(False, "--sequence-parallel", help="Sequence parallelism on."),
+    tp: int | None = shared.TpOption,
+    cp: int | None = shared.CpOption,
+    sequence_parallel: bool = shared.SequenceParallelOption,
     dp: int = number_option(None, "--dp", help="Data-parallel size.", range=RANKS),
     world_size: int = number_option(
         None, "--world-size", help="GPUs in all; DP = world / (TP x CP).", range=RANKS
     ),
-    model: str = typer.Option(
-        None, "--model", help="hidden,layers,heads,ffn,vocab[,query_groups] for FLOPs (default 7B-like)."
-    ),
-    workers: int = number_option(
-        None, "--workers", "-j", help="Processes for parsing/tokenizing.", range=RANKS
-    ),
+    model: str = shared.ModelOption,
+    workers: int = shared.WorkersOption,
     plot: Path = typer.Option(None, "--plot", help="Write a PNG of efficiency and attention share."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --plot file."),
     output_format: OutputFormat = FormatOption,
@@ -165,6 +155,7 @@ def plan(
 
     Example: seqpack plan data.jsonl --pack-sizes 4096,8192,16384 --dp 8 --model 4096,32,32,11008,32000
     """
+    tp, cp = tp or 1, cp or 1
     sizes = parse_pack_sizes(pack_sizes)
     dims = None if model is None else ModelDims.parse(model)
     cost_model = resolve_cost_model(dims)
@@ -187,7 +178,7 @@ def plan(
         ("--tokenizer", tokenizer),
         ("--prompt-field", prompt_field),
         ("--completion-field", completion_field),
-        ("--messages-field", None if messages_field == DEFAULT_MESSAGES_FIELD else messages_field),
+        ("--messages-field", None if messages_field == shared.DEFAULT_MESSAGES_FIELD else messages_field),
         ("--eos-id", eos_id),
         ("--model", model),
     ]

@@ -2,7 +2,8 @@
 
 from seqpack.data._example_data import EXAMPLE_EOS_ID, example_dataset_path
 from seqpack.data._legacy_npy import read_legacy_npy
-from seqpack.data._pipeline import PackOptions, PackResult, bridge_overrides, pack_files
+from seqpack.data._options import InputOptions, LengthPolicy, PackOptions, PackSize, RunSettings
+from seqpack.data._pipeline import PackResult, bridge_overrides, pack_files
 from seqpack.data._shape import TooLong
 from seqpack.data._write import PACKED_SCHEMA, ROW_GROUP_SIZE
 from seqpack.data.metadata import (
@@ -31,12 +32,16 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "ROW_GROUP_SIZE",
     "SEQPACK_KEY",
+    "InputOptions",
+    "LengthPolicy",
     "PackOptions",
     "PackResult",
+    "PackSize",
     "PackedBlock",
     "PackedReader",
     "PackedRow",
     "PackedStats",
+    "RunSettings",
     "TooLong",
     "bridge_overrides",
     "collect_stats",

@@ -31,11 +31,13 @@ from seqpack._faults import fault_point
 from seqpack._io import atomic_path, disk_full_error, is_disk_full
 from seqpack._progress import progress
 from seqpack.data._examples import IDS_FIELD, Examples
-from seqpack.data._ingest import ChunkToExamples, as_paths, convert_all, default_workers, text_fields
-from seqpack.data._lock import claim_output_dir
-from seqpack.data._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks, known_rows
+from seqpack.data._ingest import ChunkToExamples, as_paths, convert_all
+from seqpack.data._input import resolve_input
+from seqpack.data._lock import OutputLock, claim_output_dir
+from seqpack.data._options import PackOptions, resolve_workers
+from seqpack.data._readers import RawChunk, iter_chunks, known_rows
 from seqpack.data._scratch import ScratchStore, default_scratch_dir
-from seqpack.data._shape import Action, Shaped, ShapeSpec, TooLong, check_lengths, shape
+from seqpack.data._shape import Action, Shaped, ShapeSpec, shape
 from seqpack.data._write import write_packed
 from seqpack.data.metadata import (
     HF_METADATA,
@@ -49,72 +51,13 @@ from seqpack.data.metadata import (
 from seqpack.data.overrides import offline_packing_overrides
 from seqpack.data.runs import PARQUET_RUN_ID, RUN_ID, new_run_id, rejects_filename
 from seqpack.data.text import TextSpec, chat_options, load_tokenizer, text_record, tokenizer_hash
-from seqpack.data.token_ids import check_eos_id, infer_eos_id
-from seqpack.errors import DataError, InputError, UsageError
+from seqpack.data.token_ids import infer_eos_id
+from seqpack.errors import DataError, InputError, UsageError, param
 from seqpack.fingerprint import PackedFingerprinter
-from seqpack.packing import (
-    BALANCED,
-    BRIDGE_ALGORITHMS,
-    BRIDGE_DEFAULT_ALGORITHM,
-    BRIDGE_DEFAULT_SEED,
-    DEFAULT_ALGORITHM,
-    CostModel,
-    PackPlan,
-    pack_lengths,
-)
+from seqpack.packing import BALANCED, CostModel, PackPlan, pack_lengths
 
-SPLITS = ("training", "validation")
-#: ``bridge``: Bridge's packed Parquet (spec §3); ``hf``: the flattened padding-free layout.
-LAYOUTS = ("bridge", "hf")
 #: Keys of the seqpack record that must agree between the splits of one output directory.
 _SPLIT_AGREEMENT = ("pack_size", "pad_seq_to_mult", "seed", "tokenizer_sha256")
-
-
-@dataclass
-class PackOptions:
-    """Everything ``seqpack pack`` takes (the CLI maps flags 1:1 onto this)."""
-
-    inputs: list[Path]
-    out_dir: Path
-    pack_size: int
-    split: str = "training"
-    max_seq_length: int | None = None
-    pad_seq_to_mult: int = 1
-    too_long: TooLong | None = None
-    bridge_compat: bool = False
-    algorithm: str | None = None
-    cost_model: CostModel | None = None  # what the balanced algorithm evens out (None: 7B-like default)
-    seed: int | None = None  # None: BRIDGE_DEFAULT_SEED with --bridge-compat, else 0
-    eos_id: int | None = None
-    tokenizer: Path | None = None
-    prompt_field: str | None = None
-    completion_field: str | None = None
-    messages_field: str = "messages"
-    chat_template: Path | None = None  # --chat-template: Bridge's TokenizerConfig.chat_template_path
-    tool_schemas: Path | None = None  # --tool-schemas: Bridge's dataset_kwargs.tool_schemas
-    # Bridge's PromptCompletionSFTPreprocessingConfig as its recipes set it (see TextSpec)
-    loss_mode: str | None = None
-    separator: str = " "
-    prompt_template: str = "{prompt}"
-    strip_whitespace: bool = True
-    add_bos: bool = False
-    add_sep: bool = False
-    add_eos: bool = True
-    truncation_method: str = "right"
-
-    @property
-    def packing_seed(self) -> int:
-        """The seed of the packing shuffles: compat defaults to Bridge's ``GPTSFTDatasetConfig.seed``."""
-        if self.seed is not None:
-            return self.seed
-        return BRIDGE_DEFAULT_SEED if self.bridge_compat else 0
-
-    workers: int | None = None
-    scratch_dir: Path | None = None
-    overwrite: bool = False
-    quiet: bool = False
-    chunk_rows: int = DEFAULT_CHUNK_ROWS
-    layout: str = "bridge"
 
 
 @dataclass
@@ -157,39 +100,6 @@ class PackResult:
         return self.num_packs * self.pack_size - self.runtime_tokens
 
 
-def _check_options(opts: PackOptions) -> tuple[int, str]:
-    if opts.pack_size <= 0:
-        raise UsageError(f"--pack-size must be a positive integer, got {opts.pack_size}")
-    if opts.split not in SPLITS:
-        raise UsageError(f"--split must be one of {', '.join(SPLITS)}, got {opts.split!r}")
-    if not opts.inputs:
-        raise UsageError("no input files given")
-    max_len = opts.pack_size if opts.max_seq_length is None else opts.max_seq_length
-    if max_len > opts.pack_size:
-        raise UsageError(f"--max-seq-length {max_len} is larger than --pack-size {opts.pack_size}")
-    check_lengths(max_len, opts.pad_seq_to_mult)
-    if opts.bridge_compat and opts.too_long is not None:
-        raise UsageError("--too-long cannot be combined with --bridge-compat (compat decides long samples)")
-    algorithm = opts.algorithm or (BRIDGE_DEFAULT_ALGORITHM if opts.bridge_compat else DEFAULT_ALGORITHM)
-    if opts.cost_model is not None and algorithm != BALANCED:
-        raise UsageError(f"--model sets the cost model of the {BALANCED} algorithm, not of {algorithm}")
-    if opts.bridge_compat and algorithm not in BRIDGE_ALGORITHMS:
-        raise UsageError(f"--bridge-compat needs one of Bridge's algorithms ({', '.join(BRIDGE_ALGORITHMS)})")
-    if (opts.prompt_field is None) != (opts.completion_field is None):
-        raise UsageError("--prompt-field and --completion-field go together")
-    if opts.prompt_field is not None and opts.tokenizer is None:
-        raise UsageError("--prompt-field/--completion-field need --tokenizer")
-    if opts.layout not in LAYOUTS:
-        raise UsageError(f"--layout must be one of {', '.join(LAYOUTS)}, got {opts.layout!r}")
-    if opts.layout == "hf":  # the HF layout counts stored tokens (docs/pack.md); Bridge's bins do not
-        if opts.bridge_compat:
-            raise UsageError("--bridge-compat builds Bridge's packs; it cannot be combined with --layout hf")
-        if opts.too_long is TooLong.split and max_len // opts.pad_seq_to_mult * opts.pad_seq_to_mult < 2:
-            raise UsageError("--too-long split with --layout hf needs pieces of at least 2 tokens")
-    check_eos_id(opts.eos_id)
-    return max_len, algorithm
-
-
 class _BackgroundHash:
     """:func:`_hash_inputs` on a daemon thread (hashlib releases the GIL), overlapping with the passes.
 
@@ -228,19 +138,19 @@ def _hash_inputs(paths: list[Path]) -> str:
 
 
 def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: dict[str, Any]) -> None:
-    if packed.exists() and not opts.overwrite:
-        raise UsageError(f"{packed}: already exists (pass --overwrite to replace it)")
+    if packed.exists() and not opts.run.overwrite:
+        raise UsageError(f"{packed}: already exists (pass {param('overwrite')} to replace it)")
     if not meta_path.exists():
         return
     for entry in read_metadata(meta_path):
         other = entry.get(SEQPACK_KEY)
-        if not isinstance(other, dict) or other.get("split") == opts.split:
+        if not isinstance(other, dict) or other.get("split") == opts.run.split:
             continue
         for key in _SPLIT_AGREEMENT:
             if other.get(key) != record[key]:
                 raise UsageError(
                     f"{meta_path}: the {other.get('split')} split was packed with {key}={other.get(key)!r}, "
-                    f"this run has {record[key]!r}; use another --out directory"
+                    f"this run has {record[key]!r}; use another {param('out_dir')} directory"
                 )
 
 
@@ -253,7 +163,7 @@ def check_eos(examples: Examples, eos_id: int, paths: tuple[str, ...]) -> None:
         raise DataError(
             f"{examples.where(paths[examples.source], i, IDS_FIELD)}: last token {int(last[i])} "
             f"differs from {eos_id}, the EOS inferred as the most common last token of the first rows "
-            "(pass --eos-id or --tokenizer, or fix the row)"
+            f"(pass {param('eos_id')} or {param('tokenizer')}, or fix the row)"
         )
 
 
@@ -341,27 +251,126 @@ class _SpoolToScratch:
         self.rejects.write(orjson.dumps(record) + b"\n")
 
 
-def _text_spec(opts: PackOptions, eos_id: int, max_len: int) -> TextSpec:
-    """The text step's settings; compat truncates long prompt-completion rows as Bridge does while it
-    tokenizes: to the max length, + 1 with a pad multiple > 1 (``tokenize_dataset``'s stored length)."""
-    assert opts.tokenizer is not None
-    spec = TextSpec(
-        os.fspath(opts.tokenizer),
-        eos_id,
-        opts.prompt_field,
-        opts.completion_field,
-        opts.messages_field,
-        loss_mode=opts.loss_mode,
-        separator=opts.separator,
-        prompt_template=opts.prompt_template,
-        strip_whitespace=opts.strip_whitespace,
-        add_bos=opts.add_bos,
-        add_sep=opts.add_sep,
-        add_eos=opts.add_eos,
-        truncation_method=opts.truncation_method,
-        max_length=(max_len + int(opts.pad_seq_to_mult > 1)) if opts.bridge_compat else None,
-        allow_missing_completion=opts.bridge_compat,
-        chat=chat_options(opts.chat_template, opts.tool_schemas, opts.bridge_compat),
+@dataclass(frozen=True)
+class _Outputs:
+    """The files of one set, named by split, pack size and layout (the HF layout never shares a Bridge
+    set's names)."""
+
+    packed: Path
+    metadata: Path
+    rejects: Path
+
+    @classmethod
+    def of(cls, opts: PackOptions) -> _Outputs:
+        out, split, n = opts.run.out_dir, opts.run.split, opts.size.pack_size
+        if opts.run.layout == "hf":
+            return cls(out / hf_filename(split), out / HF_METADATA, out / rejects_filename(split))
+        return cls(out / packed_filename(split, n), out / metadata_filename(n), out / rejects_filename(split))
+
+
+@dataclass
+class _Run:
+    """One run, resolved from its options before anything is written; ``record`` (the metadata record)
+    and ``seconds`` fill in as the steps go."""
+
+    opts: PackOptions
+    inputs: list[Path]
+    eos_id: int | None  # None: inferred in pass 1
+    text: TextSpec | None  # None: pre-tokenized input
+    outputs: _Outputs
+    record: dict[str, Any]
+    workers: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def pack_files(opts: PackOptions) -> PackResult:
+    """Pack ``opts``' inputs into its output directory (see the module docstring), step by step:
+    resolve the inputs, pass 1 (read, shape, spool), plan, pass 2 (write), commit."""
+    run = _resolve(opts)
+    lock, store = _claim_output_dir(run)
+    try:
+        with contextlib.ExitStack() as stack:
+            # Commit order (the stack exits in reverse): metadata, then rejects, then the packed file last,
+            # so a run killed at any point leaves no packed file under its final name that inspect accepts
+            # (inspect reads a lone packed file without its sidecar).
+            packed_tmp = stack.enter_context(atomic_path(run.outputs.packed, overwrite=True))
+            stack.callback(fault_point, "rename")
+            rejects_tmp = stack.enter_context(atomic_path(run.outputs.rejects, overwrite=True))
+            bar = stack.enter_context(progress(opts.run.quiet))
+            rejects = stack.enter_context(open(rejects_tmp, "wb"))
+            input_hash = _BackgroundHash(run.inputs)
+            spool = _pass1(run, store, rejects, bar)
+            plan = _plan(run, spool)
+            _pass2(run, store, plan, packed_tmp, bar)
+            entry = _commit(run, spool.counts, plan, input_hash)
+    except OSError as exc:  # ENOSPC, EFBIG (a file-size limit), EDQUOT: the directory, in one line
+        if not is_disk_full(exc):
+            raise
+        raise disk_full_error(Path(exc.filename).parent if exc.filename else opts.run.out_dir, exc) from None
+    finally:
+        store.remove()
+        lock.release()
+    outputs = run.outputs
+    return PackResult(
+        outputs.packed,
+        outputs.metadata,
+        outputs.rejects,
+        entry,
+        spool.counts,
+        plan.num_packs,
+        int(plan.total_length),
+        opts.size.pack_size,
+        run.seconds,
+    )
+
+
+def _resolve(opts: PackOptions) -> _Run:
+    """Check the options, resolve the EOS and the text step, name the outputs and start the metadata
+    record; refuse to replace a set (or join one packed differently) before anything is written."""
+    opts.check()
+    tokenizer = opts.input.tokenizer
+    tok_sha = None
+    if tokenizer is not None:
+        load_tokenizer(tokenizer)  # refused here if it cannot load, also where it only names the EOS
+        tok_sha = tokenizer_hash(tokenizer)
+    resolved = resolve_input(opts.input)
+    text = None if resolved.text is None else _text_spec(opts, resolved.text)
+    outputs = _Outputs.of(opts)
+    max_len, size = opts.max_seq_length, opts.size
+    record: dict[str, Any] = {
+        "version": __version__,
+        "split": opts.run.split,
+        "mode": "bridge-compat" if opts.bridge_compat else "seqpack",
+        "layout": opts.run.layout,
+        "algorithm": opts.algorithm,
+        "seed": opts.packing_seed,
+        "pack_size": size.pack_size,
+        "pad_seq_to_mult": size.pad_seq_to_mult,
+        "max_seq_length": max_len,
+        "too_long": None if opts.bridge_compat else opts.too_long.value,
+        "eos_id": resolved.eos_id,
+        "eos_source": resolved.eos_source,  # --eos-id | tokenizer | inferred (the rows' most common last)
+        "tokenizer": os.fspath(tokenizer) if tokenizer else None,
+        "tokenizer_sha256": tok_sha,
+        RUN_ID: new_run_id(),  # carried by every file of the set (seqpack.data.runs)
+    }
+    if text is not None:
+        record["text"] = text_record(text)
+    _check_existing(opts, outputs.packed, outputs.metadata, record)
+    inputs = list(opts.input.paths)
+    record["inputs"] = [os.fspath(p) for p in inputs]
+    return _Run(opts, inputs, resolved.eos_id, text, outputs, record, resolve_workers(opts.run.workers))
+
+
+def _text_spec(opts: PackOptions, spec: TextSpec) -> TextSpec:
+    """The text step's settings, checked; compat truncates long prompt-completion rows as Bridge does while
+    it tokenizes: to the max length, + 1 with a pad multiple > 1 (``tokenize_dataset``'s stored length)."""
+    compat = opts.bridge_compat
+    spec = replace(
+        spec,
+        max_length=(opts.max_seq_length + int(opts.size.pad_seq_to_mult > 1)) if compat else None,
+        allow_missing_completion=compat,
+        chat=chat_options(opts.input.chat_template, opts.input.tool_schemas, compat),
     )
     if spec.is_chat:
         spec.check_chat()
@@ -370,177 +379,132 @@ def _text_spec(opts: PackOptions, eos_id: int, max_len: int) -> TextSpec:
     return spec
 
 
-def pack_files(opts: PackOptions) -> PackResult:
-    """Pack ``opts.inputs`` into ``opts.out_dir`` (see the module docstring)."""
-    max_len, algorithm = _check_options(opts)
-    text_spec: TextSpec | None = None
-    tok_sha = None
-    eos_id = opts.eos_id
-    eos_source = "--eos-id" if eos_id is not None else "inferred"
-    if opts.tokenizer is not None:
-        tokenizer = load_tokenizer(opts.tokenizer)
-        tok_sha = tokenizer_hash(opts.tokenizer)
-        if eos_id is None:
-            eos_id, eos_source = tokenizer.eos_token_id, "tokenizer"
-            if eos_id is None:
-                raise UsageError(f"{opts.tokenizer}: the tokenizer has no EOS token; pass --eos-id")
-        # Pre-tokenized input with --tokenizer: the tokenizer only names the EOS (#15: rows made by a chat
-        # template end with its end token and a newline, so "the rows' last token" would pad with "\n").
-        is_text, prompt, completion = text_fields(
-            opts.inputs, opts.prompt_field, opts.completion_field, opts.messages_field
-        )
-        if is_text:
-            fields = replace(opts, prompt_field=prompt, completion_field=completion)
-            text_spec = _text_spec(fields, int(eos_id), max_len)
-    out = opts.out_dir
-    packed_path = out / packed_filename(opts.split, opts.pack_size)
-    meta_path = out / metadata_filename(opts.pack_size)
-    if opts.layout == "hf":  # never mixed with a Bridge set's files in the same directory
-        packed_path = out / hf_filename(opts.split)
-        meta_path = out / HF_METADATA
-    rejects_path = out / rejects_filename(opts.split)
-    run_id = new_run_id()  # carried by every file of the set (seqpack.data.runs)
-    record: dict[str, Any] = {
-        "version": __version__,
-        "split": opts.split,
-        "mode": "bridge-compat" if opts.bridge_compat else "seqpack",
-        "layout": opts.layout,
-        "algorithm": algorithm,
-        "seed": opts.packing_seed,
-        "pack_size": opts.pack_size,
-        "pad_seq_to_mult": opts.pad_seq_to_mult,
-        "max_seq_length": max_len,
-        "too_long": None if opts.bridge_compat else (opts.too_long or TooLong.reject).value,
-        "eos_id": eos_id,
-        "eos_source": eos_source,  # --eos-id | tokenizer | inferred (the rows' most common last token)
-        "tokenizer": os.fspath(opts.tokenizer) if opts.tokenizer else None,
-        "tokenizer_sha256": tok_sha,
-        RUN_ID: run_id,
-    }
-    if text_spec is not None:
-        record["text"] = text_record(text_spec)
-    _check_existing(opts, packed_path, meta_path, record)
-    record["inputs"] = [os.fspath(p) for p in opts.inputs]
-    workers = opts.workers if opts.workers is not None else default_workers()
-    if workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {workers}")
-    if opts.chunk_rows < 1:
-        raise UsageError(f"--chunk-rows must be >= 1, got {opts.chunk_rows}")
+def _claim_output_dir(run: _Run) -> tuple[OutputLock, ScratchStore]:
+    """Make the output directory and take it with its scratch store: one run per output directory; a
+    killed run's leftovers are reclaimed (docs/failure-behaviour.md)."""
+    out, scratch_dir = run.opts.run.out_dir, run.opts.run.scratch_dir
+    data_dir = run.outputs.packed.parent
     out.mkdir(parents=True, exist_ok=True)
-    if packed_path.parent != out:  # the HF layout's data/ folder: never a link out of the directory
-        if packed_path.parent.is_symlink():
-            raise UsageError(f"{packed_path.parent}: a symbolic link; seqpack writes a real folder here")
-        packed_path.parent.mkdir(exist_ok=True)
-    # One run per output directory; a killed run's leftovers are reclaimed (docs/failure-behaviour.md).
-    lock = claim_output_dir(out, opts.scratch_dir, packed_path.parent)
+    if data_dir != out:  # the HF layout's data/ folder: never a link out of the directory
+        if data_dir.is_symlink():
+            raise UsageError(f"{data_dir}: a symbolic link; seqpack writes a real folder here")
+        data_dir.mkdir(exist_ok=True)
+    lock = claim_output_dir(out, scratch_dir, data_dir)
     try:
-        store = ScratchStore((opts.scratch_dir or out) / default_scratch_dir(out).name)
+        store = ScratchStore((scratch_dir or out) / default_scratch_dir(out).name)
     except BaseException:
         lock.release()
         raise
-    seconds: dict[str, float] = {}
-    try:
-        with contextlib.ExitStack() as stack:
-            # Commit order (the stack exits in reverse): metadata, then rejects, then the packed file last,
-            # so a run killed at any point leaves no packed file under its final name that inspect accepts
-            # (inspect reads a lone packed file without its sidecar).
-            packed_tmp = stack.enter_context(atomic_path(packed_path, overwrite=True))
-            stack.callback(fault_point, "rename")
-            rejects_tmp = stack.enter_context(atomic_path(rejects_path, overwrite=True))
-            bar = stack.enter_context(progress(opts.quiet))
-            rejects = stack.enter_context(open(rejects_tmp, "wb"))
-            t0 = time.perf_counter()
-            input_hash = _BackgroundHash(opts.inputs)
-            spool = _SpoolToScratch(as_paths(opts.inputs), store, rejects, run_id)
-            task = bar.add_task("read", total=known_rows(opts.inputs))
-            spec: ShapeSpec | None = None
+    return lock, store
 
-            def spec_for(eos: int) -> ShapeSpec:
-                too_long = opts.too_long or TooLong.reject
-                return ShapeSpec(
-                    max_len, opts.pad_seq_to_mult, eos, too_long, opts.bridge_compat, opts.layout == "hf"
-                )
 
-            chunks = iter_chunks(opts.inputs, opts.chunk_rows)
-            converter = ChunkToExamples(spool.paths, text_spec)
-            for examples, shaped, spec in _shaped_chunks(chunks, converter, spec_for, eos_id, workers):
-                spool.add(examples, shaped, spec)
-                fault_point("read")
-                bar.advance(task, len(examples.lengths))
-                _rate(bar, task, spool.counts, t0)
-            seconds["read"] = time.perf_counter() - t0
-            counts = spool.counts
-            if counts.samples_in == 0:
-                raise DataError(f"{', '.join(spool.paths)}: empty input (no samples)")
-            if counts.sequences == 0:
-                raise DataError(
-                    f"{', '.join(spool.paths)}: no sample fits max length {max_len}; see the rejects"
-                )
-            assert spec is not None
-            record["eos_id"] = spec.eos_id
-            t1 = time.perf_counter()
-            lengths = np.concatenate(spool.lengths)
-            plan = _plan(lengths, opts, algorithm)
-            record["algorithm"] = plan.algorithm
-            if algorithm == BALANCED:
-                record["cost_model"] = (opts.cost_model or CostModel.default()).to_record()
-            seconds["plan"] = time.perf_counter() - t1
-            fault_point("plan")
-            t2 = time.perf_counter()
-            write_task = bar.add_task("write", total=plan.num_packs)
-            store.offsets()  # computed once, here: pass 2 reads the store from several threads
+def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _SpoolToScratch:
+    """Read, convert and shape every chunk on the workers; spool the pieces to the scratch store, the
+    too-long samples to the rejects file, and keep only the lengths in memory."""
+    opts = run.opts
+    t0 = time.perf_counter()
+    spool = _SpoolToScratch(as_paths(run.inputs), store, rejects, run.record[RUN_ID])
+    task = bar.add_task("read", total=known_rows(run.inputs))
+    spec: ShapeSpec | None = None
 
-            def on_row_group(packs: int, _tokens: int) -> None:
-                bar.advance(write_task, packs)
-                fault_point("write")
+    def spec_for(eos: int) -> ShapeSpec:
+        return ShapeSpec(
+            opts.max_seq_length,
+            opts.size.pad_seq_to_mult,
+            eos,
+            opts.too_long,
+            opts.bridge_compat,
+            opts.run.layout == "hf",
+        )
 
-            fingerprinter = PackedFingerprinter() if opts.layout == "bridge" else None
-            write_packed(
-                packed_tmp,
-                store.read,
-                plan.items,
-                plan.pack_offsets,
-                on_row_group=on_row_group,
-                layout=opts.layout,
-                fingerprinter=fingerprinter,
-                threads=workers,
-                key_value={PARQUET_RUN_ID: run_id.encode()},
-            )
-            if fingerprinter is not None:
-                record["fingerprint"] = fingerprinter.result().to_dict()
-            seconds["write"] = time.perf_counter() - t2
-            record["input_sha256"] = input_hash.result()
-            record["counts"] = {
-                "samples_in": counts.samples_in,
-                "packed": counts.packed,
-                "rejected": counts.rejected,
-                "truncated": counts.truncated,
-                "split": counts.split,
-                "dropped": counts.dropped,
-                "sequences": counts.sequences,
-                "packs": plan.num_packs,
-            }
-            entry = {**plan.bridge_metadata(), SEQPACK_KEY: record}
-            write_metadata_entry(meta_path, entry)
-            fault_point("commit")
-    except OSError as exc:  # ENOSPC, EFBIG (a file-size limit), EDQUOT: the directory, in one line
-        if not is_disk_full(exc):
-            raise
-        raise disk_full_error(Path(exc.filename).parent if exc.filename else out, exc) from None
-    finally:
-        store.remove()
-        lock.release()
-    return PackResult(
-        packed_path,
-        meta_path,
-        rejects_path,
-        entry,
-        counts,
-        plan.num_packs,
-        int(plan.total_length),
-        opts.pack_size,
-        seconds,
+    chunks = iter_chunks(run.inputs, opts.input.chunk_rows)
+    converter = ChunkToExamples(spool.paths, run.text)
+    for examples, shaped, spec in _shaped_chunks(chunks, converter, spec_for, run.eos_id, run.workers):
+        spool.add(examples, shaped, spec)
+        fault_point("read")
+        bar.advance(task, len(examples.lengths))
+        _rate(bar, task, spool.counts, t0)
+    run.seconds["read"] = time.perf_counter() - t0
+    counts = spool.counts
+    if counts.samples_in == 0:
+        raise DataError(f"{', '.join(spool.paths)}: empty input (no samples)")
+    if counts.sequences == 0:
+        raise DataError(
+            f"{', '.join(spool.paths)}: no sample fits max length {opts.max_seq_length}; see the rejects"
+        )
+    assert spec is not None
+    run.record["eos_id"] = spec.eos_id
+    return spool
+
+
+def _plan(run: _Run, spool: _SpoolToScratch) -> PackPlan:
+    """The packs, from the lengths alone."""
+    opts = run.opts
+    t1 = time.perf_counter()
+    lengths = np.concatenate(spool.lengths)
+    plan = pack_lengths(
+        lengths,
+        opts.size.pack_size,
+        algorithm=opts.algorithm,
+        seed=opts.packing_seed,
+        cost=opts.size.cost_model,
     )
+    run.record["algorithm"] = plan.algorithm
+    if opts.algorithm == BALANCED:
+        run.record["cost_model"] = (opts.size.cost_model or CostModel.default()).to_record()
+    run.seconds["plan"] = time.perf_counter() - t1
+    fault_point("plan")
+    return plan
+
+
+def _pass2(run: _Run, store: ScratchStore, plan: PackPlan, packed_tmp: Path, bar: Any) -> None:
+    """Build the packs' row groups from the scratch store and write them (fingerprinted for Bridge's
+    layout)."""
+    t2 = time.perf_counter()
+    write_task = bar.add_task("write", total=plan.num_packs)
+    store.offsets()  # computed once, here: pass 2 reads the store from several threads
+
+    def on_row_group(packs: int, _tokens: int) -> None:
+        bar.advance(write_task, packs)
+        fault_point("write")
+
+    layout = run.opts.run.layout
+    fingerprinter = PackedFingerprinter() if layout == "bridge" else None
+    write_packed(
+        packed_tmp,
+        store.read,
+        plan.items,
+        plan.pack_offsets,
+        on_row_group=on_row_group,
+        layout=layout,
+        fingerprinter=fingerprinter,
+        threads=run.workers,
+        key_value={PARQUET_RUN_ID: run.record[RUN_ID].encode()},
+    )
+    if fingerprinter is not None:
+        run.record["fingerprint"] = fingerprinter.result().to_dict()
+    run.seconds["write"] = time.perf_counter() - t2
+
+
+def _commit(run: _Run, counts: Counts, plan: PackPlan, input_hash: _BackgroundHash) -> dict[str, Any]:
+    """Complete the record and write the metadata entry; the caller's exit renames the rejects and then
+    the packed file into place."""
+    record = run.record
+    record["input_sha256"] = input_hash.result()
+    record["counts"] = {
+        "samples_in": counts.samples_in,
+        "packed": counts.packed,
+        "rejected": counts.rejected,
+        "truncated": counts.truncated,
+        "split": counts.split,
+        "dropped": counts.dropped,
+        "sequences": counts.sequences,
+        "packs": plan.num_packs,
+    }
+    entry = {**plan.bridge_metadata(), SEQPACK_KEY: record}
+    write_metadata_entry(run.outputs.metadata, entry)
+    fault_point("commit")
+    return entry
 
 
 def _shaped_chunks(
@@ -568,12 +532,6 @@ def _shaped_chunks(
         job = _ShapeChunk(converter, spec_for(int(eos_id)), infer_eos=False)
     for examples, shaped in convert_all(chunks, job, workers):
         yield examples, shaped, job.spec
-
-
-def _plan(lengths: np.ndarray, opts: PackOptions, algorithm: str) -> PackPlan:
-    return pack_lengths(
-        lengths, opts.pack_size, algorithm=algorithm, seed=opts.packing_seed, cost=opts.cost_model
-    )
 
 
 def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:

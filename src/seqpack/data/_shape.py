@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 
 
 class TooLong(enum.Enum):
@@ -86,12 +86,13 @@ class ShapeSpec:
 def check_lengths(max_seq_length: int, pad_multiple: int) -> None:
     """Usage errors of spec §2: ``m >= 1``, ``m <= max`` (else the cap is 0)."""
     if pad_multiple < 1:
-        raise UsageError(f"--pad-seq-to-mult must be >= 1, got {pad_multiple}")
+        raise UsageError(f"{param('pad_seq_to_mult')} must be >= 1, got {pad_multiple}")
     if max_seq_length < 1:
-        raise UsageError(f"--max-seq-length must be >= 1, got {max_seq_length}")
+        raise UsageError(f"{param('max_seq_length')} must be >= 1, got {max_seq_length}")
     if pad_multiple > max_seq_length:
         raise UsageError(
-            f"--pad-seq-to-mult {pad_multiple} is larger than the max sequence length {max_seq_length}"
+            f"{param('pad_seq_to_mult')} {pad_multiple} is larger than the max sequence length "
+            f"{max_seq_length}"
         )
 
 

@@ -9,18 +9,18 @@ will pack. Only an int64 array of lengths is kept (8 bytes per sample), never th
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from seqpack._progress import progress
-from seqpack.data._ingest import ChunkToExamples, as_paths, convert_all, default_workers, text_fields
+from seqpack.data._ingest import ChunkToExamples, as_paths, convert_all
+from seqpack.data._input import resolve_input
+from seqpack.data._options import InputOptions, resolve_workers
 from seqpack.data._readers import DEFAULT_CHUNK_ROWS, iter_chunks
-from seqpack.data.text import TextSpec, load_tokenizer
-from seqpack.data.token_ids import check_eos_id
-from seqpack.errors import DataError, UsageError
+from seqpack.data.text import TextOptions
+from seqpack.errors import DataError
 
 IntArray = npt.NDArray[np.int64]
 
@@ -37,25 +37,13 @@ def read_lengths(
     quiet: bool = False,
 ) -> IntArray:
     """Runtime lengths ``r = len(input_ids) - 1`` of every sample of ``inputs``, in input order."""
-    if not inputs:
-        raise UsageError("no input files given")
-    if (prompt_field is None) != (completion_field is None):
-        raise UsageError("--prompt-field and --completion-field go together")
-    check_eos_id(eos_id)
-    text: TextSpec | None = None
-    if tokenizer is not None:
-        if eos_id is None:
-            eos_id = load_tokenizer(tokenizer).eos_token_id
-            if eos_id is None:
-                raise UsageError(f"{tokenizer}: the tokenizer has no EOS token; pass --eos-id")
-        is_text, prompt, completion = text_fields(inputs, prompt_field, completion_field, messages_field)
-        if is_text:
-            text = TextSpec(os.fspath(tokenizer), int(eos_id), prompt, completion, messages_field)
-    elif prompt_field is not None:
-        raise UsageError("--prompt-field/--completion-field need --tokenizer")
-    n_workers = default_workers() if workers is None else workers
-    if n_workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {n_workers}")
+    fields = TextOptions(
+        prompt_field=prompt_field, completion_field=completion_field, messages_field=messages_field
+    )
+    options = InputOptions(tuple(inputs), tokenizer, eos_id, fields)
+    options.check()
+    text = resolve_input(options).text
+    n_workers = resolve_workers(workers)
     converter = ChunkToExamples(as_paths(inputs), text)
     parts: list[IntArray] = []
     with progress(quiet) as bar:

@@ -13,13 +13,13 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack.data._scratch import MAX_TOKEN_ID
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 
 
-def check_eos_id(eos_id: int | None, option: str = "--eos-id") -> None:
+def check_eos_id(eos_id: int | None) -> None:
     """Refuse an EOS id outside ``[0, MAX_TOKEN_ID]`` (a usage error, exit 2); ``None`` is "not given"."""
     if eos_id is not None and not 0 <= eos_id <= MAX_TOKEN_ID:
-        raise UsageError(f"{option} must be a token id in [0, {MAX_TOKEN_ID}], got {eos_id}")
+        raise UsageError(f"{param('eos_id')} must be a token id in [0, {MAX_TOKEN_ID}], got {eos_id}")
 
 
 def infer_eos_id(tokens: npt.NDArray[np.integer], sequence_ends: npt.NDArray[np.integer]) -> int:

@@ -26,10 +26,14 @@ import yaml
 from seqpack._io import atomic_write_bytes, read_bytes
 from seqpack.curves import LOSS, Comparison, Curves, Profile, compare_curves, read_curves
 from seqpack.data import (
+    InputOptions,
+    LengthPolicy,
     PackedReader,
     PackedStats,
     PackOptions,
     PackResult,
+    PackSize,
+    RunSettings,
     TooLong,
     collect_stats,
     compare_metadata,
@@ -141,13 +145,11 @@ def remap_vocabulary(layout: Layout, *, overwrite: bool) -> TokenizerOut:
 def pack(dataset: Path, layout: Layout, sizes: DemoSizes, *, overwrite: bool) -> tuple[PackResult, str]:
     """Pack the conversations at ``sizes.pack_size``; the few longer ones are truncated (and listed)."""
     options = PackOptions(
-        inputs=[dataset],
-        out_dir=layout.packed_dir,
-        pack_size=sizes.pack_size,
-        tokenizer=layout.tokenizer,
-        too_long=TooLong.truncate,
-        overwrite=overwrite,
-        quiet=True,  # the demo's own progress display is live; a second one would clash
+        InputOptions((dataset,), tokenizer=layout.tokenizer),
+        PackSize(sizes.pack_size),
+        # quiet: the demo's own progress display is live; a second one would clash
+        RunSettings(layout.packed_dir, overwrite=overwrite, quiet=True),
+        LengthPolicy(too_long=TooLong.truncate),
     )
     cli = command(
         "seqpack", "pack", dataset, "--out", layout.packed_dir, "--pack-size", str(sizes.pack_size),

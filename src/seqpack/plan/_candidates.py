@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from seqpack._ranges import SIZE
 from seqpack.data.overrides import offline_packing_overrides
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 from seqpack.packing import (
     BEST_FIT_DECREASING,
     CostModel,
@@ -79,13 +79,13 @@ class Topology:
     ) -> Topology:
         """``--dp`` or ``--world-size`` (DP = world / (TP * CP), no pipeline parallelism), not both."""
         if dp is not None and world_size is not None:
-            raise UsageError("give either --dp or --world-size, not both")
+            raise UsageError(f"give either {param('dp')} or {param('world_size')}, not both")
         if world_size is not None:
             if world_size < 1 or world_size % (tp * cp):
-                raise UsageError(f"--world-size {world_size} is not a multiple of TP {tp} x CP {cp}")
+                raise UsageError(f"{param('world_size')} {world_size} is not a multiple of TP {tp} x CP {cp}")
             dp = world_size // (tp * cp)
         if dp is not None and dp < 1:
-            raise UsageError(f"--dp must be >= 1, got {dp}")
+            raise UsageError(f"{param('dp')} must be >= 1, got {dp}")
         pad_multiple(cp, tp, sequence_parallel)  # validates tp/cp
         return cls(tp, cp, sequence_parallel, dp)
 
@@ -276,7 +276,7 @@ def evaluate(
 ) -> list[Candidate]:
     """Every candidate pack size, evaluated on the same lengths."""
     if token_slots < 1:
-        raise UsageError(f"--token-slots must be positive, got {token_slots}")
+        raise UsageError(f"{param('token_slots')} must be positive, got {token_slots}")
     return [
         evaluate_candidate(lengths, n, token_slots, topology, model, simulate=simulate) for n in pack_sizes
     ]
@@ -340,9 +340,9 @@ def parse_pack_sizes(text: str) -> list[int]:
     try:
         sizes = sorted({int(p) for p in text.split(",") if p.strip()})
     except ValueError:
-        raise UsageError(f"--pack-sizes expects comma-separated integers, got {text!r}") from None
+        raise UsageError(f"{param('pack_sizes')} expects comma-separated integers, got {text!r}") from None
     if not sizes:
-        raise UsageError(f"--pack-sizes expects positive integers, got {text!r}")
+        raise UsageError(f"{param('pack_sizes')} expects positive integers, got {text!r}")
     for size in sizes:
-        SIZE.check("--pack-sizes", size)
+        SIZE.check(param("pack_sizes"), size)
     return sizes

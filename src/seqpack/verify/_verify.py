@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from seqpack.data import PackOptions, pack_files
+from seqpack.data import InputOptions, PackOptions, PackSize, RunSettings, pack_files
 from seqpack.data.metadata import BRIDGE_METADATA_KEYS, read_metadata
 from seqpack.diff._packed_diff import diff_packed
 from seqpack.env._stack import parse_version
@@ -125,15 +125,10 @@ def _packing_part(opts: VerifyOptions, work: Path) -> tuple[PartResult, Path]:
     generate_samples(samples, opts.samples, opts.pack_size, opts.seed)
     ours = pack_files(
         PackOptions(
-            [samples],
-            work / "seqpack",
-            opts.pack_size,
+            InputOptions((samples,), eos_id=VERIFY_EOS),
+            PackSize(opts.pack_size, opts.pad_seq_to_mult, seed=opts.seed),
+            RunSettings(work / "seqpack", overwrite=True, quiet=True),
             bridge_compat=True,
-            seed=opts.seed,
-            eos_id=VERIFY_EOS,
-            pad_seq_to_mult=opts.pad_seq_to_mult,
-            quiet=True,
-            overwrite=True,
         )
     )
     theirs_dir = work / "bridge"

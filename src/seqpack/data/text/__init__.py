@@ -22,10 +22,11 @@ from seqpack.data._readers import RawChunk
 from seqpack.data.text._chat import chat
 from seqpack.data.text._chat_options import chat_options, chat_record
 from seqpack.data.text._prompt_completion import prompt_completion
-from seqpack.data.text._spec import TextSpec
+from seqpack.data.text._spec import TextOptions, TextSpec
 from seqpack.data.text._tokenizer import library_versions, load_tokenizer, tokenizer_hash
 
 __all__ = [
+    "TextOptions",
     "TextSpec",
     "chat_options",
     "eos_disagreement",

@@ -33,7 +33,7 @@ from seqpack.data._readers import RawChunk
 from seqpack.data.text._arrays import flat_ids, segment_positions
 from seqpack.data.text._spec import TextSpec
 from seqpack.data.text._tokenizer import is_space_sensitive, skipped_token_ids, special_token_id
-from seqpack.errors import DataError, UsageError
+from seqpack.errors import DataError, UsageError, param
 
 #: Bridge's canonical pair and the conversation keys a prompt-completion row must not carry
 #: (``data/sft_processing.py:normalize_sft_example``).
@@ -74,7 +74,7 @@ def _pair(path: str, chunk: RawChunk, index: int, record: dict[str, Any], spec: 
 def _special_id(spec: TextSpec, tokenizer: Any, name: str) -> int:
     value = special_token_id(tokenizer, name)
     if value is None:
-        flag = f"--add-{name}"
+        flag = param(f"add_{name}")
         raise UsageError(f"{spec.tokenizer}: {flag} needs a {name.upper()} token, and the tokenizer has none")
     return int(value)
 
