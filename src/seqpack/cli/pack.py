@@ -237,18 +237,32 @@ def pack(
         truncation_method=truncation_method,
     )
     opts = PackOptions(
-        InputOptions(tuple(inputs), tokenizer, eos_id, text, chat_template, tool_schemas, chunk_rows),
+        InputOptions(
+            tuple(inputs),
+            tokenizer=tokenizer,
+            eos_id=eos_id,
+            text=text,
+            chat_template=chat_template,
+            tool_schemas=tool_schemas,
+            chunk_rows=chunk_rows,
+        ),
         PackSize(
             pack_size,
-            _pad_multiple(pad_seq_to_mult, cp, tp, sequence_parallel),
-            _algorithm(algorithm, balance, bridge_compat),
-            _cost_model(model),
-            seed,
+            pad_seq_to_mult=_pad_multiple(pad_seq_to_mult, cp, tp, sequence_parallel),
+            algorithm=_algorithm(algorithm, balance, bridge_compat),
+            cost_model=_cost_model(model),
+            seed=seed,
         ),
         RunSettings(
-            out, split, layout, workers, scratch_dir, overwrite, quiet or output_format is OutputFormat.json
+            out,
+            split=split,
+            layout=layout,
+            workers=workers,
+            scratch_dir=scratch_dir,
+            overwrite=overwrite,
+            quiet=quiet or output_format is OutputFormat.json,
         ),
-        LengthPolicy(max_seq_length, too_long),
+        LengthPolicy(max_seq_length=max_seq_length, too_long=too_long),
         bridge_compat=bridge_compat,
     )
     result = pack_files(opts)

@@ -99,12 +99,8 @@ def resolve_workers(workers: int | None) -> int:
     return workers
 
 
-_GROUPS: dict[str, type[Any]] = {
-    "input": InputOptions,
-    "size": PackSize,
-    "run": RunSettings,
-    "length": LengthPolicy,
-}
+#: Fields given otherwise than as flat keywords: positionally, or (``text``) as its own fields.
+_NOT_FLAT = frozenset({"paths", "text", "pack_size", "out_dir"})
 
 
 @dataclass(frozen=True)
@@ -121,20 +117,23 @@ class PackOptions:
     def from_flat(cls, inputs: Sequence[Path], out_dir: Path, pack_size: int, **options: Any) -> PackOptions:
         """The options from flat keywords, one per ``seqpack pack`` flag (``bridge_compat``, ``algorithm``,
         ``pad_seq_to_mult``, ``tokenizer``, ``too_long``, ``layout``, the :class:`TextOptions`, ...)."""
-        text_names = {f.name for f in fields(TextOptions)}
-        text = TextOptions(**{k: options.pop(k) for k in list(options) if k in text_names})
-        grouped: dict[str, dict[str, Any]] = {name: {} for name in _GROUPS}
-        grouped["input"].update(paths=tuple(inputs), text=text)
-        grouped["size"]["pack_size"] = pack_size
-        grouped["run"]["out_dir"] = out_dir
-        bridge_compat = bool(options.pop("bridge_compat", False))
-        for name, value in options.items():
-            group = next((g for g, kind in _GROUPS.items() if name in {f.name for f in fields(kind)}), None)
-            if group is None or name in ("paths", "text"):  # given as inputs, or flat
-                raise TypeError(f"got an unexpected option {name!r} (see seqpack.data.PackOptions)")
-            grouped[group][name] = value
-        made = {name: _GROUPS[name](**values) for name, values in grouped.items()}
-        return cls(bridge_compat=bridge_compat, **made)
+        given = dict(options)
+
+        def take(kind: type[Any]) -> dict[str, Any]:
+            """The given keywords that are fields of ``kind``, removed from ``given``."""
+            names = [f.name for f in fields(kind) if f.name not in _NOT_FLAT]
+            return {name: given.pop(name) for name in names if name in given}
+
+        made = cls(
+            InputOptions(tuple(inputs), text=TextOptions(**take(TextOptions)), **take(InputOptions)),
+            PackSize(pack_size, **take(PackSize)),
+            RunSettings(out_dir, **take(RunSettings)),
+            LengthPolicy(**take(LengthPolicy)),
+            bridge_compat=bool(given.pop("bridge_compat", False)),
+        )
+        if given:
+            raise TypeError(f"got an unexpected option {next(iter(given))!r} (see seqpack.data.PackOptions)")
+        return made
 
     @property
     def max_seq_length(self) -> int:
