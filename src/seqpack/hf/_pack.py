@@ -16,17 +16,25 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from seqpack._ordered import map_ordered
 from seqpack.hf._columns import packed_batches, read_sources
 from seqpack.hf._fragments import STRATEGIES, plan_fragments
 
 #: Bumped whenever the bytes written for the same input change, so stale cache files are not reused.
 CACHE_LAYOUT = 1
+#: Threads building record batches while the caller writes the earlier ones: one is enough to hide
+#: the copy behind the write (both move the same bytes); more would only compete with the write.
+BUILD_THREADS_WRITING = 1
+#: Threads building record batches kept in memory: the copies and the fresh pages they fault in.
+BUILD_THREADS_IN_MEMORY = min(4, os.cpu_count() or 1)
 #: ``map`` arguments that keep their meaning here (``Dataset.map``, ``DatasetDict.map``).
 _HONOURED = (
     "keep_in_memory",
@@ -150,21 +158,35 @@ def _pack_one(dataset: Any, seq_length: int, strategy: str, options: _Options) -
     return packed.with_format(**form)
 
 
-def _batches(dataset: Any, seq_length: int, strategy: str, options: _Options, reuse: bool) -> Any:
-    """Plan the whole dataset, then yield the packed record batches (see :func:`packed_batches` for
-    ``reuse``); there is always a first one, it carries the schema."""
+def _batches(
+    dataset: Any, seq_length: int, strategy: str, options: _Options, reuse: bool
+) -> Iterator[pa.RecordBatch]:
+    """Plan the whole dataset, then yield the packed record batches, in order; there is always a first
+    one, it carries the schema.
+
+    Batches are built on threads (the copy is numba, without the GIL) while the caller consumes (writes)
+    the earlier ones. With ``reuse``, batch ``b``'s values live in scratch buffer
+    set ``b % window``: each batch must be consumed before the next one is asked for, and at most
+    ``window`` batches exist at once, so writing gigabytes touches a few batches' worth of fresh pages
+    instead of all of them. Without it every batch has fresh buffers (the result stays in memory).
+    """
     sources, row_lengths = read_sources(dataset.data.table)
     physical = None
     if dataset._indices is not None:  # a select/shuffle/filter view: its rows, in its order
         physical = dataset._indices.column(0).to_numpy().astype(np.int64)
         row_lengths = row_lengths[physical]
     fragments = plan_fragments(row_lengths, seq_length, strategy)
-    batches = packed_batches(
-        sources, fragments, physical, options.writer_batch_size, strategy != "wrapped", reuse
-    )
-    first = next(batches, None)
-    yield first if first is not None else _empty_batch(dataset.data.table, strategy, sources)
-    yield from batches
+    packed = packed_batches(sources, fragments, physical, options.writer_batch_size, strategy != "wrapped")
+    if not len(packed):
+        yield _empty_batch(dataset.data.table, strategy, sources)
+        return
+    threads = BUILD_THREADS_WRITING if reuse else BUILD_THREADS_IN_MEMORY
+    window = threads + 1
+    scratch: list[dict[str, np.ndarray] | None] = [{} if reuse else None for _ in range(window)]
+    with ThreadPoolExecutor(threads, thread_name_prefix="seqpack-pack-dataset") as pool:
+        yield from map_ordered(
+            pool, lambda batch: packed.build(batch, scratch[batch % window]), range(len(packed)), window
+        )
 
 
 def _empty_batch(table: pa.Table, strategy: str, sources: Any) -> pa.RecordBatch:
