@@ -210,3 +210,25 @@ def test_result_is_a_reused_memory_mapped_cache_file(tmp_path: object, trl: obje
     assert sorted(t for row in packed["input_ids"] for t in row) == list(
         range(1, len(table["input_ids"].combine_chunks().values) + 1)
     )
+
+
+@pytest.mark.parametrize("strategy", ["bfd", "bfd_split", "wrapped"])
+def test_cache_file_holds_the_same_rows_as_memory_whatever_the_batch_size(
+    tmp_path: object, strategy: str
+) -> None:
+    """Batches are built ahead on a thread into rotating buffers while earlier ones are written: a batch
+    overwritten before its write would show here as rows that differ from the in-memory result."""
+    path = os.path.join(str(tmp_path), "data.arrow")
+    table = _table(list(np.random.default_rng(2).integers(0, 90, 4000)), [900, 2500], False, True, 2)
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=1000)
+    dataset = Dataset.from_file(path)
+    expected = pack_dataset(dataset, 128, strategy, map_kwargs={"keep_in_memory": True})[:]
+    for size in (1, 7, 100, 10_000):
+        written = pack_dataset(
+            dataset, 128, strategy, map_kwargs={"writer_batch_size": size, "load_from_cache_file": False}
+        )
+        assert written.cache_files and written.data.table.column("input_ids").num_chunks == -(
+            -len(written) // size
+        )
+        assert written[:] == expected
