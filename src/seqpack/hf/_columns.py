@@ -188,6 +188,16 @@ def packed_batches(
     )
 
 
+def empty_batch(table: pa.Table, strategy: str, sources: list[Source]) -> pa.RecordBatch:
+    """No packs: the input's columns, empty, plus an empty ``seq_lengths`` for the bfd strategies."""
+    arrays = [pa.array([], type=table.schema.field(s.name).type) for s in sources]
+    names = [s.name for s in sources]
+    if strategy != "wrapped":
+        arrays.append(pa.array([], type=pa.list_(pa.int64() if sources[0].large else pa.int32())))
+        names.append("seq_lengths")
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
 def _list_array(large: bool, offsets: IntArray, values: pa.Array) -> pa.Array:
     if large:
         return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values)

@@ -25,8 +25,9 @@ import numpy as np
 import pyarrow as pa
 
 from seqpack._ordered import map_ordered
-from seqpack.hf._columns import packed_batches, read_sources
+from seqpack.hf._columns import empty_batch, packed_batches, read_sources
 from seqpack.hf._fragments import STRATEGIES, plan_fragments
+from seqpack.hf._stream import pack_stream
 
 #: Bumped whenever the bytes written for the same input change, so stale cache files are not reused.
 CACHE_LAYOUT = 1
@@ -79,6 +80,10 @@ def pack_dataset(
     """Pack the rows of a ``datasets.Dataset`` (or each split of a ``DatasetDict``) into rows of at most
     ``seq_length`` tokens, as ``trl.pack_dataset`` does.
 
+    A ``Dataset`` is planned as a whole (TRL plans each ``map`` batch apart, so this needs as few packs
+    or fewer). A stream (``IterableDataset``, ``IterableDatasetDict``) cannot be: its rows are packed
+    per ``map`` batch, lazily, as TRL packs them, and ``map_kwargs`` go to its ``map`` unchanged.
+
     Every column must be a list column, all of the same length per row (``input_ids`` and its masks);
     they travel together. ``strategy``:
 
@@ -98,7 +103,7 @@ def pack_dataset(
     >>> pack_dataset(ds, seq_length=4)[:]
     {'input_ids': [[1, 2, 3, 4], [8, 9, 10, 11], [6, 7]], 'seq_lengths': [[4], [3, 1], [2]]}
     """
-    from datasets import Dataset, DatasetDict
+    from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
 
     if strategy not in STRATEGIES:
         raise ValueError(f"Invalid packing strategy '{strategy}', must be one of {STRATEGIES}.")
@@ -117,9 +122,18 @@ def pack_dataset(
         )
     if isinstance(dataset, Dataset):
         return _pack_one(dataset, int(seq_length), strategy, _options(map_kwargs, _HONOURED))
+    if isinstance(dataset, IterableDatasetDict):
+        return IterableDatasetDict(
+            {
+                split: pack_stream(part, int(seq_length), strategy, map_kwargs)
+                for split, part in dataset.items()
+            }
+        )
+    if isinstance(dataset, IterableDataset):
+        return pack_stream(dataset, int(seq_length), strategy, map_kwargs)
     raise TypeError(
-        f"seqpack.hf.pack_dataset packs a datasets.Dataset or DatasetDict, got {type(dataset).__name__}: "
-        "a global plan needs every row's length first (for a stream, use trl.pack_dataset)"
+        "seqpack.hf.pack_dataset packs a datasets.Dataset, DatasetDict, IterableDataset or "
+        f"IterableDatasetDict, got {type(dataset).__name__}"
     )
 
 
@@ -178,7 +192,7 @@ def _batches(
     fragments = plan_fragments(row_lengths, seq_length, strategy)
     packed = packed_batches(sources, fragments, physical, options.writer_batch_size, strategy != "wrapped")
     if not len(packed):
-        yield _empty_batch(dataset.data.table, strategy, sources)
+        yield empty_batch(dataset.data.table, strategy, sources)
         return
     threads = BUILD_THREADS_WRITING if reuse else BUILD_THREADS_IN_MEMORY
     window = threads + 1
@@ -187,16 +201,6 @@ def _batches(
         yield from map_ordered(
             pool, lambda batch: packed.build(batch, scratch[batch % window]), range(len(packed)), window
         )
-
-
-def _empty_batch(table: pa.Table, strategy: str, sources: Any) -> pa.RecordBatch:
-    """No packs: the input's columns, empty, plus an empty ``seq_lengths`` for the bfd strategies."""
-    arrays = [pa.array([], type=table.schema.field(s.name).type) for s in sources]
-    names = [s.name for s in sources]
-    if strategy != "wrapped":
-        arrays.append(pa.array([], type=pa.list_(pa.int64() if sources[0].large else pa.int32())))
-        names.append("seq_lengths")
-    return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
 def _write_stream(path: str, batches: Any) -> None:
