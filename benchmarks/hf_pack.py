@@ -1,6 +1,6 @@
 """``seqpack.hf.pack_dataset`` vs TRL 1.16.0's ``pack_dataset`` (bfd) vs one Arrow ``take`` of the same data.
 
-Run: ``python benchmarks/hf_pack.py [--rows 300000] [--seq-length 2048] [--repeat 1]`` from the repository
+Run: ``python benchmarks/hf_pack.py [--rows 300000] [--seq-length 2048] [--repeat 3]`` from the repository
 root with ``src`` and ``tests`` importable. Prints a table and writes ``benchmarks/results/hf_pack.json``.
 
 Input (built here, fixed seed): ``rows`` rows of lognormal lengths (median 330, sigma 0.9, clipped to
@@ -13,7 +13,9 @@ or ``map`` is. The file is read once before the runs, so every tool starts with 
 Each run is a fresh process; the timed region is the one call below, imports excluded (wall seconds, and
 the process's CPU seconds, user + system, which a busy shared machine inflates less); peak RSS is the
 process's ``VmHWM`` (it counts the memory-mapped input pages a tool touches). Cache files of earlier runs
-are deleted before each run, so no result is read back from a cache.
+are deleted and the page cache synced before each run, so no result is read back from a cache and no run
+pays for writing back another's file; the tools' order rotates from one turn to the next, so none always
+runs right after the same other one.
 
 * **take** -- the floor: ``table.select(["input_ids", "completion_mask"]).take(order)`` with ``order`` a
   random permutation of the rows, in memory (no file written). On the table as stored (300 chunks) Arrow
@@ -109,6 +111,7 @@ def build_input(path: Path, rows: int) -> dict[str, int]:
 def run_child(tool: str, path: Path, seq_length: int) -> dict[str, Any]:
     for stale in path.parent.glob("cache-*.arrow"):
         stale.unlink()
+    os.sync()  # no tool pays for writing back an earlier tool's cache file
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
     done = subprocess.run(
@@ -129,7 +132,12 @@ def main() -> int:
     )
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--seq-length", type=int, default=2048)
-    parser.add_argument("--repeat", type=int, default=1, help="runs per tool; the table shows the median")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs per tool, the order rotated each turn; the table shows the median",
+    )
     parser.add_argument("--tools", default="take,take_combined,trl,seqpack,trl_mem,seqpack_mem")
     args = parser.parse_args()
     tools = args.tools.split(",")
@@ -143,8 +151,8 @@ def main() -> int:
             while handle.read(1 << 24):
                 pass
         run_child("seqpack", path, 16)  # compile / load numba's cache outside the timed runs
-        for _ in range(args.repeat):
-            for tool in tools:
+        for turn in range(args.repeat):
+            for tool in tools[turn % len(tools) :] + tools[: turn % len(tools)]:
                 results[tool].append(run_child(tool, path, args.seq_length))
     median = {
         tool: sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2] for tool, runs in results.items()

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 datasets = pytest.importorskip("datasets")
-from datasets import Dataset, DatasetDict  # noqa: E402
+from datasets import Dataset, DatasetDict, IterableDatasetDict  # noqa: E402
 from datasets.table import InMemoryTable  # noqa: E402
 
 from _support.trl import trl_data_utils  # noqa: E402
@@ -117,6 +117,48 @@ def test_wrapped_matches_trl_with_one_batch(trl: object, case: tuple[Dataset, in
     assert len(ours) <= len(per_batch)
 
 
+def _rows(stream: object) -> dict[str, list]:
+    """A stream's rows as columns of Python lists."""
+    rows = list(stream)  # type: ignore[call-overload]
+    return {name: [list(r[name]) for r in rows] for name in (rows[0] if rows else {})}
+
+
+@given(packing_inputs(), st.sampled_from(["bfd", "bfd_split", "wrapped"]), st.integers(1, 9))
+def test_streams_pack_per_batch_as_trl(
+    trl: object, case: tuple[Dataset, int], strategy: str, batch: int
+) -> None:
+    """An ``IterableDataset`` is packed batch by batch, as TRL packs it: ``wrapped`` gives TRL's very rows,
+    the bfd strategies the same sequences with the same fills in each batch."""
+    dataset, seq_length = case
+    stream = _non_empty(dataset).to_iterable_dataset()  # TRL fails on a batch without a token
+    kwargs = {"batch_size": batch}
+    ours = _rows(pack_dataset(stream, seq_length, strategy, map_kwargs=kwargs))
+    theirs = _rows(trl.pack_dataset(stream, seq_length, strategy, map_kwargs=kwargs))  # type: ignore[attr-defined]
+    if strategy == "wrapped":
+        assert ours == theirs
+        return
+    assert _sequences(ours) == _sequences(theirs)
+    assert sorted(map(sum, ours["seq_lengths"])) == sorted(map(sum, theirs["seq_lengths"]))
+    assert all(len(ids) <= seq_length for ids in ours["input_ids"])
+
+
+def test_stream_splits_and_format_as_trl(trl: object) -> None:
+    stream = Dataset(InMemoryTable(_table([5, 2, 3, 1, 7], [2], False, False, 0))).to_iterable_dataset()
+    splits = IterableDatasetDict({"train": stream.with_format("numpy"), "test": stream.with_format("numpy")})
+    ours = pack_dataset(splits, 4, "wrapped")
+    theirs = trl.pack_dataset(splits, 4, "wrapped")  # type: ignore[attr-defined]
+    assert isinstance(ours, IterableDatasetDict) and list(ours) == ["train", "test"]
+    for split in ours:
+        mine, expected = list(ours[split]), list(theirs[split])
+        assert [type(row["input_ids"]) for row in mine] == [type(row["input_ids"]) for row in expected]
+        assert [{k: list(v) for k, v in row.items()} for row in mine] == [
+            {k: list(v) for k, v in row.items()} for row in expected
+        ]
+    # TRL gives every split the first split's format; each split keeps its own here
+    mixed = pack_dataset(IterableDatasetDict({"train": stream.with_format("numpy"), "test": stream}), 4)
+    assert [type(next(iter(mixed[split]))["input_ids"]) for split in mixed] == [np.ndarray, list]
+
+
 def test_null_rows_are_dropped_as_trl_drops_them(trl: object) -> None:
     dataset = Dataset.from_dict({"input_ids": [[1, 2], None, [3], [], [4, 5, 6]]})
     for strategy in ("bfd", "bfd_split", "wrapped"):
@@ -210,3 +252,25 @@ def test_result_is_a_reused_memory_mapped_cache_file(tmp_path: object, trl: obje
     assert sorted(t for row in packed["input_ids"] for t in row) == list(
         range(1, len(table["input_ids"].combine_chunks().values) + 1)
     )
+
+
+@pytest.mark.parametrize("strategy", ["bfd", "bfd_split", "wrapped"])
+def test_cache_file_holds_the_same_rows_as_memory_whatever_the_batch_size(
+    tmp_path: object, strategy: str
+) -> None:
+    """Batches are built ahead on a thread into rotating buffers while earlier ones are written: a batch
+    overwritten before its write would show here as rows that differ from the in-memory result."""
+    path = os.path.join(str(tmp_path), "data.arrow")
+    table = _table(list(np.random.default_rng(2).integers(0, 90, 4000)), [900, 2500], False, True, 2)
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=1000)
+    dataset = Dataset.from_file(path)
+    expected = pack_dataset(dataset, 128, strategy, map_kwargs={"keep_in_memory": True})[:]
+    for size in (1, 7, 100, 10_000):
+        written = pack_dataset(
+            dataset, 128, strategy, map_kwargs={"writer_batch_size": size, "load_from_cache_file": False}
+        )
+        assert written.cache_files and written.data.table.column("input_ids").num_chunks == -(
+            -len(written) // size
+        )
+        assert written[:] == expected

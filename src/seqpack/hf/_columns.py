@@ -11,7 +11,6 @@ into fresh buffers and wraps them in list arrays of the input's list type, as TR
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,45 +124,78 @@ def _read_column(name: str, column: pa.ChunkedArray) -> tuple[Source, IntArray]:
     return source, np.concatenate(lengths)
 
 
+@dataclass(frozen=True)
+class PackedBatches:
+    """The packs cut into record batches: batch ``b`` holds packs ``bounds[b] .. bounds[b + 1]``.
+
+    Each batch is built on its own (:meth:`build`), so batches can be built on threads and written while
+    the next ones are built; the bounds keep at most ``rows_per_batch`` packs and
+    :data:`MAX_BATCH_TOKENS` tokens in a batch (at least one pack).
+    """
+
+    sources: list[Source]
+    fragments: Fragments
+    rows: IntArray  # the fragments' physical rows (the indices mapping applied)
+    pack_tokens: IntArray  # token position where each pack starts, and the total at the end
+    bounds: IntArray
+    seq_lengths: bool
+
+    def __len__(self) -> int:
+        return len(self.bounds) - 1
+
+    def build(self, batch: int, scratch: dict[str, np.ndarray] | None = None) -> pa.RecordBatch:
+        """Record batch ``batch``; its token values in ``scratch``'s buffers when given (see
+        :meth:`Source.gather`), so the batch is only valid until the same scratch is used again."""
+        p0, p1 = int(self.bounds[batch]), int(self.bounds[batch + 1])
+        offsets = self.fragments.pack_offsets
+        part = slice(int(offsets[p0]), int(offsets[p1]))
+        token_offsets = self.pack_tokens[p0 : p1 + 1] - self.pack_tokens[p0]
+        arrays = []
+        for source in self.sources:
+            values = source.gather(
+                self.rows[part], self.fragments.skips[part], self.fragments.lengths[part], scratch
+            )
+            arrays.append(_list_array(source.large, token_offsets, values))
+        names = [s.name for s in self.sources]
+        if self.seq_lengths:
+            pack_offsets = offsets[p0 : p1 + 1] - part.start
+            arrays.append(_seq_lengths(self.sources[0].large, pack_offsets, self.fragments.lengths[part]))
+            names.append("seq_lengths")
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
 def packed_batches(
     sources: list[Source],
     fragments: Fragments,
     physical: IntArray | None,
     rows_per_batch: int,
     seq_lengths: bool,
-    reuse: bool,
-) -> Iterator[pa.RecordBatch]:
+) -> PackedBatches:
     """The packs as record batches of at most ``rows_per_batch`` packs (and :data:`MAX_BATCH_TOKENS`).
 
-    ``physical`` maps the dataset's rows to table rows (a ``datasets`` indices mapping) when given. With
-    ``reuse``, every batch's token values live in the same buffers (no fresh pages to fault in and zero
-    for each batch, a third of the work when writing gigabytes): a batch must be consumed (written) before
-    the next one is asked for.
+    ``physical`` maps the dataset's rows to table rows (a ``datasets`` indices mapping) when given.
     """
-    scratch: dict[str, np.ndarray] | None = {} if reuse else None
     rows = fragments.rows if physical is None else physical[fragments.rows]
     token_ends = np.concatenate([[0], np.cumsum(fragments.lengths)])
     pack_tokens = token_ends[fragments.pack_offsets]
-    names = [s.name for s in sources] + (["seq_lengths"] if seq_lengths else [])
-    p0 = 0
-    while p0 < fragments.num_packs:
+    bounds = [0]
+    while bounds[-1] < fragments.num_packs:
+        p0 = bounds[-1]
         limit = np.searchsorted(pack_tokens, pack_tokens[p0] + MAX_BATCH_TOKENS, side="right") - 1
-        p1 = max(p0 + 1, min(p0 + rows_per_batch, int(limit), fragments.num_packs))
-        f0, f1 = int(fragments.pack_offsets[p0]), int(fragments.pack_offsets[p1])
-        part = slice(f0, f1)
-        token_offsets = pack_tokens[p0 : p1 + 1] - pack_tokens[p0]
-        arrays = []
-        for source in sources:
-            values = source.gather(rows[part], fragments.skips[part], fragments.lengths[part], scratch)
-            arrays.append(_list_array(source.large, token_offsets, values))
-        if seq_lengths:
-            arrays.append(
-                _seq_lengths(
-                    sources[0].large, fragments.pack_offsets[p0 : p1 + 1] - f0, fragments.lengths[part]
-                )
-            )
-        yield pa.RecordBatch.from_arrays(arrays, names=names)
-        p0 = p1
+        bounds.append(max(p0 + 1, min(p0 + rows_per_batch, int(limit), fragments.num_packs)))
+    return PackedBatches(
+        sources, fragments, rows, pack_tokens, np.asarray(bounds, dtype=np.int64), seq_lengths
+    )
+
+
+def empty_batch(table: pa.Table, strategy: str, sources: list[Source]) -> pa.RecordBatch:
+    """No packs: the input's columns, empty, plus an empty ``seq_lengths`` for the bfd strategies."""
+    arrays = [pa.array([], type=table.schema.field(s.name).type) for s in sources]
+    names = [s.name for s in sources]
+    if strategy != "wrapped":
+        arrays.append(pa.array([], type=pa.list_(pa.int64() if sources[0].large else pa.int32())))
+        names.append("seq_lengths")
+    return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
 def _list_array(large: bool, offsets: IntArray, values: pa.Array) -> pa.Array:

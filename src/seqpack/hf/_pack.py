@@ -16,17 +16,26 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from seqpack.hf._columns import packed_batches, read_sources
+from seqpack._ordered import map_ordered
+from seqpack.hf._columns import empty_batch, packed_batches, read_sources
 from seqpack.hf._fragments import STRATEGIES, plan_fragments
+from seqpack.hf._stream import pack_stream
 
 #: Bumped whenever the bytes written for the same input change, so stale cache files are not reused.
 CACHE_LAYOUT = 1
+#: Threads building record batches while the caller writes the earlier ones: one is enough to hide
+#: the copy behind the write (both move the same bytes); more would only compete with the write.
+BUILD_THREADS_WRITING = 1
+#: Threads building record batches kept in memory: the copies and the fresh pages they fault in.
+BUILD_THREADS_IN_MEMORY = min(4, os.cpu_count() or 1)
 #: ``map`` arguments that keep their meaning here (``Dataset.map``, ``DatasetDict.map``).
 _HONOURED = (
     "keep_in_memory",
@@ -71,6 +80,10 @@ def pack_dataset(
     """Pack the rows of a ``datasets.Dataset`` (or each split of a ``DatasetDict``) into rows of at most
     ``seq_length`` tokens, as ``trl.pack_dataset`` does.
 
+    A ``Dataset`` is planned as a whole (TRL plans each ``map`` batch apart, so this needs as few packs
+    or fewer). A stream (``IterableDataset``, ``IterableDatasetDict``) cannot be: its rows are packed
+    per ``map`` batch, lazily, as TRL packs them, and ``map_kwargs`` go to its ``map`` unchanged.
+
     Every column must be a list column, all of the same length per row (``input_ids`` and its masks);
     they travel together. ``strategy``:
 
@@ -90,7 +103,7 @@ def pack_dataset(
     >>> pack_dataset(ds, seq_length=4)[:]
     {'input_ids': [[1, 2, 3, 4], [8, 9, 10, 11], [6, 7]], 'seq_lengths': [[4], [3, 1], [2]]}
     """
-    from datasets import Dataset, DatasetDict
+    from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
 
     if strategy not in STRATEGIES:
         raise ValueError(f"Invalid packing strategy '{strategy}', must be one of {STRATEGIES}.")
@@ -109,9 +122,18 @@ def pack_dataset(
         )
     if isinstance(dataset, Dataset):
         return _pack_one(dataset, int(seq_length), strategy, _options(map_kwargs, _HONOURED))
+    if isinstance(dataset, IterableDatasetDict):
+        return IterableDatasetDict(
+            {
+                split: pack_stream(part, int(seq_length), strategy, map_kwargs)
+                for split, part in dataset.items()
+            }
+        )
+    if isinstance(dataset, IterableDataset):
+        return pack_stream(dataset, int(seq_length), strategy, map_kwargs)
     raise TypeError(
-        f"seqpack.hf.pack_dataset packs a datasets.Dataset or DatasetDict, got {type(dataset).__name__}: "
-        "a global plan needs every row's length first (for a stream, use trl.pack_dataset)"
+        "seqpack.hf.pack_dataset packs a datasets.Dataset, DatasetDict, IterableDataset or "
+        f"IterableDatasetDict, got {type(dataset).__name__}"
     )
 
 
@@ -150,31 +172,35 @@ def _pack_one(dataset: Any, seq_length: int, strategy: str, options: _Options) -
     return packed.with_format(**form)
 
 
-def _batches(dataset: Any, seq_length: int, strategy: str, options: _Options, reuse: bool) -> Any:
-    """Plan the whole dataset, then yield the packed record batches (see :func:`packed_batches` for
-    ``reuse``); there is always a first one, it carries the schema."""
+def _batches(
+    dataset: Any, seq_length: int, strategy: str, options: _Options, reuse: bool
+) -> Iterator[pa.RecordBatch]:
+    """Plan the whole dataset, then yield the packed record batches, in order; there is always a first
+    one, it carries the schema.
+
+    Batches are built on threads (the copy is numba, without the GIL) while the caller consumes (writes)
+    the earlier ones. With ``reuse``, batch ``b``'s values live in scratch buffer
+    set ``b % window``: each batch must be consumed before the next one is asked for, and at most
+    ``window`` batches exist at once, so writing gigabytes touches a few batches' worth of fresh pages
+    instead of all of them. Without it every batch has fresh buffers (the result stays in memory).
+    """
     sources, row_lengths = read_sources(dataset.data.table)
     physical = None
     if dataset._indices is not None:  # a select/shuffle/filter view: its rows, in its order
         physical = dataset._indices.column(0).to_numpy().astype(np.int64)
         row_lengths = row_lengths[physical]
     fragments = plan_fragments(row_lengths, seq_length, strategy)
-    batches = packed_batches(
-        sources, fragments, physical, options.writer_batch_size, strategy != "wrapped", reuse
-    )
-    first = next(batches, None)
-    yield first if first is not None else _empty_batch(dataset.data.table, strategy, sources)
-    yield from batches
-
-
-def _empty_batch(table: pa.Table, strategy: str, sources: Any) -> pa.RecordBatch:
-    """No packs: the input's columns, empty, plus an empty ``seq_lengths`` for the bfd strategies."""
-    arrays = [pa.array([], type=table.schema.field(s.name).type) for s in sources]
-    names = [s.name for s in sources]
-    if strategy != "wrapped":
-        arrays.append(pa.array([], type=pa.list_(pa.int64() if sources[0].large else pa.int32())))
-        names.append("seq_lengths")
-    return pa.RecordBatch.from_arrays(arrays, names=names)
+    packed = packed_batches(sources, fragments, physical, options.writer_batch_size, strategy != "wrapped")
+    if not len(packed):
+        yield empty_batch(dataset.data.table, strategy, sources)
+        return
+    threads = BUILD_THREADS_WRITING if reuse else BUILD_THREADS_IN_MEMORY
+    window = threads + 1
+    scratch: list[dict[str, np.ndarray] | None] = [{} if reuse else None for _ in range(window)]
+    with ThreadPoolExecutor(threads, thread_name_prefix="seqpack-pack-dataset") as pool:
+        yield from map_ordered(
+            pool, lambda batch: packed.build(batch, scratch[batch % window]), range(len(packed)), window
+        )
 
 
 def _write_stream(path: str, batches: Any) -> None:
