@@ -114,20 +114,19 @@ def register(app: typer.Typer) -> None:
 
         Example: seqpack train --data out/training_512.idx.parquet --steps 50 --gbs 8 --log packed.log
         """
+        from seqpack.packing import ModelDims
         from seqpack.train import DataMode, TrainConfig, train
 
         if (data is None) == (padded_from is None):
             raise UsageError("give exactly one of --data (packed) or --padded-from (padded)")
+        if hidden % heads:  # in the flags' words; ModelDims would say it in its fields'
+            raise UsageError(f"--hidden {hidden} must be divisible by --heads {heads}")
         source = data if data is not None else padded_from
         assert source is not None
         config = TrainConfig(
             data=source,
             mode=DataMode.packed if data is not None else DataMode.padded,
-            hidden=hidden,
-            layers=layers,
-            heads=heads,
-            ffn=ffn,
-            vocab=vocab,
+            model=ModelDims(hidden=hidden, layers=layers, heads=heads, ffn=ffn, vocab=vocab),
             lr=lr,
             steps=steps,
             epochs=epochs,

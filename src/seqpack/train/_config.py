@@ -10,6 +10,12 @@ import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seqpack.errors import UsageError
+from seqpack.packing import ModelDims
+
+#: The model ``seqpack train`` builds without size flags: 64 hidden, 2 layers, 4 heads, 128 ffn, 256 vocab.
+TINY_DIMS = ModelDims(hidden=64, layers=2, heads=4, ffn=128, vocab=256)
+
 
 class DataMode(str, enum.Enum):
     """How the samples of a packed file reach the model.
@@ -24,7 +30,7 @@ class DataMode(str, enum.Enum):
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """One reference run: data, model sizes, optimizer and logging.
+    """One reference run: data, model sizes (a :class:`~seqpack.packing.ModelDims`), optimizer and logging.
 
     Steps are global batches of ``gbs`` *packs* in both modes (see :mod:`seqpack.train._steps`), so a
     packed and a padded run of the same file see the same samples in the same optimizer steps.
@@ -32,11 +38,8 @@ class TrainConfig:
 
     data: Path
     mode: DataMode = DataMode.packed
-    hidden: int = 64
-    layers: int = 2
-    heads: int = 4
-    ffn: int = 128
-    vocab: int = 256
+    #: The Llama-style model to train (its ``vocab`` must exceed every token id of the data).
+    model: ModelDims = TINY_DIMS
     lr: float = 1e-3
     steps: int | None = None
     epochs: int | None = None
@@ -73,6 +76,11 @@ class TrainConfig:
             if value is not None and not isinstance(value, Path):
                 object.__setattr__(self, name, Path(value))
         object.__setattr__(self, "mode", DataMode(self.mode))
+        if not self.model.gated or self.model.groups != self.model.heads:
+            raise UsageError(
+                "the reference trainer builds multi-head SwiGLU models: give ModelDims without "
+                "query_groups and with gated=True"
+            )
 
 
 @dataclass(frozen=True)
