@@ -22,6 +22,7 @@ from seqpack.curves._export import golden_document, write_golden
 from seqpack.curves._names import LOSS, canonical, parse_metric_map, rename_metrics
 from seqpack.curves._read import detect_format, one_run, read_curves, read_runs
 from seqpack.curves._report import render_html, render_png
+from seqpack.curves._results import SCHEMA_VERSION, CompareReport, ExportReport, ShowReport, run_notes
 from seqpack.curves._series import FORMATS, Curves, Segment, Series, find_segments, resolve
 
 __all__ = [
@@ -31,11 +32,15 @@ __all__ = [
     "FORMATS",
     "LOSS",
     "PROFILES",
+    "SCHEMA_VERSION",
+    "CompareReport",
     "Comparison",
     "Curves",
+    "ExportReport",
     "Profile",
     "Segment",
     "Series",
+    "ShowReport",
     "bf16_ulp",
     "canonical",
     "compare_curves",
@@ -51,6 +56,7 @@ __all__ = [
     "render_html",
     "render_png",
     "resolve",
+    "run_notes",
     "tolerated_failures",
     "write_golden",
 ]
