@@ -17,6 +17,9 @@ from _support.packs import bridge_metadata, make_row, random_rows, write_metadat
 from seqpack.cli import main
 from seqpack.doctor import (
     DEFECTS,
+    ON_BOTH,
+    ON_BRIDGE,
+    ON_MLM,
     DoctorOptions,
     atlas_markdown,
     check,
@@ -133,6 +136,14 @@ def test_launcher_selects_the_defects_of_the_code_that_runs() -> None:
     assert "SP202" not in _ids(pp4_tp2, launcher="bridge", stack={MCORE: "0.17.1"})
     on_mlm = _ids(pp4_tp2, launcher="mlm", stack={BRIDGE: "0.4.2", MCORE: "0.17.1"})
     assert "SP202" in on_mlm and "SP201" not in on_mlm  # Bridge's step is not in a Megatron-LM launch
+    assert _ids(CASES[0].fail, launcher="bridge", stack={BRIDGE: "0.4.2"}).get("SP201") == "error"
+    # One field says it for every entry: Bridge's code runs only under Bridge, Megatron-LM's training loop
+    # (SP202) only under Megatron-LM, Megatron-Core and Transformer Engine under both.
+    for d in DEFECTS:
+        want = ON_BRIDGE if d.component == BRIDGE else ON_MLM if d.id == "SP202" else ON_BOTH
+        assert d.launchers == want, d.id
+    with pytest.raises(UsageError, match=r"launcher must be 'bridge', 'mlm' or None, got 'hf'"):
+        DoctorOptions(launcher="hf")
 
 
 def test_allow_and_fix_leave_defects_to_the_user() -> None:
