@@ -31,6 +31,7 @@ import orjson
 import torch
 
 from seqpack.cli import main as seqpack_main
+from seqpack.packing import ModelDims
 from seqpack.train import DataMode, TrainConfig, train
 
 EOS = 2
@@ -87,11 +88,9 @@ def main() -> None:
             config = TrainConfig(
                 data=data,
                 mode=mode,
-                hidden=args.hidden,
-                layers=args.layers,
-                heads=args.heads,
-                ffn=args.ffn,
-                vocab=args.vocab,
+                model=ModelDims(
+                    hidden=args.hidden, layers=args.layers, heads=args.heads, ffn=args.ffn, vocab=args.vocab
+                ),
                 steps=args.steps,
                 gbs=args.gbs,
                 mbs=args.mbs,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from seqpack.cli import main
-from seqpack.correlate import find_experiments
+from seqpack.correlate import CLEAN_SCHEMA_VERSION, clean_experiments, find_experiments
 
 
 def tree(base: Path) -> dict[str, Path]:
@@ -144,3 +144,14 @@ def test_a_mount_point_is_left_alone_and_says_why(
     out, err = capsys.readouterr()
     assert f"skipped: {root / 'nemo_experiments'}" in out and "is a mount point (unmount it" in out
     assert "0 folder(s)" in err and "2 skipped (mount points)" in err
+
+
+def test_the_json_document_is_the_library_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = tree(tmp_path)
+    report = clean_experiments([paths["root"]], yes=False, delete=False, stamp="20260830-101500")
+    code, doc = clean(capsys, str(paths["root"]))
+    assert code == 0 and doc["schema_version"] == CLEAN_SCHEMA_VERSION == 1
+    stamp = Path(doc["found"][0]["to"]).parent.name.removeprefix("seqpack-clean-")
+    expected = json.loads(json.dumps(report.to_dict()).replace("20260830-101500", stamp))
+    assert {k: v for k, v in doc.items() if k != "schema_version"} == expected
+    assert [a.action for a in report.actions] == ["would move", "would move"] and not report.skipped

@@ -10,7 +10,15 @@ import pytest
 
 from curves._lines import mlm_line
 from seqpack.cli import main
-from seqpack.curves import read_curves
+from seqpack.curves import (
+    SCHEMA_VERSION,
+    CompareReport,
+    ExportReport,
+    Profile,
+    ShowReport,
+    compare_curves,
+    read_curves,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -180,3 +188,22 @@ def test_a_loss_left_off_the_line_is_named_in_the_comparison(
     (comp,) = doc["comparisons"]
     assert comp["only_in_reference"] == {"count": 1, "first": [20]}
     assert any("left off the line at iteration(s) [20]" in n for n in comp["notes"])
+
+
+def test_json_documents_are_the_library_reports(
+    pair: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b, c = pair
+    runs = [read_curves(p) for p in (a, c, b)]
+    profile = Profile("bf16")
+    report = CompareReport(profile, (None, None), runs, compare_curves(runs[0], runs[1:], profile))
+    assert main(["curves", "compare", str(a), str(c), str(b), "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"schema_version": SCHEMA_VERSION, **report.to_dict()}
+    assert report.passed is False and SCHEMA_VERSION == 1
+    assert main(["curves", "show", str(a), str(c), "--format", "json"]) == 0
+    shown = {"schema_version": 1, **ShowReport("lm loss", runs[:2]).to_dict()}
+    assert json.loads(capsys.readouterr().out) == shown
+    golden = tmp_path / "g.json"
+    assert main(["curves", "export", str(a), "--golden", str(golden), "--format", "json"]) == 0
+    exported = ExportReport(str(a), str(golden), []).to_dict()
+    assert json.loads(capsys.readouterr().out) == {"schema_version": 1, **exported}

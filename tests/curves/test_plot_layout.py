@@ -10,8 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from seqpack.curves import Curves, Profile, Series, compare_curves
-from seqpack.curves._report import curves_figure
+from seqpack.curves import Curves, Profile, Series, compare_curves, curves_figure
 
 pytest.importorskip("matplotlib")
 

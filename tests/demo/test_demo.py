@@ -269,14 +269,14 @@ def test_missing_extras_are_named_before_anything_is_written(
 ) -> None:
     import importlib.util
 
-    from seqpack.demo import _run
+    from seqpack.demo import DemoOptions, run_demo
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name: None if name == "matplotlib" else real(name)
     )
     with pytest.raises(UsageError, match=r"matplotlib: pip install 'seqpack\[demo\]'"):
-        _run.run_demo(_run.DemoOptions(out=tmp_path / "out", quick=True))
+        run_demo(DemoOptions(out=tmp_path / "out", quick=True))
     assert not (tmp_path / "out").exists()
 
 

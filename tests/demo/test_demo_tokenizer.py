@@ -74,7 +74,9 @@ def test_demo_trains_on_remapped_ids(bpe: Path, run: tuple[Path, dict[str, Any]]
     new = remapped.column("input_ids").combine_chunks().values.to_numpy()
     tokenizer = AutoTokenizer.from_pretrained(str(bpe), local_files_only=True)
     present = np.union1d(np.unique(ids), [tokenizer.eos_token_id])
-    mapping = json.loads((out / "packed_vocab" / MAPPING_NAME).read_text())
+    (meta,) = json.loads((out / "packed_vocab" / "512_metadata.jsonl").read_text())
+    # The metadata names the mapping file beside the packs: a reader needs nothing else to undo the remap.
+    mapping = json.loads((out / "packed_vocab" / meta["seqpack"]["vocab_remap"]["mapping"]).read_text())
     assert mapping["original_id"] == present.tolist()
     assert np.array_equal(np.asarray(mapping["original_id"])[new], ids)  # a bijection: the same sequences
     for name in ("loss_mask", "seq_start_id"):
@@ -85,7 +87,6 @@ def test_demo_trains_on_remapped_ids(bpe: Path, run: tuple[Path, dict[str, Any]]
     assert pack["data"]["vocab_remap"] == {
         "tokenizer": str(bpe), "tokenizer_size": len(tokenizer), "kept": kept, "model_vocab": vocab,
     }  # fmt: skip
-    (meta,) = json.loads((out / "packed_vocab" / "512_metadata.jsonl").read_text())
     assert mapping["original_id"][meta["seqpack"]["eos_id"]] == tokenizer.eos_token_id
     (train,) = [s for s in doc["steps"] if s["name"] == "train packed"]
     assert train["data"]["first_loss"] == pytest.approx(np.log(vocab), abs=0.5)

@@ -17,6 +17,9 @@ from _support.packs import bridge_metadata, make_row, random_rows, write_metadat
 from seqpack.cli import main
 from seqpack.doctor import (
     DEFECTS,
+    ON_BOTH,
+    ON_BRIDGE,
+    ON_MLM,
     DoctorOptions,
     atlas_markdown,
     check,
@@ -24,8 +27,6 @@ from seqpack.doctor import (
     parse_stack,
     suggest_fixes,
 )
-from seqpack.doctor._defect_facts import _scan_packed
-from seqpack.doctor._doctor import build_context
 from seqpack.doctor._versions import BRIDGE, MCORE, TE, Affected, release
 from seqpack.errors import UsageError
 
@@ -133,6 +134,14 @@ def test_launcher_selects_the_defects_of_the_code_that_runs() -> None:
     assert "SP202" not in _ids(pp4_tp2, launcher="bridge", stack={MCORE: "0.17.1"})
     on_mlm = _ids(pp4_tp2, launcher="mlm", stack={BRIDGE: "0.4.2", MCORE: "0.17.1"})
     assert "SP202" in on_mlm and "SP201" not in on_mlm  # Bridge's step is not in a Megatron-LM launch
+    assert _ids(CASES[0].fail, launcher="bridge", stack={BRIDGE: "0.4.2"}).get("SP201") == "error"
+    # One field says it for every entry: Bridge's code runs only under Bridge, Megatron-LM's training loop
+    # (SP202) only under Megatron-LM, Megatron-Core and Transformer Engine under both.
+    for d in DEFECTS:
+        want = ON_BRIDGE if d.component == BRIDGE else ON_MLM if d.id == "SP202" else ON_BOTH
+        assert d.launchers == want, d.id
+    with pytest.raises(UsageError, match=r"launcher must be 'bridge', 'mlm' or None, got 'hf'"):
+        DoctorOptions(launcher="hf")
 
 
 def test_allow_and_fix_leave_defects_to_the_user() -> None:
@@ -242,7 +251,8 @@ def test_eos_scan_matches_a_per_sequence_loop(
     tmp_path_factory: pytest.TempPathFactory, seed: int, group: int
 ) -> None:
     """The vectorised scan (row groups, list offsets, seq_start_id) counts what a plain loop over every
-    sequence counts: inputs equal to EOS with their loss on, the sequence's last token excluded."""
+    sequence counts: inputs equal to EOS with their loss on, the sequence's last token excluded; SP204's
+    message gives that count and the first such token."""
     rng = np.random.default_rng(seed)
     rows = random_rows(rng, 12, 32)
     for row in rows:  # put EOS inside some sequences; loss anywhere, last tokens included
@@ -255,16 +265,25 @@ def test_eos_scan_matches_a_per_sequence_loop(
     write_metadata(
         directory / "32_metadata.jsonl", [{**bridge_metadata(rows, 32), "seqpack": {"eos_id": EOS_ID}}]
     )
-    want = 0
-    for row in rows:
+    hits = []
+    for r, row in enumerate(rows):
         ends = [*row["seq_start_id"][1:], len(row["input_ids"])]
         for start, end in zip(row["seq_start_id"], ends, strict=True):
-            want += sum(
-                row["input_ids"][j] == EOS_ID and row["loss_mask"][j] == 1 for j in range(start, end - 1)
-            )
-    loaded = load_config(overrides=[*BASE, "dataset.offline_packing_specs.packed_sequence_size=32"])
-    scan = _scan_packed(build_context(loaded, DoctorOptions(packed=str(path))))
-    assert scan is not None and scan.hits == want
+            hits += [
+                (r, j)
+                for j in range(start, end - 1)
+                if row["input_ids"][j] == EOS_ID and row["loss_mask"][j] == 1
+            ]
+    overrides = [*BASE, *CHAT, "dataset.offline_packing_specs.packed_sequence_size=32"]
+    report = check(load_config(overrides=overrides), DoctorOptions(packed=str(path)))
+    found = [f.message for f in report.findings if f.id == "SP204"]
+    if hits:
+        (r, j) = min(hits)
+        assert len(found) == 1 and found[0].endswith(
+            f"[{len(hits)} x EOS id {EOS_ID}; {path} row {r}, token {j}]"
+        )
+    else:
+        assert found == []  # chat data but no EOS inside a trained span: the packs decide, not affected
 
 
 def test_cli_launcher_from_the_inputs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

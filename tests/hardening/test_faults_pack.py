@@ -31,9 +31,10 @@ import pytest
 
 from _support.pack_inputs import EOS, random_examples, write_jsonl
 from seqpack.cli import main
-from seqpack.data._lock import LOCK_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The claim on an output directory, as docs/pack.md and docs/failure-behaviour.md name it.
+LOCK_NAME = ".seqpack-pack.lock"
 PACK_SIZE = 16
 
 

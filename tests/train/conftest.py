@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from seqpack.cli import main
+from seqpack.packing import ModelDims
 from seqpack.train import TrainConfig
 
 # Tiny models gain nothing from intra-op threads, and on a shared 2-core machine the threads spin-wait on
@@ -67,11 +68,7 @@ def base_config(packed_path: Path) -> TrainConfig:
     """A model and run small enough for a test: a few steps of a 2-layer, 32-wide model."""
     return TrainConfig(
         data=packed_path,
-        hidden=32,
-        layers=2,
-        heads=4,
-        ffn=64,
-        vocab=VOCAB,
+        model=ModelDims(hidden=32, layers=2, heads=4, ffn=64, vocab=VOCAB),
         lr=3e-3,
         steps=4,
         gbs=4,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from seqpack.cli import main
 from seqpack.errors import DataError, UsageError
+from seqpack.packing import ModelDims
 from seqpack.train import DataMode, StepRecord, TrainConfig, count_parameters, train
 from seqpack.train._data import open_packed
 from seqpack.train._model import build_model
@@ -66,11 +68,11 @@ def test_a_sidecar_of_another_pack_size_is_never_taken(
 
 def test_token_ids_must_fit_the_vocabulary(base_config: TrainConfig) -> None:
     with pytest.raises(DataError, match=r"row \d+: field 'input_ids': token id \d+ does not fit --vocab 10"):
-        train(with_(base_config, vocab=10))
+        train(with_(base_config, model=replace(base_config.model, vocab=10)))
 
 
 def test_too_large_model_is_refused_before_allocation(base_config: TrainConfig, capsys) -> None:
-    huge = with_(base_config, hidden=8192, layers=64, ffn=32768, vocab=128000, heads=64)
+    huge = with_(base_config, model=ModelDims(hidden=8192, layers=64, heads=64, ffn=32768, vocab=128000))
     with pytest.raises(UsageError, match=r"model too large for this machine: [\d,]+ parameters need about"):
         train(huge)
     code = main(
@@ -91,8 +93,9 @@ def test_too_large_model_is_refused_before_allocation(base_config: TrainConfig, 
 
 
 def test_parameter_count_matches_the_model() -> None:
-    model = build_model(hidden=32, layers=3, heads=4, ffn=48, vocab=50, max_positions=16, seed=0)
-    assert count_parameters(32, 3, 48, 50) == sum(p.numel() for p in model.parameters())
+    dims = ModelDims(hidden=32, layers=3, heads=4, ffn=48, vocab=50)
+    model = build_model(dims, max_positions=16, seed=0)
+    assert count_parameters(dims) == sum(p.numel() for p in model.parameters())
 
 
 def test_ctrl_c_stops_after_the_current_step_and_names_the_log(
@@ -123,8 +126,7 @@ def test_ctrl_c_stops_after_the_current_step_and_names_the_log(
         ({"gbs": 6, "mbs": 4}, r"--gbs 6 must be a multiple of --mbs x processes"),
         ({"gbs": 1000}, r"--gbs 1000 is larger than the \d+ packs"),
         ({"steps": 2, "epochs": 1}, r"give --steps or --epochs, not both"),
-        ({"hidden": 30}, r"--hidden 30 must be divisible by --heads 4"),
-        ({"hidden": 6, "heads": 2}, r"--hidden 6 / --heads 2 = 3: the head size must be even"),
+        ({"model": {"hidden": 6, "heads": 2}}, r"--hidden 6 / --heads 2 = 3: the head size must be even"),
         ({"pad_to": 5, "mode": "padded"}, r"--pad-to 5 is shorter than the longest sequence"),
         ({"device": "tpu"}, r"--device must be cpu, cuda or auto"),
     ],
@@ -132,8 +134,24 @@ def test_ctrl_c_stops_after_the_current_step_and_names_the_log(
 def test_wrong_flags_are_usage_errors(base_config: TrainConfig, changes: dict, message: str) -> None:
     if "mode" in changes:
         changes = {**changes, "mode": DataMode(changes["mode"])}
+    if "model" in changes:
+        changes = {**changes, "model": replace(base_config.model, **changes["model"])}
     with pytest.raises(UsageError, match=message):
         train(with_(base_config, **changes))
+
+
+def test_heads_must_divide_hidden_in_the_flags_words(base_config: TrainConfig, capsys) -> None:
+    code = main(
+        ["train", "--data", str(base_config.data), "--vocab", str(VOCAB), "--hidden", "30", "--steps", "1"]
+    )
+    assert code == 2
+    assert "--hidden 30 must be divisible by --heads 4" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dims", [{"query_groups": 2}, {"gated": False}])
+def test_model_shapes_the_trainer_cannot_build_are_refused(base_config: TrainConfig, dims: dict) -> None:
+    with pytest.raises(UsageError, match=r"the reference trainer builds multi-head SwiGLU models"):
+        with_(base_config, model=replace(base_config.model, **dims))
 
 
 def test_existing_log_needs_overwrite(base_config: TrainConfig, tmp_path: Path) -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import numpy as np
 
 from seqpack.cli import main
 from seqpack.curves import read_curves
-from seqpack.train import StepRecord, TrainConfig, format_log_line, train
+from seqpack.train import TRAIN_SCHEMA_VERSION, StepRecord, TrainConfig, format_log_line, train
 from train.conftest import with_
 
 # The example line of spec §10, character for character.
@@ -87,3 +88,22 @@ def test_curves_compare_says_packed_and_padded_logs_match(
         logs.append(str(log))
     capsys.readouterr()
     assert main(["curves", "compare", *logs]) == 0
+
+
+def test_json_summary_is_the_results_to_dict(base_config: TrainConfig, capsys) -> None:
+    """`seqpack train --format json` prints TrainResult.to_dict() under TRAIN_SCHEMA_VERSION: same keys in the
+    same order, the same numbers for the same run (timings aside)."""
+    config = with_(base_config, steps=2)
+    result = train(config)
+    dims = config.model
+    flags = {"--hidden": dims.hidden, "--layers": dims.layers, "--heads": dims.heads, "--ffn": dims.ffn}
+    flags |= {"--vocab": dims.vocab, "--lr": config.lr, "--gbs": config.gbs, "--steps": 2}
+    argv = ["train", "--data", str(config.data), *[str(x) for kv in flags.items() for x in kv]]
+    assert main([*argv, "--format", "json", "--quiet"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    want = result.to_dict()
+    assert list(doc) == ["schema_version", *want] and doc["schema_version"] == TRAIN_SCHEMA_VERSION == 1
+    timing = {"seconds", "tokens_per_s", "real_tokens_per_s"}
+    assert {k: v for k, v in doc.items() if k not in timing | {"schema_version"}} == {
+        k: v for k, v in want.items() if k not in timing
+    }

@@ -8,9 +8,7 @@ from pathlib import Path
 import typer
 
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
-from seqpack.correlate import Found, clean_stamp, find_experiments, move_aside_or_delete, moved_name
-
-SCHEMA_VERSION = 1
+from seqpack.correlate import CLEAN_SCHEMA_VERSION, clean_experiments
 
 
 def _size(n: int) -> str:
@@ -35,33 +33,14 @@ def clean(
 
     Example: seqpack clean . --yes
     """
-    stamp = clean_stamp()
-    found: list[tuple[Path, Found]] = []
-    seen: set[str] = set()
-    for top in dirs:
-        for item in find_experiments(top):
-            real = os.path.realpath(item.path)
-            if real not in seen:
-                seen.add(real)
-                found.append((top, item))
+    report = clean_experiments(dirs, yes=yes, delete=delete)
     if delete and not yes:
         err_console.print("dry run: add --yes to delete what is listed", markup=False, soft_wrap=True)
     elif not yes:
         err_console.print("dry run: add --yes to move what is listed aside", markup=False, soft_wrap=True)
-    done: list[dict[str, object]] = []
-    for top, item in found:
-        if item.mount_point is not None:  # renaming fails, deleting empties another file system: leave it
-            done.append({**item.to_dict(), "action": "skipped", "to": None})
-            continue
-        if yes:
-            target = move_aside_or_delete(item, top, delete=delete, stamp=stamp)
-        else:
-            target = None if delete else moved_name(item, stamp)
-        action = ("deleted" if yes else "would delete") if delete else ("moved" if yes else "would move")
-        done.append({**item.to_dict(), "action": action, "to": os.fspath(target) if target else None})
-    skipped = [row for row in done if row["action"] == "skipped"]
+    done, skipped = report.actions, report.skipped
     if fmt is OutputFormat.json:
-        emit_json({"dry_run": not yes, "found": done}, SCHEMA_VERSION)
+        emit_json(report.to_dict(), CLEAN_SCHEMA_VERSION)
         if skipped and yes:
             raise typer.Exit(1)
         return
@@ -69,13 +48,14 @@ def clean(
         out_console.print("nothing to clean", markup=False, soft_wrap=True)
         return
     for row in done:
-        newest = row["newest_checkpoint"] or "no checkpoint"
-        size = _size(int(row["bytes"]))  # type: ignore[call-overload]
-        dest = f" -> {row['to']}" if row["to"] else ""
-        if row["action"] == "skipped":
-            dest = f": {row['mount_point']} is a mount point (unmount it, or clean inside it)"
+        item = row.found
+        newest = item.newest_checkpoint or "no checkpoint"
+        dest = f" -> {os.fspath(row.to)}" if row.to else ""
+        if row.action == "skipped":
+            dest = f": {os.fspath(item.mount_point or '')} is a mount point (unmount it, or clean inside it)"
         out_console.print(
-            f"{row['action']}: {row['path']}  ({row['kind']}, {size}, newest {newest}){dest}", markup=False
+            f"{row.action}: {os.fspath(item.path)}  ({item.kind}, {_size(item.size)}, newest {newest}){dest}",
+            markup=False,
         )
     if not quiet and yes:
         err_console.print(

@@ -28,9 +28,13 @@ from seqpack.curves import (
     FORMATS,
     LOSS,
     PROFILES,
+    SCHEMA_VERSION,
+    CompareReport,
     Comparison,
     Curves,
+    ExportReport,
     Profile,
+    ShowReport,
     canonical,
     compare_curves,
     one_run,
@@ -38,11 +42,11 @@ from seqpack.curves import (
     read_curves,
     read_runs,
     rename_metrics,
+    run_notes,
     write_golden,
 )
 from seqpack.errors import DataError, UsageError
 
-SCHEMA_VERSION = 1
 TABLE_WIDTH = 160  # tables are wide; do not fold them into 80 columns when stdout is a pipe
 
 app = typer.Typer(
@@ -94,21 +98,6 @@ def _fmt(x: Any, digits: int = 6) -> str:
             return "nan"
         return f"{x:.{digits}g}"
     return str(x)
-
-
-def _run_notes(runs: list[Curves]) -> list[str]:
-    notes = []
-    for run in runs:
-        notes.extend(run.notes)
-        for metric, steps in run.missing.items():
-            if steps.size:
-                notes.append(
-                    f"{run.source}: '{metric}' missing from the line at iteration(s) {steps[:10].tolist()} "
-                    "(Megatron omits a NaN loss)"
-                )
-        if run.skipped.size:
-            notes.append(f"{run.source}: all steps skipped at iteration(s) {run.skipped[:10].tolist()}")
-    return notes
 
 
 def _rows(comparisons: list[Comparison]) -> list[dict[str, str]]:
@@ -247,29 +236,11 @@ def compare(
     if len(curves) < 2:
         raise UsageError("compare needs at least two runs (reference first)")
     comparisons = compare_curves(curves[0], curves[1:], profile, metrics=metric, steps=window)
-    notes = _run_notes(curves)
-    for comp in comparisons:
-        notes.extend(comp.notes)
-    passed = all(c.passed for c in comparisons)
+    report = CompareReport(profile, window, curves, comparisons)
+    notes, passed = report.notes, report.passed
     rows = _rows(comparisons)
     if output_format is OutputFormat.json:
-        emit_json(
-            {
-                "command": "curves compare",
-                "passed": passed,
-                "profile": {
-                    "name": profile.name,
-                    "ulps": profile.ulps,
-                    "deterministic": deterministic,
-                    "require_all_steps": require_all_steps,
-                },
-                "steps": {"start": window[0], "stop": window[1]},
-                "runs": [_run_info(c) for c in curves],
-                "comparisons": [c.summary() for c in comparisons],
-                "notes": notes,
-            },
-            SCHEMA_VERSION,
-        )
+        emit_json(report.to_dict(), SCHEMA_VERSION)
     else:
         _print_table(f"reference: {curves[0].source}  profile: {profile.name} ({comparisons[0].rule})", rows)
         for comp in comparisons:
@@ -297,38 +268,6 @@ def compare(
         raise typer.Exit(1)
 
 
-def _run_info(run: Curves) -> dict[str, Any]:
-    return {
-        "source": run.source,
-        "format": run.format,
-        "segments": [
-            {"first": s.first_iteration, "last": s.last_iteration, "records": s.records, "line": s.line}
-            for s in run.segments
-        ],
-        "restarts": run.restarts,
-        "metrics": {name: len(series) for name, series in run.metrics.items()},
-        "missing": {name: steps.tolist() for name, steps in run.missing.items()},
-        "skipped": run.skipped.tolist(),
-        "notes": run.notes,
-    }
-
-
-def _metric_summary(run: Curves, metric: str) -> dict[str, Any]:
-    series = run.metrics.get(metric)
-    if series is None or len(series) == 0:
-        return {"steps": 0}
-    vals = series.values
-    finite = vals[~(vals != vals)]
-    return {
-        "steps": len(series),
-        "first": [int(series.iterations[0]), float(vals[0])],
-        "last": [int(series.iterations[-1]), float(vals[-1])],
-        "min": float(finite.min()) if finite.size else None,
-        "max": float(finite.max()) if finite.size else None,
-        "nan": int((vals != vals).sum()),
-    }
-
-
 @app.command("show")
 def show(
     logs: list[Path] = typer.Argument(..., help="Logs or metric files to summarise."),
@@ -353,18 +292,11 @@ def show(
         have = "; ".join(f"{c.source} has: {', '.join(list(c.metrics)[:12]) or 'no metric'}" for c in curves)
         raise DataError(f"no run has metric '{metric}' ({have})")
     if output_format is OutputFormat.json:
-        emit_json(
-            {
-                "command": "curves show",
-                "metric": name,
-                "runs": [{**_run_info(c), "summary": _metric_summary(c, name)} for c in curves],
-            },
-            SCHEMA_VERSION,
-        )
+        emit_json(ShowReport(name, curves).to_dict(), SCHEMA_VERSION)
     else:
         rows = []
         for run in curves:
-            s = _metric_summary(run, name)
+            s = run.summary(name)
             rows.append(
                 {
                     "file": run.source,
@@ -381,7 +313,7 @@ def show(
         _print_table(f"metric: {name}", rows)
         for run in curves:
             out_console.print(f"{run.source}: metrics: {', '.join(run.metrics)}", markup=False)
-        for note in _run_notes(curves):
+        for note in run_notes(curves):
             out_console.print(f"note: {note}", markup=False)
     if plot is not None:
         _write_png_html(curves, name, None, window, plot, None, "", [], [], overwrite, quiet)
@@ -407,7 +339,7 @@ def export(
         run = read_curves(log, input_format, run=run_name, progress=bar)
     notes = write_golden(run, golden, overwrite=overwrite)
     if output_format is OutputFormat.json:
-        emit_json({"source": str(log), "golden": str(golden), "notes": notes})
+        emit_json(ExportReport(str(log), str(golden), notes).to_dict(), SCHEMA_VERSION)
         return
     for note in notes:
         err_console.print(f"note: {note}", markup=False)

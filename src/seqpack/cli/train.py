@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -19,28 +18,6 @@ from seqpack.cli._common import (
     out_console,
 )
 from seqpack.errors import UsageError
-
-
-def _summary(result: Any) -> dict[str, Any]:
-    return {
-        "mode": result.mode.value,
-        "processes": result.world_size,
-        "steps": result.steps_done,
-        "steps_planned": result.steps_planned,
-        "interrupted": result.interrupted,
-        "parameters": result.parameters,
-        "final_loss": result.final_loss,
-        "losses": result.losses,
-        "positions": result.positions,
-        "real_tokens": result.real_tokens,
-        "loss_tokens": result.loss_tokens,
-        "seconds": result.seconds,
-        "tokens_per_s": result.tokens_per_s,
-        "real_tokens_per_s": result.real_tokens_per_s,
-        "padding_fraction": result.padding_fraction,
-        "log": str(result.log_path) if result.log_path is not None else None,
-        "tensorboard": str(result.tensorboard_dir) if result.tensorboard_dir is not None else None,
-    }
 
 
 def register(app: typer.Typer) -> None:
@@ -114,20 +91,19 @@ def register(app: typer.Typer) -> None:
 
         Example: seqpack train --data out/training_512.idx.parquet --steps 50 --gbs 8 --log packed.log
         """
-        from seqpack.train import DataMode, TrainConfig, train
+        from seqpack.packing import ModelDims
+        from seqpack.train import TRAIN_SCHEMA_VERSION, DataMode, TrainConfig, train
 
         if (data is None) == (padded_from is None):
             raise UsageError("give exactly one of --data (packed) or --padded-from (padded)")
+        if hidden % heads:  # in the flags' words; ModelDims would say it in its fields'
+            raise UsageError(f"--hidden {hidden} must be divisible by --heads {heads}")
         source = data if data is not None else padded_from
         assert source is not None
         config = TrainConfig(
             data=source,
             mode=DataMode.packed if data is not None else DataMode.padded,
-            hidden=hidden,
-            layers=layers,
-            heads=heads,
-            ffn=ffn,
-            vocab=vocab,
+            model=ModelDims(hidden=hidden, layers=layers, heads=heads, ffn=ffn, vocab=vocab),
             lr=lr,
             steps=steps,
             epochs=epochs,
@@ -158,9 +134,8 @@ def register(app: typer.Typer) -> None:
             if result.interrupted:
                 raise typer.Exit(130)
             return
-        summary = _summary(result)
         if json_out:
-            emit_json(summary)
+            emit_json(result.to_dict(), TRAIN_SCHEMA_VERSION)
         else:
             out_console.print(
                 f"{result.mode.value}: {result.steps_done} steps, {result.world_size} process(es), "

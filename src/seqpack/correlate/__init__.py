@@ -8,7 +8,17 @@
 """
 
 from seqpack.correlate._checks import CHECKS, Finding, check_spec
-from seqpack.correlate._clean import Found, clean_stamp, find_experiments, move_aside_or_delete, moved_name
+from seqpack.correlate._clean import (
+    CLEAN_SCHEMA_VERSION,
+    CleanAction,
+    CleanReport,
+    Found,
+    clean_experiments,
+    clean_stamp,
+    find_experiments,
+    move_aside_or_delete,
+    moved_name,
+)
 from seqpack.correlate._knobs import KNOBS, Knob
 from seqpack.correlate._pair import PlannedRun, run_pair
 from seqpack.correlate._plan import (
@@ -37,11 +47,14 @@ from seqpack.correlate._spec import SCHEMA, CorrelationSpec, load_spec, parse_sp
 
 __all__ = [
     "CHECKS",
+    "CLEAN_SCHEMA_VERSION",
     "KNOBS",
     "PLAN_SCHEMA_VERSION",
     "SCHEMA",
     "SKILL_PAIRS",
     "AlignedRow",
+    "CleanAction",
+    "CleanReport",
     "Command",
     "CorrelationPlan",
     "CorrelationReport",
@@ -56,6 +69,7 @@ __all__ = [
     "analyse_pair",
     "build_plan",
     "check_spec",
+    "clean_experiments",
     "clean_stamp",
     "find_experiments",
     "load_spec",

@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,8 @@ EXPERIMENT_DIR_NAMES = ("nemo_experiments",)
 TRACKER_FILES = ("latest_train_state.pt", "latest_checkpointed_iteration.txt")
 ITER_DIR = re.compile(r"^iter_(\d{7})$")
 MOVED_PREFIX = "seqpack-clean-"
+#: Version of the ``seqpack clean --format json`` document (:meth:`CleanReport.to_dict`).
+CLEAN_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -159,3 +161,60 @@ def move_aside_or_delete(found: Found, top: Path, *, delete: bool, stamp: str) -
     target.parent.mkdir(exist_ok=True)
     os.rename(found.path, target)
     return target
+
+
+@dataclass(frozen=True)
+class CleanAction:
+    """What one clean did (or, in a dry run, would do) with a found folder, and where it went."""
+
+    found: Found
+    #: ``moved`` / ``would move`` / ``deleted`` / ``would delete``, or ``skipped`` (a mount point).
+    action: str
+    to: Path | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.found.to_dict(), "action": self.action, "to": os.fspath(self.to) if self.to else None}
+
+
+@dataclass(frozen=True)
+class CleanReport:
+    """One ``seqpack clean``: every folder found under the named ones (each once), in order, and its fate."""
+
+    dry_run: bool
+    actions: list[CleanAction]
+
+    @property
+    def skipped(self) -> list[CleanAction]:
+        return [a for a in self.actions if a.action == "skipped"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "found": [a.to_dict() for a in self.actions]}
+
+
+def clean_experiments(
+    tops: Iterable[str | os.PathLike[str]], *, yes: bool, delete: bool, stamp: str | None = None
+) -> CleanReport:
+    """Find the experiment folders under ``tops`` (a folder reached twice counts once) and, with ``yes``,
+    move each aside (or ``delete`` it); without ``yes`` only say what would happen. Mount points are
+    skipped. Raises on the first folder that changed since it was found (earlier ones stay done)."""
+    stamp = stamp or clean_stamp()
+    found: list[tuple[Path, Found]] = []
+    seen: set[str] = set()
+    for top in tops:
+        for item in find_experiments(top):
+            real = os.path.realpath(item.path)
+            if real not in seen:
+                seen.add(real)
+                found.append((Path(top), item))
+    actions: list[CleanAction] = []
+    for top, item in found:
+        if item.mount_point is not None:  # renaming fails, deleting empties another file system: leave it
+            actions.append(CleanAction(item, "skipped", None))
+            continue
+        if yes:
+            target = move_aside_or_delete(item, top, delete=delete, stamp=stamp)
+        else:
+            target = None if delete else moved_name(item, stamp)
+        action = ("deleted" if yes else "would delete") if delete else ("moved" if yes else "would move")
+        actions.append(CleanAction(item, action, target))
+    return CleanReport(dry_run=not yes, actions=actions)

@@ -21,7 +21,8 @@ from seqpack.curves._compare import (
 from seqpack.curves._export import golden_document, write_golden
 from seqpack.curves._names import LOSS, canonical, parse_metric_map, rename_metrics
 from seqpack.curves._read import detect_format, one_run, read_curves, read_runs
-from seqpack.curves._report import render_html, render_png
+from seqpack.curves._report import curves_figure, render_html, render_png
+from seqpack.curves._results import SCHEMA_VERSION, CompareReport, ExportReport, ShowReport, run_notes
 from seqpack.curves._series import FORMATS, Curves, Segment, Series, find_segments, resolve
 
 __all__ = [
@@ -31,15 +32,20 @@ __all__ = [
     "FORMATS",
     "LOSS",
     "PROFILES",
+    "SCHEMA_VERSION",
+    "CompareReport",
     "Comparison",
     "Curves",
+    "ExportReport",
     "Profile",
     "Segment",
     "Series",
+    "ShowReport",
     "bf16_ulp",
     "canonical",
     "compare_curves",
     "compare_series",
+    "curves_figure",
     "detect_format",
     "find_segments",
     "golden_document",
@@ -51,6 +57,7 @@ __all__ = [
     "render_html",
     "render_png",
     "resolve",
+    "run_notes",
     "tolerated_failures",
     "write_golden",
 ]

@@ -19,6 +19,7 @@ Two different kinds of "no value" are kept apart, because they mean different th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -84,6 +85,51 @@ class Curves:
     @property
     def restarts(self) -> int:
         return max(len(self.segments) - 1, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What was read, without the values: format, segments, steps per metric, missing/skipped steps."""
+        return {
+            "source": self.source,
+            "format": self.format,
+            "segments": [
+                {"first": s.first_iteration, "last": s.last_iteration, "records": s.records, "line": s.line}
+                for s in self.segments
+            ],
+            "restarts": self.restarts,
+            "metrics": {name: len(series) for name, series in self.metrics.items()},
+            "missing": {name: steps.tolist() for name, steps in self.missing.items()},
+            "skipped": self.skipped.tolist(),
+            "notes": self.notes,
+        }
+
+    def summary(self, metric: str) -> dict[str, Any]:
+        """One metric at a glance: steps, first and last ``[iteration, value]``, finite min/max, NaN count."""
+        series = self.metrics.get(metric)
+        if series is None or len(series) == 0:
+            return {"steps": 0}
+        vals = series.values
+        finite = vals[~(vals != vals)]
+        return {
+            "steps": len(series),
+            "first": [int(series.iterations[0]), float(vals[0])],
+            "last": [int(series.iterations[-1]), float(vals[-1])],
+            "min": float(finite.min()) if finite.size else None,
+            "max": float(finite.max()) if finite.size else None,
+            "nan": int((vals != vals).sum()),
+        }
+
+    def reader_notes(self) -> list[str]:
+        """The reader's notes plus a line for the steps printed without a loss and the skipped ones."""
+        notes = list(self.notes)
+        for metric, steps in self.missing.items():
+            if steps.size:
+                notes.append(
+                    f"{self.source}: '{metric}' missing from the line at iteration(s) {steps[:10].tolist()} "
+                    "(Megatron omits a NaN loss)"
+                )
+        if self.skipped.size:
+            notes.append(f"{self.source}: all steps skipped at iteration(s) {self.skipped[:10].tolist()}")
+        return notes
 
 
 def resolve(iterations: list[int] | IntArray, values: list[float] | FloatArray) -> Series:

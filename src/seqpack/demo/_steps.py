@@ -57,6 +57,7 @@ from seqpack.doctor import (
     suggest_fixes,
 )
 from seqpack.errors import DataError, UsageError
+from seqpack.packing import ModelDims
 from seqpack.train import DataMode, StepRecord, TrainConfig, TrainResult, train
 
 #: Packed vs padded losses are compared under the bf16 profile with a single ulp: |a - b| <= 1 bf16 ulp of
@@ -249,11 +250,9 @@ def train_config(
     return TrainConfig(
         data=layout.train_packed,
         mode=mode,
-        hidden=sizes.hidden,
-        layers=sizes.layers,
-        heads=sizes.heads,
-        ffn=sizes.ffn,
-        vocab=vocab,
+        model=ModelDims(
+            hidden=sizes.hidden, layers=sizes.layers, heads=sizes.heads, ffn=sizes.ffn, vocab=vocab
+        ),
         lr=sizes.lr,
         steps=sizes.steps,
         epochs=None if sizes.steps is not None else 1,
@@ -272,10 +271,11 @@ def train_command(config: TrainConfig) -> str:
     data_flag = "--data" if config.mode is DataMode.packed else "--padded-from"
     run = "--steps" if config.steps is not None else "--epochs"
     count = config.steps if config.steps is not None else config.epochs
+    dims = config.model
     return command(
-        "seqpack", "train", data_flag, config.data, "--vocab", str(config.vocab),
-        "--hidden", str(config.hidden), "--layers", str(config.layers), "--heads", str(config.heads),
-        "--ffn", str(config.ffn), "--lr", str(config.lr), "--gbs", str(config.gbs), run, str(count),
+        "seqpack", "train", data_flag, config.data, "--vocab", str(dims.vocab),
+        "--hidden", str(dims.hidden), "--layers", str(dims.layers), "--heads", str(dims.heads),
+        "--ffn", str(dims.ffn), "--lr", str(config.lr), "--gbs", str(config.gbs), run, str(count),
         "--log", os.fspath(config.log or ""),
     )  # fmt: skip
 

@@ -8,7 +8,7 @@
 
 from seqpack.doctor._atlas import atlas_markdown
 from seqpack.doctor._catalog import CATALOG
-from seqpack.doctor._defects import DEFECTS, Defect
+from seqpack.doctor._defects import DEFECTS, ON_BOTH, ON_BRIDGE, ON_MLM, Defect
 from seqpack.doctor._doctor import (
     SCHEMA_VERSION,
     DoctorOptions,
@@ -28,6 +28,9 @@ from seqpack.doctor._view import ConfigView, DatasetKind
 __all__ = [
     "CATALOG",
     "DEFECTS",
+    "ON_BOTH",
+    "ON_BRIDGE",
+    "ON_MLM",
     "RULES",
     "SCHEMA_VERSION",
     "ConfigView",

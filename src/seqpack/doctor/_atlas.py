@@ -7,7 +7,8 @@ Where the version comes from decides the finding::
     component version unknown                   ->  warning "... if your megatron-bridge is older than 0.5.0"
 
 Versions are the installed ones (what ``seqpack env`` reads) overlaid by ``--stack``; the Python API takes
-them in :attr:`DoctorOptions.stack`. Bridge's entries are skipped for a Megatron-LM launch.
+them in :attr:`DoctorOptions.stack`. A defect is skipped for a launch that does not run its code
+(:attr:`Defect.launchers`: Bridge's entries under Megatron-LM, Megatron-LM's under Bridge).
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from seqpack.doctor._context import Context
-from seqpack.doctor._defect_facts import MLM_LAUNCHER, DefectContext
+from seqpack.doctor._defect_facts import DefectContext
 from seqpack.doctor._defects import DEFECTS, EFFECTS, Defect
 from seqpack.doctor._findings import ERROR, WARNING, Finding
-from seqpack.doctor._versions import BRIDGE
 
 _VERSION_CLAUSE = {
     "en": {
@@ -73,8 +73,8 @@ def _why(defect: Defect, lang: str) -> str:
 
 
 def _applies(defect: Defect, launcher: str | None) -> bool:
-    """Bridge's defects live in Bridge's own step and data code, which a Megatron-LM launch never runs."""
-    return not (launcher == MLM_LAUNCHER and defect.component == BRIDGE)
+    """A defect applies to a launch that runs its code (:attr:`Defect.launchers`); to both when unknown."""
+    return launcher is None or launcher in defect.launchers
 
 
 def atlas_findings(
@@ -87,7 +87,7 @@ def atlas_findings(
     lang: str = "en",
 ) -> list[Finding]:
     """The findings of every defect whose trigger holds and whose range covers the stack (or is unknown)."""
-    dctx = DefectContext(ctx=ctx, raw=raw, launcher=launcher)
+    dctx = DefectContext(ctx=ctx, raw=raw)
     findings = []
     for defect in DEFECTS:
         if not _applies(defect, launcher):

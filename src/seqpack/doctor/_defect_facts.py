@@ -1,4 +1,4 @@
-"""What the known-defect triggers read: the rule context, the raw config, the launcher and packed-data scans.
+"""What the known-defect triggers read: the rule context, the raw config, packed-data scans; launcher names.
 
 The typed :class:`ConfigView` covers the fields the rules read; several upstream defects hinge on fields
 it does not model (``dataset.preprocessing.loss_mode``, ``model.recompute_granularity``,
@@ -48,8 +48,6 @@ class DefectContext:
 
     ctx: Context
     raw: dict[str, Any] = field(default_factory=dict)
-    #: ``"bridge"``, ``"mlm"`` or ``None`` when the config could be run by either.
-    launcher: str | None = None
     _eos: EosScan | None = None
     _eos_done: bool = False
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from seqpack.doctor._defect_facts import MLM_LAUNCHER, DefectContext
+from seqpack.doctor._defect_facts import BRIDGE_LAUNCHER, MLM_LAUNCHER, DefectContext
 from seqpack.doctor._findings import override
 from seqpack.doctor._rules import _full_iteration_graph
 from seqpack.doctor._versions import BRIDGE, MCORE, TE, Affected
@@ -31,6 +31,12 @@ EFFECTS: dict[str, dict[str, str]] = {
     "slowdown": {"en": "slowdown", "zh": "变慢"},
     "unspecified": {"en": "a failure the report does not detail", "zh": "报告未详述的故障"},
 }
+#: Which launchers run the defective code: Bridge's own step and data code never runs under Megatron-LM's
+#: ``pretrain_gpt.py``; Megatron-Core and Transformer Engine run under both; Megatron-LM's training loop only
+#: under Megatron-LM.
+ON_BRIDGE = frozenset({BRIDGE_LAUNCHER})
+ON_MLM = frozenset({MLM_LAUNCHER})
+ON_BOTH = ON_BRIDGE | ON_MLM
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,8 @@ class Fingerprint:
 class Defect:
     id: str
     component: str
+    #: Launchers whose runs execute the defective code (:data:`ON_BRIDGE`, :data:`ON_MLM` or :data:`ON_BOTH`).
+    launchers: frozenset[str]
     affected: Affected
     effect: Effect
     #: The config fields (and data) the trigger reads.
@@ -131,12 +139,7 @@ def _middle_stage_packing(d: DefectContext) -> bool:
 
 def _mlm_middle_stage_tp(d: DefectContext) -> bool:
     m = d.ctx.view.model
-    return (
-        d.launcher in (None, MLM_LAUNCHER)
-        and m.pipeline_model_parallel_size > 2
-        and m.tensor_model_parallel_size > 1
-        and d.ctx.view.packing
-    )
+    return m.pipeline_model_parallel_size > 2 and m.tensor_model_parallel_size > 1 and d.ctx.view.packing
 
 
 def _cp_offline_packing(d: DefectContext) -> bool:
@@ -220,6 +223,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP201",
         BRIDGE,
+        ON_BRIDGE,
         Affected(None, "0.5.0"),
         "silent",
         (PP, OFFLINE, IN_BATCH),
@@ -246,6 +250,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP202",
         MCORE,
+        ON_MLM,
         Affected("0.16.0", "0.18.0"),
         "crash",
         (PP, TP, OFFLINE, "launcher"),
@@ -278,6 +283,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP203",
         BRIDGE,
+        ON_BRIDGE,
         Affected("0.3.0", "0.5.1"),
         "crash",
         (CP, OFFLINE, PAD_MULT),
@@ -313,6 +319,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP204",
         BRIDGE,
+        ON_BRIDGE,
         Affected(None, None),
         "silent",
         (OFFLINE, CHAT, LOSS_MODE, "packed data"),
@@ -347,6 +354,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP205",
         BRIDGE,
+        ON_BRIDGE,
         Affected(None, "0.4.0"),
         "silent",
         (CHAT, LOSS_MODE),
@@ -374,6 +382,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP206",
         BRIDGE,
+        ON_BRIDGE,
         Affected("0.3.0", "0.5.1"),
         "crash",
         (CP, OFFLINE, PP, "dataset.skip_getting_attention_mask_from_dataset"),
@@ -406,6 +415,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP207",
         BRIDGE,
+        ON_BRIDGE,
         Affected(None, "0.5.0"),
         "silent",
         (GRAPH_IMPL, "mixed_precision", "mixed_precision.fp8_param_gather"),
@@ -429,6 +439,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP208",
         BRIDGE,
+        ON_BRIDGE,
         Affected(None, None),
         "silent",
         ("model.num_moe_experts", PAD_MULT, "dataset.dataset_kwargs.pad_to_max_length"),
@@ -458,6 +469,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP209",
         MCORE,
+        ON_BOTH,
         Affected("0.16.0", None),
         "silent",
         (MTP, CP, OFFLINE, IN_BATCH),
@@ -491,6 +503,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP210",
         BRIDGE,
+        ON_BRIDGE,
         Affected("0.3.0", "0.4.0"),
         "silent",
         (IN_BATCH, "dataset.pack_sequences_in_batch"),
@@ -522,6 +535,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP211",
         MCORE,
+        ON_BOTH,
         Affected(None, "0.18.0"),
         "crash",
         (MTP, "model.recompute_granularity", OFFLINE, IN_BATCH),
@@ -550,6 +564,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP212",
         TE,
+        ON_BOTH,
         Affected(None, None),
         "unspecified",
         (CP, OFFLINE, IN_BATCH),
@@ -573,6 +588,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP213",
         TE,
+        ON_BOTH,
         Affected("2.18", None),
         "slowdown",
         (CP, "model.cp_comm_type", OFFLINE, IN_BATCH),
@@ -597,6 +613,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP214",
         BRIDGE,
+        ON_BRIDGE,
         Affected("0.3.0", "0.6.0"),
         "crash",
         (OFFLINE, CHAT, PAD_MULT, CP),
@@ -631,6 +648,7 @@ DEFECTS: list[Defect] = [
     Defect(
         "SP215",
         BRIDGE,
+        ON_BRIDGE,
         Affected("0.4.0", None),
         "crash",
         ("model", CP, IN_BATCH),

@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 from seqpack.doctor._atlas import atlas_findings
 from seqpack.doctor._catalog import CATALOG, LANGS, message_params
 from seqpack.doctor._context import Context
+from seqpack.doctor._defect_facts import BRIDGE_LAUNCHER, MLM_LAUNCHER
 from seqpack.doctor._defects import DEFECT_IDS, DEFECTS
 from seqpack.doctor._family import infer_family
 from seqpack.doctor._findings import ERROR, SEVERITY_ORDER, Finding, Hit
@@ -44,6 +45,13 @@ class DoctorOptions:
     stack: Mapping[str, str] = field(default_factory=dict)
     #: ``"bridge"`` or ``"mlm"`` when known: which launcher's defects apply (``None``: both).
     launcher: str | None = None
+
+    def __post_init__(self) -> None:
+        # Any other name would silently match no defect's launchers and hide every upstream defect.
+        if self.launcher not in (None, BRIDGE_LAUNCHER, MLM_LAUNCHER):
+            raise UsageError(
+                f"launcher must be {BRIDGE_LAUNCHER!r}, {MLM_LAUNCHER!r} or None, got {self.launcher!r}"
+            )
 
 
 @dataclass

@@ -9,6 +9,15 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from seqpack.errors import UsageError
+from seqpack.packing import ModelDims
+
+#: Version of the ``seqpack train --format json`` document (:meth:`TrainResult.to_dict`).
+TRAIN_SCHEMA_VERSION = 1
+#: The model ``seqpack train`` builds without size flags: 64 hidden, 2 layers, 4 heads, 128 ffn, 256 vocab.
+TINY_DIMS = ModelDims(hidden=64, layers=2, heads=4, ffn=128, vocab=256)
 
 
 class DataMode(str, enum.Enum):
@@ -24,7 +33,7 @@ class DataMode(str, enum.Enum):
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """One reference run: data, model sizes, optimizer and logging.
+    """One reference run: data, model sizes (a :class:`~seqpack.packing.ModelDims`), optimizer and logging.
 
     Steps are global batches of ``gbs`` *packs* in both modes (see :mod:`seqpack.train._steps`), so a
     packed and a padded run of the same file see the same samples in the same optimizer steps.
@@ -32,11 +41,8 @@ class TrainConfig:
 
     data: Path
     mode: DataMode = DataMode.packed
-    hidden: int = 64
-    layers: int = 2
-    heads: int = 4
-    ffn: int = 128
-    vocab: int = 256
+    #: The Llama-style model to train (its ``vocab`` must exceed every token id of the data).
+    model: ModelDims = TINY_DIMS
     lr: float = 1e-3
     steps: int | None = None
     epochs: int | None = None
@@ -73,6 +79,11 @@ class TrainConfig:
             if value is not None and not isinstance(value, Path):
                 object.__setattr__(self, name, Path(value))
         object.__setattr__(self, "mode", DataMode(self.mode))
+        if not self.model.gated or self.model.groups != self.model.heads:
+            raise UsageError(
+                "the reference trainer builds multi-head SwiGLU models: give ModelDims without "
+                "query_groups and with gated=True"
+            )
 
 
 @dataclass(frozen=True)
@@ -118,3 +129,25 @@ class TrainResult:
     log_path: Path | None
     tensorboard_dir: Path | None
     records: list[StepRecord] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run's summary (no per-step records): the ``seqpack train --format json`` document."""
+        return {
+            "mode": self.mode.value,
+            "processes": self.world_size,
+            "steps": self.steps_done,
+            "steps_planned": self.steps_planned,
+            "interrupted": self.interrupted,
+            "parameters": self.parameters,
+            "final_loss": self.final_loss,
+            "losses": self.losses,
+            "positions": self.positions,
+            "real_tokens": self.real_tokens,
+            "loss_tokens": self.loss_tokens,
+            "seconds": self.seconds,
+            "tokens_per_s": self.tokens_per_s,
+            "real_tokens_per_s": self.real_tokens_per_s,
+            "padding_fraction": self.padding_fraction,
+            "log": str(self.log_path) if self.log_path is not None else None,
+            "tensorboard": str(self.tensorboard_dir) if self.tensorboard_dir is not None else None,
+        }

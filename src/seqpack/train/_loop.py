@@ -193,7 +193,7 @@ def train(
     _check_outputs(config)
     device = _device(config.device)
     data = open_packed(
-        config.data, pack_size=config.pack_size, pad_multiple=config.pad_multiple, vocab=config.vocab
+        config.data, pack_size=config.pack_size, pad_multiple=config.pad_multiple, vocab=config.model.vocab
     )
     padded_length = check_pad_to(data, config.pad_to) if config.mode is DataMode.padded else None
     with _distributed(device) as (rank, world):
@@ -202,23 +202,11 @@ def train(
             mb_rows, width = config.mbs * data.max_sequences_per_pack, padded_length
         else:
             mb_rows, width = config.mbs, data.pack_size
-        estimate = estimate_memory(
-            hidden=config.hidden,
-            layers=config.layers,
-            heads=config.heads,
-            ffn=config.ffn,
-            vocab=config.vocab,
-            rows=mb_rows,
-            width=width,
-        )
+        estimate = estimate_memory(config.model, rows=mb_rows, width=width)
         available = config.memory_limit if config.memory_limit is not None else available_memory(device)
         check_memory(estimate, available, what=f"micro-batches of {mb_rows} x {width} slots")
         model = build_model(
-            hidden=config.hidden,
-            layers=config.layers,
-            heads=config.heads,
-            ffn=config.ffn,
-            vocab=config.vocab,
+            config.model,
             max_positions=max(width, data.pack_size),
             seed=config.seed,
         ).to(device)

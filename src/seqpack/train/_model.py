@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from seqpack.errors import UsageError
+from seqpack.packing import ModelDims
 
 #: Share of the available memory a run may plan to use; the rest is headroom for the allocator and Python.
 MEMORY_HEADROOM = 0.9
@@ -37,19 +38,20 @@ class MemoryEstimate:
         return self.state_bytes + self.activation_bytes
 
 
-def count_parameters(hidden: int, layers: int, ffn: int, vocab: int) -> int:
+def count_parameters(dims: ModelDims) -> int:
     """Parameters of the model :func:`build_model` makes (checked against ``numel`` in the tests)."""
-    return 2 * vocab * hidden + layers * (4 * hidden * hidden + 3 * hidden * ffn + 2 * hidden) + hidden
+    h, f, v = dims.hidden, dims.ffn, dims.vocab
+    return 2 * v * h + dims.layers * (4 * h * h + 3 * h * f + 2 * h) + h
 
 
-def estimate_memory(
-    *, hidden: int, layers: int, heads: int, ffn: int, vocab: int, rows: int, width: int
-) -> MemoryEstimate:
+def estimate_memory(dims: ModelDims, *, rows: int, width: int) -> MemoryEstimate:
     """The estimate of the module docstring for a micro-batch of ``rows x width`` slots."""
-    params = count_parameters(hidden, layers, ffn, vocab)
+    params = count_parameters(dims)
     slots = rows * width
     activations = _FLOAT32 * (
-        layers * slots * (16 * hidden + 2 * ffn) + 2 * rows * heads * width * width + 3 * slots * vocab
+        dims.layers * slots * (16 * dims.hidden + 2 * dims.ffn)
+        + 2 * rows * dims.heads * width * width
+        + 3 * slots * dims.vocab
     )
     return MemoryEstimate(parameters=params, state_bytes=16 * params, activation_bytes=activations)
 
@@ -87,25 +89,26 @@ def check_memory(estimate: MemoryEstimate, available: int, *, what: str) -> None
         )
 
 
-def build_model(
-    *, hidden: int, layers: int, heads: int, ffn: int, vocab: int, max_positions: int, seed: int
-) -> torch.nn.Module:
-    """A randomly initialised ``LlamaForCausalLM`` (SDPA attention), the same weights for the same seed."""
+def build_model(dims: ModelDims, *, max_positions: int, seed: int) -> torch.nn.Module:
+    """A randomly initialised ``LlamaForCausalLM`` (SDPA attention), the same weights for the same seed.
+
+    ``dims`` is read as a plain multi-head SwiGLU decoder (K/V heads = heads), the shape
+    :func:`count_parameters` counts.
+    """
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    if hidden % heads:
-        raise UsageError(f"--hidden {hidden} must be divisible by --heads {heads}")
-    if (hidden // heads) % 2:  # rotary embeddings rotate pairs of channels
+    head_size = dims.hidden // dims.heads
+    if head_size % 2:  # rotary embeddings rotate pairs of channels
         raise UsageError(
-            f"--hidden {hidden} / --heads {heads} = {hidden // heads}: the head size must be even"
+            f"--hidden {dims.hidden} / --heads {dims.heads} = {head_size}: the head size must be even"
         )
     config = LlamaConfig(
-        vocab_size=vocab,
-        hidden_size=hidden,
-        intermediate_size=ffn,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
+        vocab_size=dims.vocab,
+        hidden_size=dims.hidden,
+        intermediate_size=dims.ffn,
+        num_hidden_layers=dims.layers,
+        num_attention_heads=dims.heads,
+        num_key_value_heads=dims.heads,
         max_position_embeddings=max_positions,
         tie_word_embeddings=False,
         use_cache=False,

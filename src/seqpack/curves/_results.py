@@ -1,0 +1,83 @@
+"""What ``seqpack curves compare|show|export`` report: result objects, ``to_dict()`` the JSON document.
+
+Every document of the three commands carries :data:`SCHEMA_VERSION` (the CLI writes it first, then
+``to_dict()``); a change of shape bumps it here, once for the three.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from seqpack.curves._compare import Comparison, Profile
+from seqpack.curves._series import Curves
+
+#: Version of the JSON documents of ``seqpack curves compare``, ``show`` and ``export``.
+SCHEMA_VERSION = 1
+
+
+def run_notes(runs: list[Curves]) -> list[str]:
+    """Every run's :meth:`~seqpack.curves.Curves.reader_notes`, in run order."""
+    return [note for run in runs for note in run.reader_notes()]
+
+
+@dataclass(frozen=True)
+class CompareReport:
+    """Candidates compared with the reference ``runs[0]``: a :class:`Comparison` per candidate and metric."""
+
+    profile: Profile
+    steps: tuple[int | None, int | None]
+    runs: list[Curves]
+    comparisons: list[Comparison]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.comparisons)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the readers noticed, then what each comparison noticed."""
+        return run_notes(self.runs) + [note for comp in self.comparisons for note in comp.notes]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "command": "curves compare",
+            "passed": self.passed,
+            "profile": {
+                "name": self.profile.name,
+                "ulps": self.profile.ulps,
+                "deterministic": self.profile.deterministic,
+                "require_all_steps": self.profile.require_all_steps,
+            },
+            "steps": {"start": self.steps[0], "stop": self.steps[1]},
+            "runs": [run.to_dict() for run in self.runs],
+            "comparisons": [c.summary() for c in self.comparisons],
+            "notes": self.notes,
+        }
+
+
+@dataclass(frozen=True)
+class ShowReport:
+    """What each run holds, and a summary of one metric (canonical name) per run."""
+
+    metric: str
+    runs: list[Curves]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "command": "curves show",
+            "metric": self.metric,
+            "runs": [{**run.to_dict(), "summary": run.summary(self.metric)} for run in self.runs],
+        }
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """A golden-value file written from a run, with the notes of :func:`~seqpack.curves.write_golden`."""
+
+    source: str
+    golden: str
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "golden": self.golden, "notes": self.notes}
