@@ -8,6 +8,8 @@ from seqpack.data._write import PACKED_SCHEMA, ROW_GROUP_SIZE
 from seqpack.data.metadata import (
     BRIDGE_METADATA_KEYS,
     SEQPACK_KEY,
+    MetadataEntry,
+    PackingMetadata,
     combine_metadata,
     metadata_filename,
     packed_filename,
@@ -22,7 +24,8 @@ from seqpack.data.packed import (
     resolve_packed_paths,
     validate_block,
 )
-from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
+from seqpack.data.packed_scan import collect_stats
+from seqpack.data.packed_stats import PackedStats, compare_metadata
 
 __all__ = [
     "BRIDGE_METADATA_KEYS",
@@ -31,12 +34,14 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "ROW_GROUP_SIZE",
     "SEQPACK_KEY",
+    "MetadataEntry",
     "PackOptions",
     "PackResult",
     "PackedBlock",
     "PackedReader",
     "PackedRow",
     "PackedStats",
+    "PackingMetadata",
     "TooLong",
     "bridge_overrides",
     "collect_stats",

@@ -40,10 +40,11 @@ from seqpack.data._write import write_packed
 from seqpack.data.metadata import (
     HF_METADATA,
     SEQPACK_KEY,
+    MetadataEntry,
+    PackingMetadata,
     hf_filename,
     metadata_filename,
     packed_filename,
-    read_metadata,
     write_metadata_entry,
 )
 from seqpack.data.overrides import offline_packing_overrides
@@ -232,9 +233,9 @@ def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: di
         raise UsageError(f"{packed}: already exists (pass --overwrite to replace it)")
     if not meta_path.exists():
         return
-    for entry in read_metadata(meta_path):
-        other = entry.get(SEQPACK_KEY)
-        if not isinstance(other, dict) or other.get("split") == opts.split:
+    for entry in PackingMetadata.read(meta_path).entries:
+        other = entry.record
+        if other is None or other.get("split") == opts.split:
             continue
         for key in _SPLIT_AGREEMENT:
             if other.get(key) != record[key]:
@@ -520,7 +521,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 "sequences": counts.sequences,
                 "packs": plan.num_packs,
             }
-            entry = {**plan.bridge_metadata(), SEQPACK_KEY: record}
+            entry = MetadataEntry.from_values(plan.bridge_metadata(), record)
             write_metadata_entry(meta_path, entry)
             fault_point("commit")
     except OSError as exc:  # ENOSPC, EFBIG (a file-size limit), EDQUOT: the directory, in one line
@@ -534,7 +535,7 @@ def pack_files(opts: PackOptions) -> PackResult:
         packed_path,
         meta_path,
         rejects_path,
-        entry,
+        entry.to_dict(),
         counts,
         plan.num_packs,
         int(plan.total_length),
