@@ -113,3 +113,11 @@ def test_batch_dumps_pad_with_the_recorded_eos_not_a_reinferred_one(
     assert _inspect(capsys, *args)[0] == 0
     with np.load(dump) as arrays:
         assert int(arrays["eos_id"]) == 7
+
+
+def test_the_python_api_reports_the_same(tmp_path: Path, qwen: Path) -> None:
+    import seqpack
+
+    report = seqpack.inspect(_pack(tmp_path), tokenizer=qwen)
+    assert report.eos is not None and report.eos.status == "mismatch" and not report.ok
+    assert seqpack.inspect(_pack(tmp_path, "--tokenizer", str(qwen)), tokenizer=qwen).ok
