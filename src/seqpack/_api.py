@@ -53,12 +53,14 @@ def inspect(
     dp: int | None = None,
     gbs: int | None = None,
     model: ModelDims | None = None,
+    tokenizer: PathLike | None = None,
 ) -> Inspection:
     """Check packed data row by row and its metadata sidecar; statistics (``seqpack inspect``).
 
     With ``dp`` and ``gbs`` the packs are also dealt the way Bridge's batch sampler deals them, and
     ``dp_imbalance`` says how much longer the slowest rank works than the mean (cost model of ``model``,
-    7B-like by default).
+    7B-like by default). With ``tokenizer`` (a local tokenizer directory) ``eos`` compares the EOS id the
+    metadata records with the tokenizer's; a mismatch makes ``ok`` false.
 
     >>> import tempfile, seqpack
     >>> from seqpack.data import example_dataset_path
@@ -73,7 +75,12 @@ def inspect(
             raise TypeError("inspect(): dp and gbs go together")
         cost = CostModel.default() if model is None else CostModel.from_dims(model)
         simulation = SamplerSimulation(dp, gbs, cost)
-    found = inspect_packed(path, metadata=metadata, on_block=None if simulation is None else simulation.add)
+    found = inspect_packed(
+        path,
+        metadata=metadata,
+        on_block=None if simulation is None else simulation.add,
+        tokenizer=tokenizer,
+    )
     return found if simulation is None else replace(found, dp_imbalance=simulation.result())
 
 

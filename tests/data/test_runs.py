@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from seqpack.cli import main
-from seqpack.data.metadata import read_metadata
-from seqpack.data.runs import PARQUET_RUN_ID, RUN_ID, check_run_ids, entry_run_id, parquet_run_id
+from seqpack.data.metadata import PackingMetadata
+from seqpack.data.runs import PARQUET_RUN_ID, RUN_ID, check_run_ids, parquet_run_id
 from seqpack.errors import DataError
 
 
@@ -29,8 +29,8 @@ def _pack(tmp_path: Path, name: str, split: str = "training", size: int = 8, *ex
 
 def test_every_file_of_a_set_carries_its_run_id(tmp_path: Path) -> None:
     out = _pack(tmp_path, "a")
-    [entry] = read_metadata(out / "8_metadata.jsonl")
-    run = entry_run_id(entry)
+    [entry] = PackingMetadata.read(out / "8_metadata.jsonl").entries
+    run = entry.run_id
     assert run is not None and len(run) == 32
     assert parquet_run_id(out / "training_8.idx.parquet") == run
     rejects = [orjson.loads(line) for line in (out / "rejects_training.jsonl").read_bytes().splitlines()]
@@ -49,8 +49,8 @@ def test_each_split_is_compared_with_its_own_entry(
     saved = tmp_path / "old_training.parquet"
     shutil.copy(out / "training_8.idx.parquet", saved)
     _pack(tmp_path, "a", "training")
-    entries = read_metadata(out / "8_metadata.jsonl")
-    assert len({entry_run_id(e) for e in entries}) == 2
+    entries = PackingMetadata.read(out / "8_metadata.jsonl").entries
+    assert len({e.run_id for e in entries}) == 2
     check_run_ids(
         [out / "training_8.idx.parquet", out / "validation_8.idx.parquet"], out / "8_metadata.jsonl"
     )

@@ -22,8 +22,8 @@ import pytest
 
 from _support.peers import bridge_wheel_root, megatron_core_wheel_root
 from _support.stand_ins import load_with_stand_ins
+from seqpack.data.packed_scan import eos_inside_trained_spans
 from seqpack.doctor import DEFECTS, DoctorOptions, check, load_config
-from seqpack.doctor._defect_facts import eos_inside_trained_spans
 from seqpack.doctor._versions import BRIDGE, MCORE
 
 pytestmark = pytest.mark.network

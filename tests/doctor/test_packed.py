@@ -184,3 +184,21 @@ def test_default_packed_directory_under_dataset_root(tmp_path: Path) -> None:
     assert "SP041" not in [
         f.id for f in check(load_config(overrides=overrides)).findings
     ]  # ambiguous: skipped
+
+
+def test_a_recorded_eos_other_than_the_config_tokenizers_is_an_error(tmp_path: Path) -> None:
+    """#15 item 3: packs padded with an EOS inferred from chat-rendered rows (198, their trailing newline)
+    against the EOS of Qwen3's real tokenizer (151645), named by the config as a local directory."""
+    from _support.tokenizers import qwen3_tokenizer_dir
+
+    qwen = qwen3_tokenizer_dir()
+    tokenizer = f"tokenizer.tokenizer_model={qwen}"
+    inferred = write_packs(tmp_path / "a", [[9, 5]], 16, {"eos_id": 198, "eos_source": "inferred"})
+    loaded = load_config(overrides=_config(16, tokenizer))
+    (finding,) = [f for f in check(loaded, DoctorOptions(packed=str(inferred))).findings if f.id == "SP044"]
+    assert finding.severity == "error"
+    assert f"padded with EOS id 198 (inferred; {inferred}/16_metadata.jsonl)" in finding.message
+    assert finding.message.endswith(f"the tokenizer {qwen} says 151645")
+    own = write_packs(tmp_path / "b", [[9, 5]], 16, {"eos_id": 151645, "eos_source": "tokenizer"})
+    assert "SP044" not in _ids(own, *_config(16, tokenizer))
+    assert "SP044" not in _ids(inferred, *_config(16, "tokenizer.tokenizer_model=Qwen/Qwen3-8B"))  # not local

@@ -155,7 +155,7 @@ CASES = [
     ),
 ]
 #: Rules whose cases need files on disk or YAML documents: tested in test_packed.py / test_load.py.
-ELSEWHERE = {"SP010", "SP032", "SP040", "SP041", "SP042", "SP043", "SP104", "SP105", "SP107"}
+ELSEWHERE = {"SP010", "SP032", "SP040", "SP041", "SP042", "SP043", "SP044", "SP104", "SP105", "SP107"}
 
 OPTION_KEYS = {"kernel_chunk", "model_family", "recipe", "world_size", "dp"}
 

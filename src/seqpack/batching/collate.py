@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from seqpack.data.metadata import BRIDGE_METADATA_KEYS, combine_metadata, read_metadata
+from seqpack.data.metadata import MetadataEntry, PackingMetadata, as_metadata
 from seqpack.errors import DataError, InputError, UsageError
 
 #: Bridge's default ``pad_seq_length_to_mult`` for the packed collate width (``GPTSFTDataset``, spec §5).
@@ -102,7 +102,7 @@ class PackedCollator:
         pad_seq_length_to_mult: width multiple when not fixed (Bridge's default 16).
         pad_seq_to_mult: P, the per-sequence pre-padding multiple the data was packed with.
         pad_cu_seqlens: pad every boundary list to ``max_samples_per_bin + 2`` entries (CUDA graphs).
-        metadata: the ``{N}_metadata.jsonl`` path or its parsed entries (required with ``pad_cu_seqlens``).
+        metadata: the ``{N}_metadata.jsonl`` path or its entries (required with ``pad_cu_seqlens``).
         answer_only_loss: use the stored mask (Bridge's default); else supervise every non-EOS input.
         return_cu_seqlen: THD keys (default); else a causal ``attention_mask`` [B, 1, W, W] (True = masked).
         variant: ``"0.6.2"``, ``"main"`` or ``"legacy"`` (see the module docstring).
@@ -117,7 +117,7 @@ class PackedCollator:
         pad_seq_length_to_mult: int = DEFAULT_PAD_SEQ_LENGTH_TO_MULT,
         pad_seq_to_mult: int = 1,
         pad_cu_seqlens: bool = False,
-        metadata: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None = None,
+        metadata: str | os.PathLike[str] | Sequence[Mapping[str, Any] | MetadataEntry] | None = None,
         answer_only_loss: bool = True,
         return_cu_seqlen: bool = True,
         variant: Variant = "0.6.2",
@@ -146,12 +146,12 @@ class PackedCollator:
                 raise UsageError("pad_cu_seqlens needs pad_to_max_length=True (a fixed width)")
         self.metadata: dict[str, int | float] | None = None
         if metadata is not None:
-            entries = read_metadata(metadata) if isinstance(metadata, (str, os.PathLike)) else list(metadata)
-            for index, entry in enumerate(entries):
-                missing = [key for key in BRIDGE_METADATA_KEYS if key not in entry]
-                if missing:
-                    raise DataError(f"packing metadata entry {index}: missing key '{missing[0]}'")
-            self.metadata = combine_metadata(entries)
+            sidecar = (
+                PackingMetadata.read(metadata)
+                if isinstance(metadata, (str, os.PathLike))
+                else as_metadata(list(metadata))
+            )
+            self.metadata = sidecar.combined()
 
     def width(self, row_lengths: Sequence[int]) -> int:
         """The batch width W for rows of these input lengths (Bridge's rule)."""

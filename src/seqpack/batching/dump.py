@@ -13,7 +13,6 @@ receives), so two dumps of the same data with two collators (e.g. Bridge 0.6.2 v
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -22,7 +21,7 @@ import numpy.typing as npt
 from seqpack._io import atomic_path
 from seqpack.batching.collate import VARIANTS, PackedCollator, Variant
 from seqpack.batching.dataset import PackedDataset
-from seqpack.data.metadata import SEQPACK_KEY
+from seqpack.data.metadata import MetadataEntry
 from seqpack.data.packed_source import PackedSource, infer_eos_id
 from seqpack.errors import UsageError
 
@@ -38,13 +37,11 @@ def _as_array(value: Any) -> npt.NDArray[Any] | None:
     return np.asarray(value)
 
 
-def _settings(entry: Mapping[str, Any] | None, spec: str) -> tuple[int, int]:
+def _settings(entry: MetadataEntry | None, spec: str) -> tuple[int, int]:
     """(pad_seq_to_mult, eos id) from seqpack's metadata record; the EOS id is inferred when absent."""
-    record = entry.get(SEQPACK_KEY) if entry else None
-    record = record if isinstance(record, Mapping) else {}
-    pad = int(record.get("pad_seq_to_mult") or 1)
-    eos = record.get("eos_id")
-    if isinstance(eos, int):
+    pad = (entry.pad_seq_to_mult if entry else None) or 1
+    eos = entry.eos_id if entry else None
+    if eos is not None:
         return pad, eos
     source = PackedSource(spec)
     try:
@@ -59,7 +56,7 @@ def dump_batches(
     count: int,
     *,
     pack_size: int | None,
-    metadata: Mapping[str, Any] | None = None,
+    metadata: MetadataEntry | None = None,
     batch_size: int = 1,
     variant: str = "0.6.2",
     overwrite: bool = False,

@@ -21,14 +21,7 @@ from rich.text import Text
 
 from seqpack.cli._common import OutputFormat, emit_json, err_console, out_console
 from seqpack.data.decode import Piece, decode_pieces
-from seqpack.data.metadata import (
-    find_metadata,
-    hf_metadata_path,
-    hf_split,
-    packed_names,
-    pick_entry,
-    read_metadata,
-)
+from seqpack.data.metadata import PackingMetadata, find_metadata, hf_metadata_path, hf_split, packed_names
 from seqpack.data.supervised import PackedSequence, first_sequences
 from seqpack.data.text import load_tokenizer, tokenizer_hash
 from seqpack.errors import UsageError
@@ -59,10 +52,8 @@ def _recorded_tokenizer(files: list[str]) -> str | None:
     meta_path, split = _sidecar(files)
     if meta_path is None:
         return None
-    entries = read_metadata(meta_path)
-    picked = pick_entry(entries, split) if entries else None
-    record = picked[1].get("seqpack", {}) if picked else {}
-    value = record.get("tokenizer_sha256") if isinstance(record, dict) else None
+    picked = PackingMetadata.read(meta_path).pick(split)
+    value = picked[1].recorded("tokenizer_sha256") if picked else None
     return value if isinstance(value, str) else None
 
 

@@ -12,7 +12,7 @@ from seqpack._ranges import COUNT0, RANKS, SIZE
 from seqpack.batching import dump_batches
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, number_option, out_console
 from seqpack.cli._decode_view import decode_command
-from seqpack.data.inspection import MISMATCH, Inspection, inspect_packed
+from seqpack.data.inspection import CONSISTENT, MISMATCH, EosCheck, Inspection, inspect_packed
 from seqpack.data.packed import PackedBlock
 from seqpack.errors import UsageError
 from seqpack.packing import CostModel, ModelDims, resolve_cost_model
@@ -67,6 +67,21 @@ def _print_text(inspection: Inspection) -> None:
             p(f"  {m['key']}: file says {m['stored']}, rows give {m['recomputed']}")
     else:
         p(f"metadata         not checked: {meta['reason']}")
+    if inspection.eos is not None:
+        _print_eos(inspection.eos)
+
+
+def _print_eos(eos: EosCheck) -> None:
+    p = out_console.print
+    recorded = f"{eos.recorded} ({eos.recorded_source or 'unknown source'})"
+    if eos.status == CONSISTENT:
+        p(f"eos              {recorded} recorded, the tokenizer's too: consistent")
+    elif eos.status == MISMATCH:
+        p(f"eos              {recorded} recorded, the tokenizer's is {eos.tokenizer_eos}: MISMATCH")
+        p(f"  {eos.message}")
+    else:
+        reason = "no EOS id recorded" if eos.recorded is None else f"{eos.tokenizer} has no EOS token"
+        p(f"eos              not checked: {reason}")
 
 
 def inspect_command(
@@ -100,7 +115,11 @@ def inspect_command(
         help="Print the first K sequences as text, trained spans marked (needs --tokenizer).",
         range=COUNT0,
     ),
-    tokenizer: Path | None = typer.Option(None, "--tokenizer", help="Tokenizer dir for --decode."),
+    tokenizer: Path | None = typer.Option(
+        None,
+        "--tokenizer",
+        help="Tokenizer dir: for --decode; without it, check the EOS id the metadata records against it.",
+    ),
 ) -> None:
     """Check packed data and its metadata; print packs, sequences, efficiency and length statistics.
 
@@ -114,11 +133,12 @@ def inspect_command(
     With --decode K --tokenizer DIR it prints the first K sequences as text instead, what the model is
     trained to predict marked, with the token ids at each trained span's ends (Bridge or flattened layout).
 
+    With --tokenizer DIR alone it also checks the EOS id the metadata records (the id readers pad and mask
+    with) against the tokenizer's: a different one is a finding (exit 1).
+
     Example: seqpack inspect out/training_4096.idx.parquet --format json
     """
-    if decode is not None or tokenizer is not None:  # the text view: see seqpack.cli._decode_view
-        if decode is None:
-            raise UsageError("--tokenizer is for --decode K; add --decode")
+    if decode is not None:  # the text view: see seqpack.cli._decode_view
         return decode_command(path, decode, tokenizer, output_format)
     simulation = _simulation(dp, gbs, model)
     with progress(quiet) as bar:
@@ -134,6 +154,7 @@ def inspect_command(
             metadata=metadata,
             on_packs=lambda total: bar.update(task, total=total),  # N/total, not N/?
             on_block=on_block,
+            tokenizer=tokenizer,
         )
     if simulation is not None:
         inspection = replace(inspection, dp_imbalance=simulation.result())
@@ -144,7 +165,7 @@ def inspect_command(
         emit_json(inspection.to_dict())
     else:
         _print_text(inspection)
-    if inspection.metadata.status == MISMATCH:
+    if not inspection.ok:
         raise typer.Exit(1)
 
 

@@ -9,6 +9,8 @@ from seqpack.data._write import PACKED_SCHEMA, ROW_GROUP_SIZE
 from seqpack.data.metadata import (
     BRIDGE_METADATA_KEYS,
     SEQPACK_KEY,
+    MetadataEntry,
+    PackingMetadata,
     combine_metadata,
     metadata_filename,
     packed_filename,
@@ -23,7 +25,8 @@ from seqpack.data.packed import (
     resolve_packed_paths,
     validate_block,
 )
-from seqpack.data.packed_stats import PackedStats, collect_stats, compare_metadata
+from seqpack.data.packed_scan import collect_stats
+from seqpack.data.packed_stats import PackedStats, compare_metadata
 
 __all__ = [
     "BRIDGE_METADATA_KEYS",
@@ -34,6 +37,7 @@ __all__ = [
     "SEQPACK_KEY",
     "InputOptions",
     "LengthPolicy",
+    "MetadataEntry",
     "PackOptions",
     "PackResult",
     "PackSize",
@@ -41,6 +45,7 @@ __all__ = [
     "PackedReader",
     "PackedRow",
     "PackedStats",
+    "PackingMetadata",
     "RunSettings",
     "TooLong",
     "bridge_overrides",

@@ -42,10 +42,11 @@ from seqpack.data._write import write_packed
 from seqpack.data.metadata import (
     HF_METADATA,
     SEQPACK_KEY,
+    MetadataEntry,
+    PackingMetadata,
     hf_filename,
     metadata_filename,
     packed_filename,
-    read_metadata,
     write_metadata_entry,
 )
 from seqpack.data.overrides import offline_packing_overrides
@@ -142,9 +143,9 @@ def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: di
         raise UsageError(f"{packed}: already exists (pass {param('overwrite')} to replace it)")
     if not meta_path.exists():
         return
-    for entry in read_metadata(meta_path):
-        other = entry.get(SEQPACK_KEY)
-        if not isinstance(other, dict) or other.get("split") == opts.run.split:
+    for entry in PackingMetadata.read(meta_path).entries:
+        other = entry.record
+        if other is None or other.get("split") == opts.run.split:
             continue
         for key in _SPLIT_AGREEMENT:
             if other.get(key) != record[key]:
@@ -501,10 +502,10 @@ def _commit(run: _Run, counts: Counts, plan: PackPlan, input_hash: _BackgroundHa
         "sequences": counts.sequences,
         "packs": plan.num_packs,
     }
-    entry = {**plan.bridge_metadata(), SEQPACK_KEY: record}
+    entry = MetadataEntry.from_values(plan.bridge_metadata(), record)
     write_metadata_entry(run.outputs.metadata, entry)
     fault_point("commit")
-    return entry
+    return entry.to_dict()
 
 
 def _shaped_chunks(

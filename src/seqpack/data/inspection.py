@@ -8,19 +8,21 @@ simulation's pack costs) gets every block through ``on_block`` after it was vali
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from seqpack._io import unreadable
-from seqpack.data._legacy_npy import read_legacy_npy
-from seqpack.data.metadata import find_metadata, packed_names, pick_entry, read_metadata
-from seqpack.data.packed import PackedBlock, PackedReader
-from seqpack.data.packed_stats import MetadataMismatch, PackedStats, collect_stats, compare_metadata
+from seqpack.data.metadata import MetadataEntry, PackingMetadata, find_metadata, packed_names
+from seqpack.data.packed import PackedBlock
+from seqpack.data.packed_scan import PackedScan
+from seqpack.data.packed_source import PackedSource
+from seqpack.data.packed_stats import MetadataMismatch, PackedStats, check_pack_capacity, compare_metadata
 from seqpack.data.runs import check_run_ids
+from seqpack.data.text import eos_disagreement, load_tokenizer
 from seqpack.errors import DataError
 
 #: Percentiles of the runtime sequence length in the report.
@@ -56,6 +58,48 @@ class MetadataCheck:
 
 
 @dataclass(frozen=True)
+class EosCheck:
+    """The EOS id the metadata records for the split against a tokenizer's (``inspect --tokenizer``).
+
+    Readers (``inspect --dump-batches``, ``train``, ``diff``) pad and mask with the recorded id, never one
+    re-inferred from the rows; a pack whose recorded EOS is not the tokenizer's (one guessed from rows a
+    chat template rendered, which end with the template's end token and a newline) is a ``mismatch``.
+    ``skipped`` when there is nothing to compare: no recorded EOS, or a tokenizer without one.
+    """
+
+    tokenizer: str
+    recorded: int | None
+    recorded_source: str | None
+    tokenizer_eos: int | None
+    #: the one-line finding (:func:`seqpack.data.text.eos_disagreement`), ``None`` unless a mismatch
+    message: str | None = None
+
+    @property
+    def status(self) -> str:
+        if self.recorded is None or self.tokenizer_eos is None:
+            return SKIPPED
+        return MISMATCH if self.message is not None else CONSISTENT
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, **self.__dict__}
+
+
+def check_eos(entry: MetadataEntry | None, tokenizer: str | os.PathLike[str]) -> EosCheck:
+    """Compare the EOS id ``entry`` records with the tokenizer's at ``tokenizer`` (a local directory)."""
+    directory = Path(tokenizer)
+    eos = load_tokenizer(directory).eos_token_id
+    record = dict(entry.record) if entry is not None and entry.record is not None else {}
+    source = record.get("eos_source")
+    return EosCheck(
+        tokenizer=os.fspath(tokenizer),
+        recorded=entry.eos_id if entry is not None else None,
+        recorded_source=source if isinstance(source, str) else None,
+        tokenizer_eos=None if eos is None else int(eos),
+        message=eos_disagreement(record, directory),
+    )
+
+
+@dataclass(frozen=True)
 class Inspection:
     """What a checked pass over packed data found (:func:`inspect_packed`)."""
 
@@ -65,14 +109,16 @@ class Inspection:
     stats: PackedStats
     metadata: MetadataCheck
     #: The metadata entry of this split, when there is one (the collator's settings come from it).
-    metadata_entry: Mapping[str, Any] | None = None
+    metadata_entry: MetadataEntry | None = None
     #: Bridge's sampler simulated over DP ranks (:func:`seqpack.inspect` with ``dp`` and ``gbs``).
     dp_imbalance: dict[str, Any] | None = None
+    #: The recorded EOS against a tokenizer's (``inspect_packed(..., tokenizer=DIR)``).
+    eos: EosCheck | None = None
 
     @property
     def ok(self) -> bool:
-        """No metadata mismatch (bad rows raise :class:`DataError` during the pass)."""
-        return self.metadata.status != MISMATCH
+        """No metadata mismatch and no EOS mismatch (bad rows raise :class:`DataError` during the pass)."""
+        return self.metadata.status != MISMATCH and (self.eos is None or self.eos.status != MISMATCH)
 
     def summary(self) -> dict[str, Any]:
         """Packs, sequences, tokens, efficiency and length statistics (runtime = stored - 1 per sequence)."""
@@ -102,16 +148,9 @@ class Inspection:
         if self.dp_imbalance is not None:
             out["dp_imbalance"] = self.dp_imbalance
         out["metadata"] = self.metadata.to_dict()
+        if self.eos is not None:
+            out["eos"] = self.eos.to_dict()
         return out
-
-
-def _blocks(path: str) -> tuple[list[str], int, Iterable[PackedBlock]]:
-    """The files, the number of packs (from the Parquet footers) and the blocks of a packed set."""
-    if path.lower().endswith(".npy"):
-        block = read_legacy_npy(path)
-        return [path], block.num_rows, [block]
-    reader = PackedReader(path)
-    return reader.paths, len(reader), reader.iter_blocks()
 
 
 def inspect_packed(
@@ -120,25 +159,44 @@ def inspect_packed(
     metadata: str | os.PathLike[str] | None = None,
     on_packs: Callable[[int], None] | None = None,
     on_block: Callable[[PackedBlock], None] | None = None,
+    tokenizer: str | os.PathLike[str] | None = None,
 ) -> Inspection:
     """Check packed data (Parquet file, glob or directory, or a legacy ``.npy``) and its metadata sidecar.
 
-    ``metadata`` defaults to ``{N}_metadata.jsonl`` beside the data. ``on_packs(n)`` hears the number of
+    ``metadata`` defaults to ``{N}_metadata.jsonl`` beside the data; with ``tokenizer`` (a local tokenizer
+    directory) the EOS id the split's entry records is compared with the tokenizer's
+    (:class:`EosCheck`). ``on_packs(n)`` hears the number of
     packs before the pass (a progress bar's total), ``on_block`` every block after it was validated. Raises
     :class:`InputError` when the data or an explicit ``metadata`` cannot be read, :class:`DataError` on the
     first row that breaks a spec §3 invariant or exceeds the pack size, files of two runs, or a sidecar that
     names another pack size than the files.
     """
     spec = os.fspath(path)
-    files, packs, blocks = _blocks(spec)
+    if tokenizer is not None:
+        load_tokenizer(Path(tokenizer))  # an unreadable tokenizer is refused before the pass (cached)
+    source = PackedSource(spec, strict=True)
+    try:
+        found = _inspect(source, metadata, on_packs, on_block)
+    finally:
+        source.close()
+    return found if tokenizer is None else replace(found, eos=check_eos(found.metadata_entry, tokenizer))
+
+
+def _inspect(
+    source: PackedSource,
+    metadata: str | os.PathLike[str] | None,
+    on_packs: Callable[[int], None] | None,
+    on_block: Callable[[PackedBlock], None] | None,
+) -> Inspection:
+    files = source.paths
     names = packed_names(files)
     if metadata is not None and not Path(metadata).exists():
         raise unreadable(metadata)
     meta_path = Path(metadata) if metadata is not None else find_metadata(files)
-    entries = read_metadata(meta_path) if meta_path is not None else []
-    check_run_ids(files, meta_path, entries)
-    picked = pick_entry(entries, names.split) if entries else None
-    pack_size = int(picked[1]["pack_size"]) if picked else names.pack_size
+    sidecar = PackingMetadata.read(meta_path) if meta_path is not None else PackingMetadata()
+    check_run_ids(files, meta_path, sidecar)
+    picked = sidecar.pick(names.split)
+    pack_size = int(picked[1].pack_size) if picked else names.pack_size
     if picked and names.pack_size is not None and names.pack_size != pack_size:
         raise DataError(
             f"{meta_path}: entry {picked[0]}: pack_size {pack_size} differs from the file name's "
@@ -146,15 +204,15 @@ def inspect_packed(
         )
 
     if on_packs is not None:
-        on_packs(packs)
-
-    def observed(source: Iterable[PackedBlock]) -> Iterator[PackedBlock]:
-        for block in source:
-            yield block  # collect_stats validates the block before asking for the next one
-            if on_block is not None:
-                on_block(block)
-
-    stats = collect_stats(observed(blocks), pack_size=pack_size)
+        on_packs(source.num_packs)
+    scan = PackedScan()
+    for block in source.blocks():  # validated, strictly
+        facts = scan.add(block)
+        if pack_size is not None:
+            check_pack_capacity(block, pack_size, facts.pack_runtime)
+        if on_block is not None:
+            on_block(block)
+    stats = scan.stats
     check: MetadataCheck
     if meta_path is None:
         check = MetadataCheck(SKIPPED, reason="no metadata sidecar found (pass --metadata)")
@@ -164,7 +222,7 @@ def inspect_packed(
         mismatches = compare_metadata(picked[1], stats)
         check = MetadataCheck(MISMATCH if mismatches else CONSISTENT, str(meta_path), picked[0], mismatches)
     return Inspection(
-        path=spec,
+        path=source.spec,
         files=list(files),
         pack_size=pack_size,
         stats=stats,

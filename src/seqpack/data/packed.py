@@ -119,6 +119,15 @@ class PackedBlock:
         ends[self.start_offsets[1:] - 1] = self.row_lengths()
         return ends - starts
 
+    def sequence_rows(self) -> np.ndarray:
+        """The row (within the block) of every sequence, flat and in row order (int64)."""
+        return np.repeat(np.arange(self.num_rows), self.sequences_per_row())
+
+    def sequence_starts(self) -> np.ndarray:
+        """Where every sequence starts in the flat ``input_ids`` (int64): its row's offset plus its
+        ``seq_start_id``. Rows ``[0, 4]`` and ``[0]`` of 7 and 3 tokens give ``[0, 4, 7]``."""
+        return self.input_offsets[self.sequence_rows()] + self.seq_start_id.astype(np.int64, copy=False)
+
     def row(self, i: int) -> PackedRow:
         """Row ``i`` of the block (0-based within the block) as numpy views."""
         return PackedRow(
@@ -194,7 +203,7 @@ def validate_block(block: PackedBlock, *, allow_empty_sequences: bool = True) ->
                 k = bad + 1 - block.start_offsets[r]
                 note(r, 4, "seq_start_id", f"repeats {starts[bad]} at index {k} (a sequence of 0 tokens)")
     if starts.size:
-        owner = np.repeat(np.arange(n), n_starts)
+        owner = block.sequence_rows()
         bad = _first_true(starts >= row_len[owner])
         if bad is not None:
             r = int(owner[bad])

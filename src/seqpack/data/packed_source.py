@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-import numpy as np
-
 from seqpack.data._legacy_npy import read_legacy_npy
 from seqpack.data.packed import PackedBlock, PackedReader, PackedRow, validate_block
 from seqpack.data.token_ids import infer_eos_id as most_common_last_token
@@ -26,15 +24,16 @@ class PackedSource:
     """A packed set opened for streaming: Bridge Parquet (file, glob, directory) or a legacy ``.npy``.
 
     Both formats come out as :class:`PackedBlock` s, so every comparison is by content, never by format.
+    Blocks are validated as they are read (spec §3); ``strict`` also refuses sequences of 0 stored tokens.
     """
 
-    def __init__(self, spec: str | os.PathLike[str]) -> None:
+    def __init__(self, spec: str | os.PathLike[str], *, strict: bool = False) -> None:
         self.spec = os.fspath(spec)
+        self.strict = strict
         self._legacy: PackedBlock | None = None
         self._reader: PackedReader | None = None
         if self.spec.lower().endswith(LEGACY_SUFFIX):
             self._legacy = read_legacy_npy(self.spec)
-            validate_block(self._legacy)
         else:
             self._reader = PackedReader(self.spec)
         self.paths = [self.spec] if self._reader is None else list(self._reader.paths)
@@ -45,12 +44,14 @@ class PackedSource:
 
     def blocks(self) -> Iterator[PackedBlock]:
         """Every block in stored order, validated (spec §3 row invariants)."""
+        blocks: Iterable[PackedBlock]
         if self._reader is None:
             assert self._legacy is not None
-            yield self._legacy
-            return
-        for block in self._reader.iter_blocks():
-            validate_block(block)
+            blocks = [self._legacy]
+        else:
+            blocks = self._reader.iter_blocks()
+        for block in blocks:
+            validate_block(block, allow_empty_sequences=not self.strict)
             yield block
 
     def row(self, index: int) -> PackedRow:
@@ -68,9 +69,7 @@ class PackedSource:
 def infer_eos_id(block: PackedBlock) -> int:
     """The EOS id the block's sequences imply (:func:`seqpack.data.token_ids.infer_eos_id`: their most
     common last stored token)."""
-    row_of_seq = np.repeat(np.arange(block.num_rows), block.sequences_per_row())
-    starts = block.input_offsets[row_of_seq] + block.seq_start_id.astype(np.int64)
-    return most_common_last_token(block.input_ids, starts + block.sequence_lengths())
+    return most_common_last_token(block.input_ids, block.sequence_starts() + block.sequence_lengths())
 
 
 def scan_blocks(

@@ -14,14 +14,14 @@ Memory is bounded by the longest sequence, not by the data: lengths are kept as 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from seqpack.data.metadata import BRIDGE_METADATA_KEYS
-from seqpack.data.packed import PackedBlock, validate_block
+from seqpack.data.metadata import BRIDGE_METADATA_KEYS, MetadataEntry
+from seqpack.data.packed import PackedBlock
 from seqpack.errors import DataError, where
 from seqpack.packing import bridge_metadata_values
 
@@ -67,6 +67,23 @@ class PackedStats:
         rank = max(1, int(np.ceil(q / 100 * cumulative[-1])))
         return int(np.searchsorted(cumulative, rank))
 
+    def add(self, block: PackedBlock, runtime: np.ndarray, pack_runtime: np.ndarray) -> None:
+        """Count one block, given its sequences' and packs' runtime lengths
+        (:class:`~seqpack.data.packed_scan.PackedScan` computes them once for every consumer)."""
+        per_pack = block.sequences_per_row()
+        self.packs += block.num_rows
+        self.sequences += int(per_pack.sum())
+        self.stored_tokens += int(runtime.sum()) + runtime.size
+        self.runtime_tokens += int(pack_runtime.sum())
+        self.max_samples_per_bin = max(self.max_samples_per_bin, int(per_pack.max(initial=0)))
+        if block.num_rows:
+            low = int(pack_runtime.min())
+            known = self.min_packed_seqlen
+            self.min_packed_seqlen = low if known is None else min(known, low)
+            self.max_packed_seqlen = max(self.max_packed_seqlen, int(pack_runtime.max()))
+        self.sequences_per_pack = _add_counts(self.sequences_per_pack, per_pack)
+        self.length_counts = _add_counts(self.length_counts, np.maximum(runtime, 0))
+
     def efficiency(self, pack_size: int) -> float:
         """Runtime tokens over the capacity of all packs, in percent (Bridge's packing_efficiency)."""
         return self.runtime_tokens / self.packs / pack_size * 100 if self.packs and pack_size > 0 else 0.0
@@ -98,39 +115,6 @@ def check_pack_capacity(block: PackedBlock, pack_size: int, pack_runtime: np.nda
         )
 
 
-def collect_stats(
-    blocks: Iterable[PackedBlock], *, pack_size: int | None = None, strict: bool = True
-) -> PackedStats:
-    """Validate every block (spec §3 invariants) and accumulate :class:`PackedStats`.
-
-    ``strict`` also rejects sequences of 0 stored tokens (a repeated ``seq_start_id``). With ``pack_size``
-    a pack whose runtime tokens exceed it is an error naming the row.
-    """
-    stats = PackedStats()
-    for block in blocks:
-        validate_block(block, allow_empty_sequences=not strict)
-        per_pack = block.sequences_per_row()
-        stored = block.sequence_lengths()
-        runtime = stored - 1
-        pack_runtime = block.row_lengths() - per_pack
-        if pack_size is not None:
-            check_pack_capacity(block, pack_size, pack_runtime)
-        stats.packs += block.num_rows
-        stats.sequences += int(per_pack.sum())
-        stats.stored_tokens += int(stored.sum())
-        stats.runtime_tokens += int(pack_runtime.sum())
-        stats.max_samples_per_bin = max(stats.max_samples_per_bin, int(per_pack.max(initial=0)))
-        if block.num_rows:
-            low = int(pack_runtime.min())
-            stats.min_packed_seqlen = (
-                low if stats.min_packed_seqlen is None else min(stats.min_packed_seqlen, low)
-            )
-            stats.max_packed_seqlen = max(stats.max_packed_seqlen, int(pack_runtime.max()))
-        stats.sequences_per_pack = _add_counts(stats.sequences_per_pack, per_pack)
-        stats.length_counts = _add_counts(stats.length_counts, np.maximum(runtime, 0))
-    return stats
-
-
 @dataclass(frozen=True)
 class MetadataMismatch:
     """One key of a metadata entry that the rows contradict."""
@@ -140,13 +124,13 @@ class MetadataMismatch:
     recomputed: Any
 
 
-def compare_metadata(entry: Mapping[str, Any], stats: PackedStats) -> list[MetadataMismatch]:
+def compare_metadata(entry: MetadataEntry | Mapping[str, Any], stats: PackedStats) -> list[MetadataMismatch]:
     """Keys of a Bridge metadata entry whose value differs from what the rows give (empty: consistent)."""
-    pack_size = int(entry["pack_size"])
-    expected = stats.bridge_metadata(pack_size)
+    values = entry.bridge_values() if isinstance(entry, MetadataEntry) else entry
+    expected = stats.bridge_metadata(int(values["pack_size"]))
     mismatches = []
     for key in BRIDGE_METADATA_KEYS:
-        stored, recomputed = entry[key], expected[key]
+        stored, recomputed = values[key], expected[key]
         if key in _ROUNDED_KEYS:
             same = abs(float(stored) - float(recomputed)) <= _ROUND_TOLERANCE
         else:

@@ -21,26 +21,16 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from seqpack.data.metadata import (
-    SEQPACK_KEY,
-    entry_split,
-    hf_split,
-    packed_names,
-    pick_entry,
-    read_metadata,
-)
+from seqpack.data.metadata import RUN_ID, PackingMetadata, hf_split, packed_names
 from seqpack.errors import DataError, SeqpackError
 
-#: The key of the run id in seqpack's metadata record and in every rejects record.
-RUN_ID = "run_id"
 #: The Parquet key/value metadata key holding the run id.
 PARQUET_RUN_ID = b"seqpack.run_id"
 
@@ -64,13 +54,6 @@ def parquet_run_id(path: str | os.PathLike[str]) -> str | None:
         return None
     value = meta.get(PARQUET_RUN_ID)
     return value.decode(errors="replace") if value else None
-
-
-def entry_run_id(entry: Mapping[str, Any] | None) -> str | None:
-    """The run id recorded in a metadata entry's seqpack record, or ``None``."""
-    record = entry.get(SEQPACK_KEY) if entry is not None else None
-    value = record.get(RUN_ID) if isinstance(record, Mapping) else None
-    return value if isinstance(value, str) else None
 
 
 def rejects_run_id(path: Path) -> tuple[bool, str | None]:
@@ -107,7 +90,7 @@ def _known_run_ids(directory: Path) -> set[str | None]:
     known: set[str | None] = set()
     for sidecar in [*directory.glob("*_metadata.jsonl"), *directory.glob("*.hf.jsonl")]:
         try:
-            known.update(entry_run_id(entry) for entry in read_metadata(sidecar))
+            known.update(entry.run_id for entry in PackingMetadata.read(sidecar).entries)
         except SeqpackError:
             continue
     return known
@@ -116,30 +99,30 @@ def _known_run_ids(directory: Path) -> set[str | None]:
 def check_run_ids(
     files: Sequence[str | os.PathLike[str]],
     metadata_path: str | os.PathLike[str] | None,
-    entries: Sequence[Mapping[str, Any]] | None = None,
+    metadata: PackingMetadata | None = None,
 ) -> None:
     """Refuse (exit 1, naming the files) packed ``files`` and their sidecar if they come from two runs.
 
     Each file is compared with the sidecar entry of its split (by its name, else Bridge's order, else the
-    only entry), and with that split's rejects file beside the sidecar. ``entries`` are the sidecar's,
-    when the caller has read them already.
+    only entry), and with that split's rejects file beside the sidecar. ``metadata`` is the sidecar,
+    when the caller has read it already.
     """
     if metadata_path is None:
         return
     meta = os.fspath(metadata_path)
-    if entries is None:
-        entries = read_metadata(meta)
+    if metadata is None:
+        metadata = PackingMetadata.read(meta)
     directory = Path(meta).parent
     for file in files:
         name = os.fspath(file)
-        picked = pick_entry(entries, packed_names([name]).split or hf_split(name))
+        picked = metadata.pick(packed_names([name]).split or hf_split(name))
         if picked is None:
             continue
         index, entry = picked
-        ours, theirs = parquet_run_id(name), entry_run_id(entry)
+        ours, theirs = parquet_run_id(name), entry.run_id
         if ours != theirs:
             raise _mixed(name, ours, f"{meta} entry {index}", theirs)
-        split = entry_split(entry)
+        split = entry.split
         if theirs is None or split is None:
             continue
         rejects = directory / rejects_filename(split)

@@ -15,7 +15,7 @@ it) and a ``vocab_remap`` record; its content fingerprint, which was over the or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from seqpack._io import atomic_write_bytes
-from seqpack.data import ROW_GROUP_SIZE, SEQPACK_KEY, read_metadata
+from seqpack.data import ROW_GROUP_SIZE
+from seqpack.data.metadata import MetadataEntry, PackingMetadata
 
 #: The file beside the remapped packs that maps each new id back to the tokenizer's.
 MAPPING_NAME = "vocab_remap.json"
@@ -47,6 +48,18 @@ class Remap:
         }
 
 
+def _remapped(entry: MetadataEntry, kept: np.ndarray, remap: Remap) -> MetadataEntry:
+    """``entry`` with its recorded EOS id remapped, the remap recorded and the (now stale) fingerprint
+    dropped; an entry without seqpack's record is kept as it is."""
+    if entry.record is None:
+        return entry
+    record = {k: v for k, v in entry.record.items() if k != "fingerprint"}
+    if entry.eos_id is not None:
+        record["eos_id"] = int(np.searchsorted(kept, entry.eos_id))
+    record["vocab_remap"] = {**remap.to_dict(), "mapping": MAPPING_NAME}
+    return replace(entry, record=record)
+
+
 def remap_packs(
     packed: Path, metadata: Path, out_dir: Path, *, tokenizer: str, tokenizer_size: int, overwrite: bool
 ) -> Remap:
@@ -55,9 +68,8 @@ def remap_packs(
     column = table.column("input_ids").combine_chunks()
     offsets = column.offsets
     values = column.values.to_numpy(zero_copy_only=False)
-    entries = read_metadata(metadata)
-    records = [e[SEQPACK_KEY] for e in entries if isinstance(e.get(SEQPACK_KEY), dict)]
-    eos_ids = np.asarray([r["eos_id"] for r in records if r.get("eos_id") is not None], dtype=values.dtype)
+    sidecar = PackingMetadata.read(metadata)
+    eos_ids = np.asarray([e.eos_id for e in sidecar.entries if e.eos_id is not None], dtype=values.dtype)
     kept, new_values = np.unique(np.concatenate([values, eos_ids]), return_inverse=True)
     remapped = pa.ListArray.from_arrays(offsets, pa.array(new_values[: values.size].astype(np.int64)))
     table = table.set_column(table.schema.get_field_index("input_ids"), "input_ids", remapped)
@@ -66,12 +78,9 @@ def remap_packs(
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out_dir / packed.name, sink.getvalue().to_pybytes(), overwrite=overwrite)
     remap = Remap(tokenizer, tokenizer_size, kept)
-    for record in records:
-        record.pop("fingerprint", None)
-        if record.get("eos_id") is not None:
-            record["eos_id"] = int(np.searchsorted(kept, int(record["eos_id"])))
-        record["vocab_remap"] = {**remap.to_dict(), "mapping": MAPPING_NAME}
-    atomic_write_bytes(out_dir / metadata.name, orjson.dumps(entries), overwrite=overwrite)
+    PackingMetadata(tuple(_remapped(entry, kept, remap) for entry in sidecar.entries)).write(
+        out_dir / metadata.name, overwrite=overwrite
+    )
     mapping = {**remap.to_dict(), "original_id": kept.tolist()}
     atomic_write_bytes(out_dir / MAPPING_NAME, orjson.dumps(mapping), overwrite=overwrite)
     return remap

@@ -38,8 +38,8 @@ from seqpack.data import (
     collect_stats,
     compare_metadata,
     pack_files,
-    read_metadata,
 )
+from seqpack.data.metadata import PackingMetadata
 from seqpack.data.packed_stats import MetadataMismatch
 from seqpack.data.text import load_tokenizer
 from seqpack.data.toy_tokenizer import build_tokenizer
@@ -174,7 +174,7 @@ def inspect(layout: Layout, sizes: DemoSizes) -> InspectOut:
         stats = collect_stats(reader.iter_blocks(), pack_size=sizes.pack_size)
     finally:
         reader.close()
-    entry = read_metadata(layout.metadata)[0]
+    entry = PackingMetadata.read(layout.metadata).entries[0]
     return InspectOut(
         stats, layout.metadata, compare_metadata(entry, stats), command("seqpack", "inspect", layout.packed)
     )

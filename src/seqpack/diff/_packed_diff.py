@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.data.metadata import SEQPACK_KEY, find_metadata, packed_names, pick_entry, read_metadata
+from seqpack.data.metadata import SEQPACK_KEY, MetadataEntry, PackingMetadata, find_metadata, packed_names
 from seqpack.data.packed import PackedRow, resolve_packed_paths
 from seqpack.data.packed_source import PackedSource, infer_eos_id, scan_blocks
 from seqpack.data.runs import check_run_ids
@@ -61,7 +61,7 @@ class _Side:
     label: str
     source: PackedSource
     metadata_path: str | None
-    metadata: list[dict[str, Any]] | None
+    metadata: PackingMetadata | None
     seqs: SequenceTable
     packs: PackTable
     fingerprint: dict[str, Any]
@@ -83,12 +83,12 @@ def _flatten(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _entry_for(entries: list[dict[str, Any]], spec: str) -> Mapping[str, Any] | None:
+def _entry_for(metadata: PackingMetadata, spec: str) -> MetadataEntry | None:
     """The metadata entry describing ``spec``: the one of its split, else the first (Bridge's train)."""
-    picked = pick_entry(entries, packed_names([spec]).split)
+    picked = metadata.pick(packed_names([spec]).split)
     if picked is not None:
         return picked[1]
-    return entries[0] if entries else None
+    return metadata.entries[0] if metadata.entries else None
 
 
 def recorded_fingerprint(spec: str) -> tuple[str, dict[str, Any]] | None:
@@ -96,33 +96,29 @@ def recorded_fingerprint(spec: str) -> tuple[str, dict[str, Any]] | None:
     meta_path = find_metadata([spec])
     if meta_path is None:
         return None
-    entries = read_metadata(meta_path)
+    metadata = PackingMetadata.read(meta_path)
     files = [spec] if spec.lower().endswith(".npy") else resolve_packed_paths(spec)  # a legacy .npy: itself
-    check_run_ids(files, meta_path, entries)
-    entry = _entry_for(entries, spec)
-    record = entry.get(SEQPACK_KEY) if entry else None
-    found = record.get("fingerprint") if isinstance(record, Mapping) else None
+    check_run_ids(files, meta_path, metadata)
+    entry = _entry_for(metadata, spec)
+    found = entry.recorded("fingerprint") if entry else None
     return (os.fspath(meta_path), dict(found)) if isinstance(found, Mapping) else None
 
 
-def _eos_from_metadata(entries: list[dict[str, Any]] | None) -> int | None:
-    for entry in entries or []:
-        record = entry.get(SEQPACK_KEY)
-        if isinstance(record, Mapping) and isinstance(record.get("eos_id"), int):
-            return int(record["eos_id"])
-    return None
-
-
-def _open_side(spec: str) -> tuple[PackedSource, str | None, Any]:
+def _open_side(spec: str) -> tuple[PackedSource, str | None, PackingMetadata | None]:
     source = PackedSource(spec)
     meta_path = find_metadata([spec])
-    metadata = read_metadata(meta_path) if meta_path is not None else None
+    metadata = PackingMetadata.read(meta_path) if meta_path is not None else None
     check_run_ids(source.paths, meta_path, metadata)
     return source, None if meta_path is None else os.fspath(meta_path), metadata
 
 
 def _scan(
-    label: str, source: PackedSource, meta: Any, path: str | None, eos: int, on_packs: ProgressHook
+    label: str,
+    source: PackedSource,
+    meta: PackingMetadata | None,
+    path: str | None,
+    eos: int,
+    on_packs: ProgressHook,
 ) -> _Side:
     scanner = scan_blocks(source.blocks(), eos_id=eos, keep_sequences=True, on_packs=on_packs)
     seqs, packs = scanner.tables()
@@ -175,8 +171,8 @@ def _efficiency(side: _Side, pack_size: int | None) -> float | None:
     return packing_efficiency(runtime, len(side.packs.nseq), pack_size)
 
 
-def _pack_summary(side: _Side, entry: Mapping[str, Any] | None, spec: str) -> dict[str, Any]:
-    pack_size = entry.get("pack_size") if entry else packed_names([spec]).pack_size
+def _pack_summary(side: _Side, entry: MetadataEntry | None, spec: str) -> dict[str, Any]:
+    pack_size = entry.pack_size if entry else packed_names([spec]).pack_size
     return {
         "count": len(side.packs.nseq),
         "sequences": len(side.seqs.length),
@@ -187,9 +183,13 @@ def _pack_summary(side: _Side, entry: Mapping[str, Any] | None, spec: str) -> di
     }
 
 
-def _metadata_section(a: _Side, b: _Side, entry_a: Any, entry_b: Any) -> dict[str, Any]:
+def _metadata_section(
+    a: _Side, b: _Side, meta_a: MetadataEntry | None, meta_b: MetadataEntry | None
+) -> dict[str, Any]:
     diffs: dict[str, list[Any]] = {}
     record_only_in: str | None = None
+    entry_a = None if meta_a is None else meta_a.to_dict()
+    entry_b = None if meta_b is None else meta_b.to_dict()
     if entry_a is not None and entry_b is not None:
         # A file written by Bridge (or another tool) has no seqpack record: compare Bridge's keys only.
         has_a, has_b = SEQPACK_KEY in entry_a, SEQPACK_KEY in entry_b
@@ -318,9 +318,9 @@ def diff_packed(
         src_a.close()
         raise
     try:
-        eos = eos_id if eos_id is not None else _eos_from_metadata(meta_a)
-        if eos is None:
-            eos = _eos_from_metadata(meta_b)
+        eos = eos_id if eos_id is not None else meta_a.eos_id if meta_a else None
+        if eos is None and meta_b is not None:
+            eos = meta_b.eos_id
         if eos is None:
             first = next(src_a.blocks(), None)
             if first is None:  # pragma: no cover - readers refuse empty files

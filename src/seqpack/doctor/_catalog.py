@@ -400,6 +400,19 @@ CATALOG: dict[str, dict[str, tuple[str, str]]] = {
             "打包数据已过期：其他分词器的 token id 代表不同的文本。请用当前分词器重新打包。",
         ),
     },
+    "SP044": {
+        "en": (
+            "the packed data was padded with EOS id {recorded} ({source}; {path}), the tokenizer {tokenizer} "
+            "says {eos}",
+            "Readers pad and mask with the recorded EOS; one guessed from rows a chat template rendered is "
+            "their last token (a newline), not the EOS. Re-pack with --tokenizer (or --eos-id).",
+        ),
+        "zh": (
+            "打包数据使用 EOS id {recorded} 填充（{source}；{path}），而分词器 {tokenizer} 的 EOS 是 {eos}",
+            "读取时按记录的 EOS 填充和屏蔽；从聊天模板渲染的行推断出的 EOS 是其最后一个 token（换行符），"
+            "并非真正的 EOS。请使用 --tokenizer（或 --eos-id）重新打包。",
+        ),
+    },
     "SP100": {
         "en": (
             "unknown config section '{key}'{where}{did_you_mean}",

@@ -15,7 +15,8 @@ affected collate silently drops::
     inputs     a  b  EOS  c  d
     hit              ^ input EOS whose next-token loss is trained
 
-The scan runs over the packed split one row group at a time, vectorised (no Python loop per token).
+The count comes from the doctor's one scan of the packed split (:class:`seqpack.data.packed_scan.PackedScan`,
+one row group at a time, vectorised: no Python loop per token).
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from seqpack.data.packed import PackedReader
 from seqpack.doctor._context import Context
 
 #: Launchers a defect can be specific to: Bridge's own training step, or Megatron-LM's ``pretrain_gpt.py``.
@@ -72,46 +70,10 @@ class DefectContext:
         return self._eos
 
 
-def _eos_id(ctx: Context) -> int | None:
-    """The EOS id seqpack recorded in the packed split's metadata (one value for all entries) or ``None``."""
-    if ctx.facts is None:
-        return None
-    values = ctx.facts.record_values("eos_id")
-    if len(values) != 1:
-        return None
-    (value,) = values
-    return int(value) if value.lstrip("-").isdigit() else None
-
-
-def eos_inside_trained_spans(
-    ids: np.ndarray, loss_mask: np.ndarray, starts: np.ndarray, lengths: np.ndarray, eos_id: int
-) -> np.ndarray:
-    """Flat positions ``j`` with ``ids[j] == eos_id`` and ``loss_mask[j] != 0`` that are not the last token
-    of their sequence (``starts``/``lengths``: flat start and stored length of every sequence)."""
-    hit = (ids == eos_id) & (loss_mask != 0)
-    last = (starts + lengths - 1)[lengths > 0]
-    hit[last] = False
-    return np.flatnonzero(hit)
-
-
 def _scan_packed(ctx: Context) -> EosScan | None:
-    eos_id = _eos_id(ctx)
-    if ctx.packed_path is None or eos_id is None:
+    """The EOS-in-trained-span counts of the packed split, from the doctor's one scan of it
+    (:func:`~seqpack.doctor._packed_facts.read_packed_facts`), when the metadata records the EOS id."""
+    facts = ctx.facts
+    if ctx.packed_path is None or facts is None or facts.eos_id is None:
         return None
-    scan = EosScan(eos_id)
-    reader = PackedReader(ctx.packed_path)
-    try:
-        for block in reader.iter_blocks():
-            rows = np.repeat(np.arange(block.num_rows), block.sequences_per_row())
-            starts = block.input_offsets[rows] + block.seq_start_id.astype(np.int64, copy=False)
-            found = eos_inside_trained_spans(
-                block.input_ids, block.loss_mask, starts, block.sequence_lengths(), eos_id
-            )
-            if len(found) and scan.first is None:
-                row = int(np.searchsorted(block.input_offsets, found[0], side="right")) - 1
-                column = int(found[0] - block.input_offsets[row])
-                scan.first = f"{block.path} row {block.first_row + row}, token {column}"
-            scan.hits += len(found)
-    finally:
-        reader.close()
-    return scan
+    return EosScan(facts.eos_id, facts.eos_in_spans, facts.first_eos_in_span)

@@ -6,7 +6,9 @@ The files are read through the shared readers of :mod:`seqpack.data`:
   time, every row invariant checked;
 * the metadata sidecar ``{N}_metadata.jsonl`` (one JSON *array*; seqpack's record under ``"seqpack"``).
 
-Sequence lengths come straight from the Arrow list offsets, without a Python loop per token or sequence.
+Sequence lengths come straight from the Arrow list offsets, without a Python loop per token or sequence,
+in the one scan :class:`~seqpack.data.packed_scan.PackedScan` that ``inspect`` and the trainer share (it
+also counts EOS inputs inside trained spans, which a known-defect trigger reads).
 For one row of stored length 11 with ``seq_start_id = [0, 7]``::
 
     starts  [0, 7]        ends [7, 11]   (the next start, or the row length for the last sequence)
@@ -20,12 +22,10 @@ from __future__ import annotations
 import glob
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from seqpack.data.metadata import SEQPACK_KEY, find_metadata, read_metadata
+from seqpack.data.metadata import PackingMetadata, find_metadata
 from seqpack.data.packed import PackedReader, validate_block
+from seqpack.data.packed_scan import PackedScan
 from seqpack.data.runs import check_run_ids
 
 
@@ -35,31 +35,34 @@ class PackedFacts:
 
     files: list[str]
     metadata_path: str | None = None
-    metadata: list[dict[str, Any]] = field(default_factory=list)
+    metadata: PackingMetadata = field(default_factory=PackingMetadata)
     rows: int = 0
     sequences: int = 0
     multiple: int = 1
     bad_sequences: int = 0
     first_bad: str | None = None
+    #: EOS inputs inside trained spans (Bridge PR #5213), counted when the metadata records the EOS id
+    eos_in_spans: int = 0
+    first_eos_in_span: str | None = None
+
+    @property
+    def eos_id(self) -> int | None:
+        """The EOS id seqpack recorded for the packed split (one value for all entries), else ``None``."""
+        values = self.record_values("eos_id")
+        if len(values) != 1:
+            return None
+        (value,) = values
+        return int(value) if value.lstrip("-").isdigit() else None
 
     @property
     def pack_size(self) -> int | None:
         """Bridge's combined ``pack_size`` (the max across entries), or ``None`` without metadata."""
-        sizes = [e["pack_size"] for e in self.metadata if isinstance(e.get("pack_size"), int)]
+        sizes = [e.pack_size for e in self.metadata.entries if isinstance(e.pack_size, int)]
         return max(sizes) if sizes else None
 
     def record_values(self, *names: str) -> set[str]:
         """Distinct values seqpack recorded under any of ``names`` in its per-split record."""
-        out: set[str] = set()
-        for entry in self.metadata:
-            record = entry.get(SEQPACK_KEY)
-            if not isinstance(record, dict):
-                continue
-            for name in names:
-                value = record.get(name)
-                if value is not None:
-                    out.add(str(value))
-        return out
+        return self.metadata.record_values(*names)
 
 
 def packed_spec_exists(spec: str) -> bool:
@@ -85,20 +88,15 @@ def read_packed_facts(
         facts = PackedFacts(files=list(reader.paths), multiple=multiple)
         facts.metadata_path = _sidecar(spec, reader.paths[0], pack_size, metadata_path)
         if facts.metadata_path is not None:
-            facts.metadata = read_metadata(facts.metadata_path)
+            facts.metadata = PackingMetadata.read(facts.metadata_path)
             check_run_ids(reader.paths, facts.metadata_path, facts.metadata)
+        scan = PackedScan(pad_multiple=multiple, eos_id=facts.eos_id)
         for block in reader.iter_blocks():
             validate_block(block)
-            runtime = block.sequence_lengths() - 1
-            facts.rows += block.num_rows
-            facts.sequences += len(runtime)
-            bad = np.flatnonzero(runtime % multiple) if multiple > 1 else np.zeros(0, np.int64)
-            if len(bad) and facts.first_bad is None:
-                row = int(np.searchsorted(block.start_offsets, bad[0], side="right")) - 1
-                facts.first_bad = (
-                    f"{block.path} row {block.first_row + row}: runtime length {int(runtime[bad[0]])}"
-                )
-            facts.bad_sequences += len(bad)
+            scan.add(block)
     finally:
         reader.close()
+    facts.rows, facts.sequences = scan.stats.packs, scan.stats.sequences
+    facts.bad_sequences, facts.first_bad = scan.multiple_misses, scan.first_multiple_miss
+    facts.eos_in_spans, facts.first_eos_in_span = scan.eos_in_spans, scan.first_eos_in_span
     return facts

@@ -9,7 +9,9 @@ read :data:`RULES`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
+from seqpack.data.text import eos_disagreement, load_tokenizer
 from seqpack.doctor._context import Context
 from seqpack.doctor._family import ASR, GLM45, QWEN3_NEXT, QWEN35_VL, QWEN_OMNI
 from seqpack.doctor._findings import (
@@ -27,6 +29,7 @@ from seqpack.doctor._findings import (
     Severity,
     override,
 )
+from seqpack.errors import InputError
 
 RULES: list[Rule] = []
 
@@ -544,6 +547,34 @@ def stale_tokenizer(ctx: Context) -> CheckResult:
             {"recorded": ", ".join(sorted(recorded)), "configured": configured, "path": facts.metadata_path}
         )
     return None
+
+
+@rule("SP044", ERROR, ("tokenizer.tokenizer_model", "metadata.seqpack.eos_id"), SEQPACK_ONLY)
+def stale_eos(ctx: Context) -> CheckResult:
+    """The EOS id the packs were padded with (the metadata's) against the EOS of the config's tokenizer,
+    when that tokenizer is a local directory (#15 item 3: an EOS inferred from chat-rendered rows is their
+    last token, a newline, not the tokenizer's EOS)."""
+    facts = ctx.facts
+    directory = ctx.view.tokenizer.tokenizer_model
+    if facts is None or facts.eos_id is None or not directory or not Path(directory).is_dir():
+        return None
+    record = dict(facts.metadata.record())
+    try:
+        if eos_disagreement(record, Path(directory)) is None:
+            return None
+        eos = load_tokenizer(Path(directory)).eos_token_id
+    except InputError:  # not a tokenizer directory seqpack can load: nothing to compare
+        return None
+    source = record.get("eos_source") or "unknown source"
+    return Hit(
+        {
+            "recorded": facts.eos_id,
+            "source": source,
+            "path": facts.metadata_path,
+            "tokenizer": directory,
+            "eos": eos,
+        }
+    )
 
 
 def _same_tokenizer(a: str, b: str) -> bool:

@@ -1,7 +1,9 @@
 """Open packed Parquet for training and check it against what the run was told (pack size, pad multiple).
 
 The whole file is scanned once, a row group at a time (the reader checks the spec §3 invariants of each
-group as it decodes it), to learn each pack's runtime size, the largest token id and the longest sequence;
+group as it decodes it), by the scan ``inspect`` and the doctor share
+(:class:`~seqpack.data.packed_scan.PackedScan`), to learn each pack's runtime size, the largest token id,
+the longest sequence and, when the metadata does not record it, the EOS id;
 packs are read again by index (:class:`~seqpack.batching.PackedDataset`) when a step needs them, through
 the reader's row-group cache, so memory stays bounded by a few row groups.
 """
@@ -16,9 +18,8 @@ from typing import Any
 import numpy as np
 
 from seqpack.batching import PackedDataset
-from seqpack.data import SEQPACK_KEY, combine_metadata, read_metadata
-from seqpack.data.metadata import find_metadata
-from seqpack.data.packed_source import infer_eos_id
+from seqpack.data.metadata import PackingMetadata, find_metadata
+from seqpack.data.packed_scan import PackedScan
 from seqpack.data.packed_stats import check_pack_capacity
 from seqpack.data.runs import check_run_ids
 from seqpack.errors import DataError, UsageError, where
@@ -48,14 +49,6 @@ class PackedData:
         return len(self.dataset)
 
 
-def _seqpack_record(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    for entry in entries:
-        record = entry.get(SEQPACK_KEY)
-        if isinstance(record, dict):  # every split of one pack run records the same settings
-            return record
-    return {}
-
-
 def open_packed(
     spec: str | os.PathLike[str],
     *,
@@ -71,12 +64,11 @@ def open_packed(
     reader = dataset.reader
     meta_path = find_metadata(reader.paths)
     combined: dict[str, Any] | None = None
-    record: dict[str, Any] = {}
+    sidecar = PackingMetadata()
     if meta_path is not None:
-        entries = read_metadata(meta_path)
-        check_run_ids(reader.paths, meta_path, entries)
-        combined = dict(combine_metadata(entries))
-        record = _seqpack_record(entries)
+        sidecar = PackingMetadata.read(meta_path)
+        check_run_ids(reader.paths, meta_path, sidecar)
+        combined = dict(sidecar.combined())
         meta_size = int(combined["pack_size"])
         if pack_size is not None and pack_size != meta_size:
             raise DataError(
@@ -84,7 +76,7 @@ def open_packed(
                 "(re-pack for the new size or fix the flag)"
             )
         pack_size = meta_size
-        meta_mult = record.get("pad_seq_to_mult")
+        meta_mult = sidecar.record().get("pad_seq_to_mult")
         if pad_multiple is not None and meta_mult is not None and int(meta_mult) != pad_multiple:
             raise DataError(
                 f"{meta_path}: packed with pad_seq_to_mult={meta_mult}, but --pad-multiple is {pad_multiple} "
@@ -92,48 +84,39 @@ def open_packed(
             )
         if pad_multiple is None and meta_mult is not None:
             pad_multiple = int(meta_mult)
-    sizes: list[np.ndarray] = []
-    n_seqs = 0
-    most_per_pack = 0
-    longest = 0
-    max_id = 0
-    eos_id: int | None = int(record["eos_id"]) if record.get("eos_id") is not None else None
+    scan = PackedScan(
+        pad_multiple=pad_multiple or 1,
+        vocab=vocab,
+        eos_id=sidecar.eos_id,
+        infer_eos=True,
+        keep_pack_runtime=True,
+    )
     for block in reader.iter_blocks():
-        runtime = block.sequence_lengths() - 1
-        owner = np.repeat(np.arange(block.num_rows), block.sequences_per_row())
-        per_row = np.bincount(owner, weights=runtime, minlength=block.num_rows).astype(np.int64)
-        if pad_multiple is not None and pad_multiple > 1:
-            bad = np.flatnonzero(runtime % pad_multiple != 0)
-            if bad.size:
-                row = int(owner[bad[0]])
-                raise DataError(
-                    f"{where(block.path, row=block.first_row + row, field='seq_start_id')}: a sequence of "
-                    f"{int(runtime[bad[0]])} runtime tokens is not a multiple of --pad-multiple "
-                    f"{pad_multiple} "
-                    "(the data was packed with another pad_seq_to_mult)"
-                )
-        if pack_size is not None:
-            check_pack_capacity(block, pack_size, per_row)
-        ids_max = int(block.input_ids.max()) if block.input_ids.size else 0
-        if ids_max >= vocab:
-            pos = int(np.argmax(block.input_ids >= vocab))
-            row = int(np.searchsorted(block.input_offsets, pos, side="right") - 1)
+        facts = scan.add(block)
+        if facts.multiple_misses.size:
+            k = int(facts.multiple_misses[0])
             raise DataError(
-                f"{where(block.path, row=block.first_row + row, field='input_ids')}: token id "
+                f"{where(block.path, row=block.first_row + facts.sequence_row(k), field='seq_start_id')}: a "
+                f"sequence of {int(facts.runtime[k])} runtime tokens is not a multiple of --pad-multiple "
+                f"{pad_multiple} "
+                "(the data was packed with another pad_seq_to_mult)"
+            )
+        if pack_size is not None:
+            check_pack_capacity(block, pack_size, facts.pack_runtime)
+        if facts.over_vocab is not None:
+            pos = facts.over_vocab
+            row = block.first_row + facts.token_row(pos)
+            raise DataError(
+                f"{where(block.path, row=row, field='input_ids')}: token id "
                 f"{int(block.input_ids[pos])} does not fit --vocab {vocab}"
             )
-        if eos_id is None:
-            eos_id = infer_eos_id(block)
-        sizes.append(per_row)
-        n_seqs += int(runtime.size)
-        most_per_pack = max(most_per_pack, int(block.sequences_per_row().max()))
-        longest = max(longest, int(runtime.max()))
-        max_id = max(max_id, ids_max)
-    runtime_sizes = np.concatenate(sizes)
+    runtime_sizes = np.concatenate(scan.pack_runtime)
     if pack_size is None:
         pack_size = int(runtime_sizes.max())
+    longest = scan.stats.dataset_max_seqlen
     if longest < 1:
         raise DataError(f"{reader.spec}: every sequence is a lone EOS (nothing to train on)")
+    eos_id = scan.eos_id
     assert eos_id is not None
     return PackedData(
         dataset=dataset,
@@ -141,10 +124,10 @@ def open_packed(
         pad_multiple=pad_multiple,
         eos_id=eos_id,
         runtime_sizes=runtime_sizes,
-        num_sequences=n_seqs,
-        max_sequences_per_pack=most_per_pack,
+        num_sequences=scan.stats.sequences,
+        max_sequences_per_pack=scan.stats.max_samples_per_bin,
         longest_sequence=longest,
-        max_token_id=max_id,
+        max_token_id=scan.max_token_id,
         metadata_path=meta_path,
         metadata=combined,
     )

@@ -29,7 +29,7 @@ import numpy as np
 import orjson
 
 from seqpack.data import InputOptions, PackOptions, PackSize, RunSettings, pack_files
-from seqpack.data.metadata import BRIDGE_METADATA_KEYS, read_metadata
+from seqpack.data.metadata import BRIDGE_METADATA_KEYS, PackingMetadata
 from seqpack.diff._packed_diff import diff_packed
 from seqpack.env._stack import parse_version
 from seqpack.verify._bridge_config import config_source, run_config_part
@@ -153,12 +153,12 @@ def _packing_part(opts: VerifyOptions, work: Path) -> tuple[PartResult, Path]:
         dataset_builder=builder,
     )
     report = diff_packed(os.fspath(ours.packed_path), os.fspath(theirs), eos_id=VERIFY_EOS)
-    ours_meta = read_metadata(ours.metadata_path)[0]
-    bridge_meta = read_metadata(theirs_meta)[0]
+    ours_meta = PackingMetadata.read(ours.metadata_path).entries[0].bridge_values()
+    bridge_meta = PackingMetadata.read(theirs_meta).entries[0].bridge_values()
     meta_diff = {
-        key: [ours_meta.get(key), bridge_meta.get(key)]
+        key: [ours_meta[key], bridge_meta[key]]
         for key in BRIDGE_METADATA_KEYS
-        if ours_meta.get(key) != bridge_meta.get(key)
+        if ours_meta[key] != bridge_meta[key]
     }
     passed = report["identical"] and not meta_diff
     details = {

@@ -38,7 +38,7 @@ __all__ = [
 
 
 def eos_disagreement(record: dict[str, Any], tokenizer: Path) -> str | None:
-    """A one-line warning when a pack's recorded EOS is not ``tokenizer``'s (None when they agree).
+    """A one-line finding when a pack's recorded EOS is not ``tokenizer``'s (None when they agree).
 
     Readers (``inspect``, ``train``, ...) take the EOS from the metadata record; a user who also names a
     tokenizer should hear when the pack was padded with another id, e.g. one inferred from the rows.
@@ -49,7 +49,7 @@ def eos_disagreement(record: dict[str, Any], tokenizer: Path) -> str | None:
         return None
     source = record.get("eos_source") or "unknown source"
     return (
-        f"warning: the pack's EOS id is {recorded} ({source}), the tokenizer {tokenizer}'s is {eos}; "
+        f"the pack's EOS id is {recorded} ({source}), the tokenizer {tokenizer}'s is {eos}; "
         "the pack's is used"
     )
 
