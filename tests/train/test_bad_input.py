@@ -15,7 +15,7 @@ from seqpack.cli import main
 from seqpack.errors import DataError, UsageError
 from seqpack.packing import ModelDims
 from seqpack.train import DataMode, StepRecord, TrainConfig, count_parameters, train
-from seqpack.train._data import open_packed
+from seqpack.train._data import load_training_data
 from seqpack.train._model import build_model
 from train.conftest import PACK_SIZE, VOCAB, pack, with_, write_samples
 
@@ -61,7 +61,7 @@ def test_a_sidecar_of_another_pack_size_is_never_taken(
     entries = json.loads((base_config.data.parent / f"{PACK_SIZE}_metadata.jsonl").read_text())
     entries[0]["pack_size"] = PACK_SIZE // 2
     (tmp_path / f"{PACK_SIZE // 2}_metadata.jsonl").write_text(json.dumps(entries))
-    opened = open_packed(data, pack_size=None, pad_multiple=None, vocab=VOCAB)
+    opened = load_training_data(data, pack_size=None, pad_multiple=None, vocab=VOCAB)
     assert opened.metadata_path is None
     train(with_(base_config, data=data, steps=1, pack_size=PACK_SIZE))  # the other sidecar's 32 is not read
 

@@ -28,7 +28,6 @@ from seqpack.curves import LOSS, Comparison, Curves, Profile, compare_curves, re
 from seqpack.data import (
     InputOptions,
     LengthPolicy,
-    PackedReader,
     PackedStats,
     PackOptions,
     PackResult,
@@ -40,6 +39,7 @@ from seqpack.data import (
     pack_files,
 )
 from seqpack.data.metadata import PackingMetadata
+from seqpack.data.packed_source import PackedSource
 from seqpack.data.packed_stats import MetadataMismatch
 from seqpack.data.text import load_tokenizer
 from seqpack.data.toy_tokenizer import build_tokenizer
@@ -169,11 +169,11 @@ class InspectOut:
 
 def inspect(layout: Layout, sizes: DemoSizes) -> InspectOut:
     """Validate every packed row and recompute Bridge's six metadata values from the rows."""
-    reader = PackedReader(layout.packed)
+    source = PackedSource(layout.packed)
     try:
-        stats = collect_stats(reader.iter_blocks(), pack_size=sizes.pack_size)
+        stats = collect_stats(source.blocks(), pack_size=sizes.pack_size)
     finally:
-        reader.close()
+        source.close()
     entry = PackingMetadata.read(layout.metadata).entries[0]
     return InspectOut(
         stats, layout.metadata, compare_metadata(entry, stats), command("seqpack", "inspect", layout.packed)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seqpack.data.metadata import PackingMetadata, find_metadata
-from seqpack.data.packed import PackedReader, validate_block
 from seqpack.data.packed_scan import PackedScan
+from seqpack.data.packed_source import PackedSource
 from seqpack.data.runs import check_run_ids
 
 
@@ -83,19 +83,18 @@ def read_packed_facts(
 ) -> PackedFacts:
     """Read the facts of the packed split at ``spec``; count runtime lengths missing ``multiple``."""
 
-    reader = PackedReader(spec)
+    source = PackedSource(spec)
     try:
-        facts = PackedFacts(files=list(reader.paths), multiple=multiple)
-        facts.metadata_path = _sidecar(spec, reader.paths[0], pack_size, metadata_path)
+        facts = PackedFacts(files=list(source.paths), multiple=multiple)
+        facts.metadata_path = _sidecar(spec, source.paths[0], pack_size, metadata_path)
         if facts.metadata_path is not None:
             facts.metadata = PackingMetadata.read(facts.metadata_path)
-            check_run_ids(reader.paths, facts.metadata_path, facts.metadata)
+            check_run_ids(source.paths, facts.metadata_path, facts.metadata)
         scan = PackedScan(pad_multiple=multiple, eos_id=facts.eos_id)
-        for block in reader.iter_blocks():
-            validate_block(block)
+        for block in source.blocks():
             scan.add(block)
     finally:
-        reader.close()
+        source.close()
     facts.rows, facts.sequences = scan.stats.packs, scan.stats.sequences
     facts.bad_sequences, facts.first_bad = scan.multiple_misses, scan.first_multiple_miss
     facts.eos_in_spans, facts.first_eos_in_span = scan.eos_in_spans, scan.first_eos_in_span

@@ -26,7 +26,7 @@ from seqpack.errors import DataError, UsageError, where
 
 
 @dataclass(frozen=True)
-class PackedData:
+class TrainingData:
     """A packed dataset ready for training, with the facts the steps need.
 
     ``runtime_sizes[i]`` is pack ``i``'s runtime tokens (stored tokens minus one per sequence, spec §2).
@@ -49,13 +49,13 @@ class PackedData:
         return len(self.dataset)
 
 
-def open_packed(
+def load_training_data(
     spec: str | os.PathLike[str],
     *,
     pack_size: int | None,
     pad_multiple: int | None,
     vocab: int,
-) -> PackedData:
+) -> TrainingData:
     """Open ``spec`` and check it: metadata vs flags, every pack within the pack size, ids below ``vocab``.
 
     Raises :class:`DataError` (exit 1) on a mismatch, naming the file, the row and the two values.
@@ -118,7 +118,7 @@ def open_packed(
         raise DataError(f"{reader.spec}: every sequence is a lone EOS (nothing to train on)")
     eos_id = scan.eos_id
     assert eos_id is not None
-    return PackedData(
+    return TrainingData(
         dataset=dataset,
         pack_size=pack_size,
         pad_multiple=pad_multiple,
@@ -133,7 +133,7 @@ def open_packed(
     )
 
 
-def check_pad_to(data: PackedData, pad_to: int | None) -> int:
+def check_pad_to(data: TrainingData, pad_to: int | None) -> int:
     """The padded-mode row length: ``pad_to`` or the pack size; it must hold the longest sequence."""
     length = data.pack_size if pad_to is None else pad_to
     if length < data.longest_sequence:

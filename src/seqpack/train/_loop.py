@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from seqpack.batching import GlobalBatchSampler, PackedCollator
 from seqpack.errors import UsageError
 from seqpack.train._config import DataMode, StepRecord, TrainConfig, TrainResult
-from seqpack.train._data import check_pad_to, open_packed
+from seqpack.train._data import check_pad_to, load_training_data
 from seqpack.train._log import RunLog
 from seqpack.train._model import available_memory, build_model, check_memory, estimate_memory
 from seqpack.train._steps import MicroBatch, rank_batches, rank_microbatches
@@ -192,7 +192,7 @@ def train(
     """
     _check_outputs(config)
     device = _device(config.device)
-    data = open_packed(
+    data = load_training_data(
         config.data, pack_size=config.pack_size, pad_multiple=config.pad_multiple, vocab=config.model.vocab
     )
     padded_length = check_pad_to(data, config.pad_to) if config.mode is DataMode.padded else None
