@@ -8,7 +8,6 @@ tokenizes renders of conversation *prefixes* and counts the tokens they share wi
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +16,9 @@ from typing import Any
 import numpy as np
 import orjson
 
+from seqpack.data.text._arrays import flat_ids
 from seqpack.data.text._chat_jinja import FastTemplate, fast_template
+from seqpack.data.text._tokenizer import encodings
 
 #: Exceptions Bridge 0.6.2 turns into "no mask from prefix renders" (others stop its run).
 PREFIX_RENDER_ERRORS = (AssertionError, AttributeError, KeyError, TypeError, ValueError)
@@ -45,9 +46,6 @@ class Renderer:
         self.tokenizer = tokenizer
         self.template = template
         self._backend = tokenizer.backend_tokenizer
-        # Encoding through the backend skips the Python wrapper (a third of the time); it must then hold no
-        # truncation or padding of its own (the wrapper would switch them off for the call).
-        self._direct = self._backend.truncation is None and self._backend.padding is None
         added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
         self.added_ids = np.array(sorted(added), dtype=np.int64)
         self.substring_safe = _substring_safe(self._backend)
@@ -142,25 +140,15 @@ class Renderer:
 
     def encode(self, texts: list[str]) -> Encoded:
         """One batched encode (no special tokens added: the template wrote them)."""
-        if self._direct:
-            encodings = self._backend.encode_batch(texts, add_special_tokens=False)
-        else:
-            encodings = self.tokenizer(texts, add_special_tokens=False).encodings
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
-        ids = np.fromiter(
-            itertools.chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=int(lengths.sum())
-        )
+        encoded = encodings(self.tokenizer, texts)
+        ids, lengths = flat_ids([e.ids for e in encoded])  # each ``.ids`` builds a new list: read once
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        return Encoded(texts, ids, offsets, np.isin(ids, self.added_ids), list(encodings))
+        return Encoded(texts, ids, offsets, np.isin(ids, self.added_ids), encoded)
 
     def encode_many(self, texts: list[str]) -> list[list[int]]:
         """Each text's ids (no special tokens added), in one batched call."""
-        if not texts:
-            return []
-        if self._direct:
-            return [e.ids for e in self._backend.encode_batch(texts, add_special_tokens=False)]
-        return list(self.tokenizer(texts, add_special_tokens=False)["input_ids"])
+        return [e.ids for e in encodings(self.tokenizer, texts)] if texts else []
 
     def shared_tokens(self, prefixes: Sequence[str], enc: Encoded, rows: Sequence[int]) -> list[int]:
         """For each ``(prefix, row)``: how many leading tokens ``encode(prefix)`` shares with the row's ids

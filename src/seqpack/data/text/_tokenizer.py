@@ -131,6 +131,17 @@ def special_token_id(tokenizer: Any, name: str) -> int | None:
     return None
 
 
+def encodings(tokenizer: Any, texts: list[str]) -> list[Any]:
+    """The tokenizer's encodings of ``texts`` (no special tokens added), in one batched call.
+
+    Through the Rust backend when it holds no truncation or padding of its own (the Python wrapper would
+    switch them off for the call): the same ids without the wrapper's per-row conversion (~10 % of it)."""
+    backend = tokenizer.backend_tokenizer
+    if backend.truncation is None and backend.padding is None:
+        return list(backend.encode_batch(texts, add_special_tokens=False))
+    return list(tokenizer(texts, add_special_tokens=False).encodings)
+
+
 def is_space_sensitive(tokenizer: Any) -> bool:
     """Whether a leading space changes tokenization: ``"x y"`` is not ``"x"`` + ``"y"`` (Bridge's
     ``_is_space_sensitive``). Decides whether the separator's leading space is kept (spec §13)."""
