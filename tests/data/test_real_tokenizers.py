@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from _support.tokenizers import (
@@ -10,6 +17,7 @@ from _support.tokenizers import (
     llama32_tokenizer_dir,
     qwen3_tokenizer_dir,
 )
+from seqpack.data.text._tokenizer import AUTO_CLASSES, _auto_class
 
 pytestmark = pytest.mark.network
 
@@ -44,3 +52,47 @@ def test_llama32_tokenizer_with_our_llama3_template() -> None:
     )
     ids = tok(text, add_special_tokens=False).input_ids
     assert ids[:2] == [128000, 128006] and ids[-1] == 128009
+
+
+@pytest.mark.parametrize("tokenizer_dir", [qwen3_tokenizer_dir, llama32_tokenizer_dir], ids=["qwen", "llama"])
+def test_load_tokenizer_is_autotokenizers_tokenizer(tokenizer_dir: Any) -> None:
+    """seqpack's loader skips AutoTokenizer (and torch) but builds the very tokenizer it builds."""
+    from seqpack.data.text import _tokenizer
+
+    path = tokenizer_dir()
+    assert _tokenizer._auto_class(transformers, path) is not None  # the direct route is the one tested
+    ours = _tokenizer.load_tokenizer(path)
+    theirs = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    assert type(ours) is type(theirs)
+    assert ours.backend_tokenizer.to_str() == theirs.backend_tokenizer.to_str()
+    assert ours.chat_template == theirs.chat_template
+    assert ours.special_tokens_map == theirs.special_tokens_map
+    assert {k: str(v) for k, v in ours.added_tokens_decoder.items()} == {
+        k: str(v) for k, v in theirs.added_tokens_decoder.items()
+    }
+
+
+@pytest.mark.parametrize("name", sorted(AUTO_CLASSES))
+def test_auto_classes_are_autotokenizers_choice(tmp_path: Path, name: str) -> None:
+    """Each ``tokenizer_class`` the loader resolves itself, AutoTokenizer resolves to the same class."""
+    source = llama32_tokenizer_dir()
+    (tmp_path / "tokenizer.json").write_bytes((source / "tokenizer.json").read_bytes())
+    config = json.loads((source / "tokenizer_config.json").read_text())
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({**config, "tokenizer_class": name}))
+    expected = type(transformers.AutoTokenizer.from_pretrained(str(tmp_path), local_files_only=True))
+    assert _auto_class(transformers, tmp_path) is expected
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert _auto_class(transformers, tmp_path) is None  # a model config: AutoTokenizer decides
+
+
+def test_text_path_does_not_import_torch() -> None:
+    """A fresh process that loads a tokenizer and renders a chat never imports torch (a second of start)."""
+    code = (
+        "import sys; from pathlib import Path; from seqpack.data.text import load_tokenizer; "
+        f"t = load_tokenizer(Path({str(qwen3_tokenizer_dir())!r})); "
+        "t.apply_chat_template([{'role': 'user', 'content': 'hi'}], tokenize=False); "
+        "print('torch' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False"

@@ -217,22 +217,35 @@ def test_fast_render_is_the_tokenizers_render_and_steps_aside_when_it_differs(
 
     tok = AutoTokenizer.from_pretrained(str(toy), local_files_only=True)
     template = "{% for m in messages %}{{ m.role.upper() }}:{{ m.content.strip() }}"
-    template += "{% if m.reasoning_content is defined %}({{ m.reasoning_content }}){% endif %}{% endfor %}"
-    template += "{{ tools | tojson if tools else '' }}{{ eos_token }}"
+    template += "{% if m.reasoning_content is defined %}({{ m.reasoning_content }}){% endif %}"
+    template += "{% if m.blob is defined %}[{{ m.blob }}]{% endif %}"
+    template += "{{ m.get('x', '-') }}{{ m.nope is defined }}"
+    template += "{% endfor %}{{ tools | tojson if tools else '' }}{{ eos_token }}"
     convs = [
         [
             {"role": "user", "content": " hi "},
             {"role": "assistant", "content": "yo", "thinking": "why", "x": None},
         ],
-        [{"role": "user", "content": "hello there"}],
+        [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "b", "blob": b"1"}],
     ]
     tools = [None, [{"name": "f"}]]
-    want = [
-        tok.apply_chat_template(c, tools=t, chat_template=template, tokenize=False)
-        for c, t in zip(convs, tools, strict=True)
-    ]
-    assert want[0] == "USER:hiASSISTANT:yo(why)<eos>"  # transformers aliases "thinking" to reasoning_content
-    assert Renderer(tok, template).render(convs, tools) == want
+
+    def hf(conversations: list[Any]) -> list[str]:
+        return [
+            tok.apply_chat_template(c, tools=t, chat_template=template, tokenize=False)
+            for c, t in zip(conversations, tools, strict=True)
+        ]
+
+    want = hf(convs)
+    # transformers aliases "thinking" to reasoning_content, drops null keys, shows bytes as a placeholder;
+    # ``m.get`` is the dict's method, ``m.nope`` undefined
+    assert want[0] == "USER:hi-FalseASSISTANT:yo(why)-False<eos>"
+    assert want[1] == 'USER:hello there-FalseASSISTANT:b[<bytes>]-False[{"name": "f"}]<eos>'
+    renderer = Renderer(tok, template)
+    assert renderer.render(convs, tools) == want
+    prefixes = [c[:1] for c in convs]
+    assert renderer.render(prefixes, tools) == hf(prefixes)  # messages prepared once, reused
+    assert renderer._fast is not None  # the texts above are the fast path's: it agreed, so it stayed on
     monkeypatch.setattr(FastTemplate, "render", lambda self, conversation, tools: "not the same")
     from seqpack.data.text import _chat_jinja
 

@@ -144,17 +144,10 @@ def _assistant_mask(rows: _Rows, renderer: Renderer, template: str) -> np.ndarra
 def _generation_mask(rows: _Rows, renderer: Renderer) -> np.ndarray:
     """Hugging Face's assistant mask from ``{% generation %}`` blocks, aligned with our ids."""
     parts = []
-    for r, conversation in enumerate(rows.conversations):
-        kwargs: dict[str, Any] = {"tokenize": True, "return_dict": True, "return_assistant_tokens_mask": True}
-        if rows.tools[r] is not None:
-            kwargs["tools"] = rows.tools[r]
-        if renderer.template is not None:
-            kwargs["chat_template"] = renderer.template
-        out = renderer.tokenizer.apply_chat_template(conversation, add_generation_prompt=False, **kwargs)
-        span = rows.enc.row(r)
-        if list(out["input_ids"]) != rows.enc.ids[span].tolist():  # pragma: no cover - same call, same ids
+    for r, (ids, mask) in enumerate(renderer.assistant_masks(rows.conversations, rows.tools)):
+        if ids != rows.enc.ids[rows.enc.row(r)].tolist():  # pragma: no cover - same render, same ids
             raise DataError(f"{rows.where(r)}: the assistant mask does not align with the rendered ids")
-        parts.append(np.asarray(out["assistant_masks"], dtype=np.uint8))
+        parts.append(np.asarray(mask, dtype=np.uint8))
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
 
 
@@ -241,31 +234,38 @@ def _render_prefixes(
         [rows.conversations[alive[k]][:cut] for k, cut in zip(wanted, cuts, strict=True)],
         [rows.tools[alive[k]] for k in wanted],
     )
+    done: list[int] = []
+    prefixes: list[str] = []
     for k, text in zip(wanted, texts, strict=True):
         r = alive[k]
         if isinstance(text, PREFIX_RENDER_ERRORS):
             continue
         if isinstance(text, Exception):
             raise DataError(f"{rows.where(r)}: the chat template failed on a prefix ({_brief(text)})")
-        shared[k] = int(rows.enc.offsets[r]) + renderer.shared_tokens(text, rows.enc, r)
+        done.append(k)
+        prefixes.append(text)
+    counts = renderer.shared_tokens(prefixes, rows.enc, [alive[k] for k in done])
+    for k, count in zip(done, counts, strict=True):
+        shared[k] = int(rows.enc.offsets[alive[k]]) + count
     return shared
 
 
 def _keep_last_turn(rows: _Rows, renderer: Renderer, mask: np.ndarray) -> None:
-    """Bridge's ``last_turn``: keep the mask from the final assistant turn's first masked token on."""
-    for r, turns in enumerate(rows.assistant_turns):
-        span = rows.enc.row(r)
-        row_mask = mask[span]
-        start: int | None = None
-        if turns:
-            final = turns[-1]
-            if final == 0:
-                start = 0
-            else:
-                text = renderer.render([rows.conversations[r][:final]], [rows.tools[r]])[0]
-                if isinstance(text, Exception):
-                    raise DataError(f"{rows.where(r)}: the chat template failed on a prefix ({_brief(text)})")
-                start = renderer.shared_tokens(text, rows.enc, r)
+    """Bridge's ``last_turn``: keep the mask from the final assistant turn's first masked token on (the
+    tokens shared with the render of the turns before it, all rows' renders in one batch)."""
+    turns = rows.assistant_turns
+    starts: dict[int, int] = {r: 0 for r, row_turns in enumerate(turns) if row_turns and row_turns[-1] == 0}
+    later = [r for r, row_turns in enumerate(turns) if row_turns and row_turns[-1] > 0]
+    texts = renderer.render(
+        [rows.conversations[r][: turns[r][-1]] for r in later], [rows.tools[r] for r in later]
+    )
+    for r, text in zip(later, texts, strict=True):
+        if isinstance(text, Exception):
+            raise DataError(f"{rows.where(r)}: the chat template failed on a prefix ({_brief(text)})")
+    starts.update(zip(later, renderer.shared_tokens([str(t) for t in texts], rows.enc, later), strict=True))
+    for r in range(len(turns)):
+        row_mask = mask[rows.enc.row(r)]
+        start = starts.get(r)
         hits = np.flatnonzero(row_mask)
         span_starts = hits[np.diff(hits, prepend=-2) > 1] if hits.size else hits
         if start is not None:

@@ -8,7 +8,6 @@ tokenizes renders of conversation *prefixes* and counts the tokens they share wi
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +16,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from seqpack.data.text._chat_jinja import fast_template
+from seqpack.data.text._arrays import flat_ids
+from seqpack.data.text._chat_jinja import FastTemplate, fast_template
+from seqpack.data.text._tokenizer import encodings
 
 #: Exceptions Bridge 0.6.2 turns into "no mask from prefix renders" (others stop its run).
 PREFIX_RENDER_ERRORS = (AssertionError, AttributeError, KeyError, TypeError, ValueError)
@@ -45,9 +46,6 @@ class Renderer:
         self.tokenizer = tokenizer
         self.template = template
         self._backend = tokenizer.backend_tokenizer
-        # Encoding through the backend skips the Python wrapper (a third of the time); it must then hold no
-        # truncation or padding of its own (the wrapper would switch them off for the call).
-        self._direct = self._backend.truncation is None and self._backend.padding is None
         added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
         self.added_ids = np.array(sorted(added), dtype=np.int64)
         self.substring_safe = _substring_safe(self._backend)
@@ -55,16 +53,14 @@ class Renderer:
         source = template if template is not None else own
         self._fast = fast_template(tokenizer, source) if source else None
         self._checked = False
+        self._messages: dict[int, tuple[Any, dict[str, Any]]] = {}
 
     def render(
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[Any]
     ) -> list[str | Exception]:
         """Each conversation's text (no generation prompt), or the exception its rendering raised."""
         out: list[str | Exception] = [""] * len(conversations)
-        groups: dict[bytes, list[int]] = {}
-        for i, row_tools in enumerate(tools):
-            groups.setdefault(b"" if row_tools is None else b"t" + _key(row_tools), []).append(i)
-        for rows in groups.values():
+        for rows in _by_tools(tools):
             row_tools = tools[rows[0]]
             try:
                 texts = self._apply([conversations[i] for i in rows], row_tools)
@@ -79,6 +75,27 @@ class Renderer:
                 out[i] = text
         return out
 
+    def assistant_masks(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[Any]
+    ) -> list[tuple[list[int], list[int]]]:
+        """Each conversation's ids and Hugging Face's ``{% generation %}`` mask
+        (``apply_chat_template(..., return_assistant_tokens_mask=True)``, one call per group of rows that
+        share their tools)."""
+        out: list[tuple[list[int], list[int]]] = [([], [])] * len(conversations)
+        for rows in _by_tools(tools):
+            kwargs: dict[str, Any] = {"tokenize": True, "return_dict": True}
+            kwargs["return_assistant_tokens_mask"] = True
+            if tools[rows[0]] is not None:
+                kwargs["tools"] = tools[rows[0]]
+            if self.template is not None:
+                kwargs["chat_template"] = self.template
+            batch = self.tokenizer.apply_chat_template(
+                [conversations[i] for i in rows], add_generation_prompt=False, **kwargs
+            )
+            for k, i in enumerate(rows):
+                out[i] = (list(batch["input_ids"][k]), list(batch["assistant_masks"][k]))
+        return out
+
     def _apply(self, conversations: list[list[dict[str, Any]]], tools: Any) -> list[str]:
         fast = self._fast
         if fast is None or not (
@@ -88,7 +105,8 @@ class Renderer:
         if not self._checked:  # the first conversation rendered both ways must agree, else no shortcut
             self._checked = True
             try:
-                same = fast.render(conversations[0], tools) == self._apply_hf(conversations[:1], tools)[0]
+                chat = [self._prepared(fast, m) for m in conversations[0]]
+                same = fast.render(chat, tools) == self._apply_hf(conversations[:1], tools)[0]
             except Exception:
                 same = False
             if not same:
@@ -97,10 +115,19 @@ class Renderer:
         texts = []
         for conversation in conversations:
             try:
-                texts.append(fast.render(conversation, tools))
+                texts.append(fast.render([self._prepared(fast, m) for m in conversation], tools))
             except Exception:  # the tokenizer's own call raises its own exception
                 texts.append(self._apply_hf([conversation], tools)[0])
         return texts
+
+    def _prepared(self, fast: FastTemplate, message: Any) -> dict[str, Any]:
+        """``fast.prepare(message)``, once per message object: prefix renders reuse the full render's (the
+        cache holds the message too, so its id is not reused while the renderer lives)."""
+        key = id(message)
+        hit = self._messages.get(key)
+        if hit is None:
+            hit = self._messages[key] = (message, fast.prepare(message))
+        return hit[1]
 
     def _apply_hf(self, conversations: list[list[dict[str, Any]]], tools: Any) -> list[str]:
         kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": False}
@@ -113,31 +140,41 @@ class Renderer:
 
     def encode(self, texts: list[str]) -> Encoded:
         """One batched encode (no special tokens added: the template wrote them)."""
-        if self._direct:
-            encodings = self._backend.encode_batch(texts, add_special_tokens=False)
-        else:
-            encodings = self.tokenizer(texts, add_special_tokens=False).encodings
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
-        ids = np.fromiter(
-            itertools.chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=int(lengths.sum())
-        )
+        encoded = encodings(self.tokenizer, texts)
+        ids, lengths = flat_ids([e.ids for e in encoded])  # each ``.ids`` builds a new list: read once
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        return Encoded(texts, ids, offsets, np.isin(ids, self.added_ids), list(encodings))
+        return Encoded(texts, ids, offsets, np.isin(ids, self.added_ids), encoded)
 
-    def encode_one(self, text: str) -> np.ndarray:
-        if self._direct:
-            return np.asarray(self._backend.encode(text, add_special_tokens=False).ids, dtype=np.int64)
-        return np.asarray(self.tokenizer(text, add_special_tokens=False)["input_ids"], dtype=np.int64)
+    def encode_many(self, texts: list[str]) -> list[list[int]]:
+        """Each text's ids (no special tokens added), in one batched call."""
+        return [e.ids for e in encodings(self.tokenizer, texts)] if texts else []
 
-    def shared_tokens(self, prefix: str, enc: Encoded, r: int) -> int:
-        """How many leading tokens ``encode(prefix)`` shares with row ``r``'s ids (Bridge's common prefix).
+    def shared_tokens(self, prefixes: Sequence[str], enc: Encoded, rows: Sequence[int]) -> list[int]:
+        """For each ``(prefix, row)``: how many leading tokens ``encode(prefix)`` shares with the row's ids
+        (Bridge's common prefix). The texts that must be encoded go to the tokenizer in one batch.
 
         When ``prefix`` is a prefix of the row's text and the row has an added (special) token starting right
         where it ends, the tokenizer split both texts there, so the count is that token's index. Otherwise
         everything up to the last added token both texts hold is shared, and only the rest of ``prefix`` is
         encoded and compared.
         """
+        counts: list[int] = []
+        todo: list[tuple[int, int, str]] = []  # (index in counts, tokens known shared, text to encode)
+        for k, (prefix, r) in enumerate(zip(prefixes, rows, strict=True)):
+            known, rest = self._shared_plan(prefix, enc, r)
+            counts.append(known)
+            if rest is not None:
+                todo.append((k, known, rest))
+        encoded = self.encode_many([rest for _, _, rest in todo])
+        for (k, known, _), ids in zip(todo, encoded, strict=True):
+            span = enc.row(rows[k])
+            counts[k] = known + _common(np.asarray(ids, dtype=np.int64), enc.ids[span][known:])
+        return counts
+
+    def _shared_plan(self, prefix: str, enc: Encoded, r: int) -> tuple[int, str | None]:
+        """``(count, None)`` when the shared count is known from the texts, else ``(tokens known shared,
+        the rest of prefix to encode and compare)`` (see :meth:`shared_tokens`)."""
         text = enc.texts[r]
         span = enc.row(r)
         encoding = enc.encodings[r]
@@ -145,10 +182,10 @@ class Renderer:
         if text.startswith(prefix):
             c = len(prefix)
             if c == len(text):
-                return span.stop - span.start
+                return span.stop - span.start, None
             j = encoding.char_to_token(c)
             if j is not None and enc.added[span.start + j] and encoding.token_to_chars(j)[0] == c:
-                return int(j)
+                return int(j), None
         else:
             c = _common_chars(prefix, text)
         if self.substring_safe and added.size:
@@ -157,9 +194,16 @@ class Renderer:
                 k -= 1
             if k >= 0:
                 j = int(added[k])
-                end = encoding.token_to_chars(j)[1]
-                return j + 1 + _common(self.encode_one(prefix[end:]), enc.ids[span][j + 1 :])
-        return _common(self.encode_one(prefix), enc.ids[span])
+                return j + 1, prefix[encoding.token_to_chars(j)[1] :]
+        return 0, prefix
+
+
+def _by_tools(tools: Sequence[Any]) -> list[list[int]]:
+    """Row indices grouped by equal ``tools`` (a template call takes one ``tools`` for all its rows)."""
+    groups: dict[bytes, list[int]] = {}
+    for i, row_tools in enumerate(tools):
+        groups.setdefault(b"" if row_tools is None else b"t" + _key(row_tools), []).append(i)
+    return list(groups.values())
 
 
 def _token_before(encoding: Any, c: int) -> int:

@@ -32,7 +32,12 @@ from seqpack.data._examples import location
 from seqpack.data._readers import RawChunk
 from seqpack.data.text._arrays import flat_ids, segment_positions
 from seqpack.data.text._spec import TextSpec
-from seqpack.data.text._tokenizer import is_space_sensitive, skipped_token_ids, special_token_id
+from seqpack.data.text._tokenizer import (
+    encodings,
+    is_space_sensitive,
+    skipped_token_ids,
+    special_token_id,
+)
 from seqpack.errors import DataError, UsageError, param
 
 #: Bridge's canonical pair and the conversation keys a prompt-completion row must not carry
@@ -105,8 +110,8 @@ def prompt_completion(
     strip = (lambda text: text.strip(" ")) if spec.strip_whitespace else (lambda text: text)
     prompts = [spec.prompt_template.format(prompt=strip(prompt)) for prompt, _ in pairs]
     completions = [separator + strip(completion) for _, completion in pairs]
-    prompt_ids, prompt_len = flat_ids(tokenizer(prompts, add_special_tokens=False)["input_ids"])
-    completion_ids, completion_len = flat_ids(tokenizer(completions, add_special_tokens=False)["input_ids"])
+    prompt_ids, prompt_len = flat_ids([e.ids for e in encodings(tokenizer, prompts)])
+    completion_ids, completion_len = flat_ids([e.ids for e in encodings(tokenizer, completions)])
     bos = _special_id(spec, tokenizer, "bos") if spec.add_bos else None
     sep = _special_id(spec, tokenizer, "sep") if spec.add_sep else None
     extra = int(bos is not None) + int(sep is not None) + int(spec.add_eos)
