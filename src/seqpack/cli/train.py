@@ -18,6 +18,7 @@ from seqpack.cli._common import (
     out_console,
 )
 from seqpack.errors import UsageError
+from seqpack.packing import ModelDims
 
 
 def register(app: typer.Typer) -> None:
@@ -91,8 +92,7 @@ def register(app: typer.Typer) -> None:
 
         Example: seqpack train --data out/training_512.idx.parquet --steps 50 --gbs 8 --log packed.log
         """
-        from seqpack.packing import ModelDims
-        from seqpack.train import TRAIN_SCHEMA_VERSION, DataMode, TrainConfig, train
+        from seqpack.train import TRAIN_SCHEMA_VERSION, DataMode, TrainConfig, train  # torch: only to train
 
         if (data is None) == (padded_from is None):
             raise UsageError("give exactly one of --data (packed) or --padded-from (padded)")
