@@ -68,6 +68,7 @@ def test_eos_id_option_is_recorded(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_a_recorded_eos_other_than_the_tokenizers_is_flagged(tokenizer_dir: Path) -> None:
     message = eos_disagreement({"eos_id": NEWLINE, "eos_source": "inferred"}, tokenizer_dir)
     assert message is not None and f"EOS id is {NEWLINE} (inferred)" in message and "is 2" in message
+    assert "--eos-id 2" in message  # says how to pad with the tokenizer's
     assert eos_disagreement({"eos_id": 2, "eos_source": "tokenizer"}, tokenizer_dir) is None
 
 

@@ -50,7 +50,8 @@ def eos_disagreement(record: dict[str, Any], tokenizer: Path) -> str | None:
     source = record.get("eos_source") or "unknown source"
     return (
         f"the pack's EOS id is {recorded} ({source}), the tokenizer {tokenizer}'s is {eos}; "
-        "the pack's is used"
+        f"the pack's is used (re-pack with --tokenizer {tokenizer} or --eos-id {eos} to pad with the "
+        "tokenizer's)"
     )
 
 
