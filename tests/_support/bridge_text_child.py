@@ -19,14 +19,14 @@ Stand-ins (listed in every answer's ``stand_ins``), none on the tokenization pat
   imported file by file;
 * ``typing.override`` (Python 3.12) = ``typing_extensions.override``; placeholders for ``megatron.energon``
   and Megatron-Core's ``paged_stash`` (a Triton kernel module its schedules import) when not installed, the
-  same placeholders as ``seqpack.verify._bridge_config_child`` (loaded by path; nothing else of seqpack).
+  same stand-ins as ``seqpack.verify._bridge_config_child`` (its ``prepare_modules``, loaded by path;
+  nothing else of seqpack).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 import tempfile
 import time
@@ -57,25 +57,8 @@ def _config_child() -> types.ModuleType:
 
 
 def _load(bridge_root: Path) -> list[str]:
-    stand_ins = []
-    os.environ["NO_VCS_VERSION"] = "1"
-    if sys.version_info < (3, 12):
-        import typing
-
-        import typing_extensions
-
-        typing.override = typing_extensions.override  # type: ignore[attr-defined]
-        stand_ins.append("typing.override (Python 3.12) = typing_extensions.override")
-    config_child = _config_child()
-    for name, needed in config_child.PLACEHOLDERS.items():
-        if find_spec(needed) is None:
-            sys.modules[name] = config_child._placeholder_module(name)
-            stand_ins.append(f"{name}: placeholder ({needed} is not installed)")
-    for name in BARE_PACKAGES:
-        package = types.ModuleType(name)
-        package.__path__ = [str(bridge_root.joinpath(*name.split(".")))]
-        sys.modules[name] = package
-        stand_ins.append(f"{name}: package without its __init__")
+    """The config child's stand-ins, with this child's packages registered bare."""
+    stand_ins: list[str] = _config_child().prepare_modules(bridge_root, BARE_PACKAGES)
     return stand_ins
 
 

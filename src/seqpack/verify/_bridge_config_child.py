@@ -82,8 +82,12 @@ def _placeholder_module(name: str) -> types.ModuleType:
     return module
 
 
-def _load_from_wheel(bridge_root: Path) -> list[str]:
-    """Prepare ``sys.modules`` so ``megatron.bridge.training.config`` imports from an unpacked wheel."""
+def prepare_modules(bridge_root: Path, bare_packages: tuple[str, ...]) -> list[str]:
+    """Prepare ``sys.modules`` for importing Bridge's modules file by file from an unpacked wheel: the
+    stand-ins (Python 3.12's ``typing.override``, placeholders for what is not installed) and
+    ``bare_packages`` registered without their ``__init__``. Returns what was stood in, one line each.
+
+    Also used by the tests' Bridge text peer (loaded by path), so both children stand in the same way."""
     stand_ins: list[str] = []
     # Bridge's package_info appends the git HEAD of the directory it sits in: an unpacked wheel inside some
     # repository would report that repository's commit as Bridge's
@@ -99,11 +103,17 @@ def _load_from_wheel(bridge_root: Path) -> list[str]:
         if find_spec(needed) is None:
             sys.modules[name] = _placeholder_module(name)
             stand_ins.append(f"{name}: placeholder ({needed} is not installed)")
-    for name in BARE_PACKAGES:
+    for name in bare_packages:
         package = types.ModuleType(name)
         package.__path__ = [str(bridge_root.joinpath(*name.split(".")))]
         sys.modules[name] = package
         stand_ins.append(f"{name}: package without its __init__")
+    return stand_ins
+
+
+def _load_from_wheel(bridge_root: Path) -> list[str]:
+    """Prepare ``sys.modules`` so ``megatron.bridge.training.config`` imports from an unpacked wheel."""
+    stand_ins = prepare_modules(bridge_root, BARE_PACKAGES)
     models = sys.modules["megatron.bridge.models"]
     for attr, module_name in MODELS_EXPORTS.items():
         __import__(module_name)
