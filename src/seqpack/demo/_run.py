@@ -197,7 +197,7 @@ class _Run:
         return Outcome(ok, summary, cli, data)
 
     def inspect(self) -> Outcome:
-        out = _steps.inspect(self.layout, self.result.sizes)
+        out = _steps.inspect(self.layout)
         self.result.artefacts.inspect = out
         s = out.stats
         lengths = {f"p{q}": s.length_percentile(q) for q in (50, 90, 99)}

@@ -5,7 +5,7 @@ report can show a newcomer how to run each step on their own data::
 
     tokenizer  seqpack.data.toy_tokenizer.build_tokenizer   (word-level, digits split; nothing downloaded)
     pack       seqpack.data.pack_files                      seqpack pack ...
-    inspect    seqpack.data.collect_stats/compare_metadata   seqpack inspect ...
+    inspect    seqpack.data.inspection.inspect_packed       seqpack inspect ...
     doctor     seqpack.doctor.check/suggest_fixes            seqpack doctor ... --fix
     train x2   seqpack.train.train (packed, then padded)     seqpack train --data / --padded-from ...
     curves     seqpack.curves.compare_curves                 seqpack curves compare ...
@@ -34,12 +34,9 @@ from seqpack.data import (
     PackSize,
     RunSettings,
     TooLong,
-    collect_stats,
-    compare_metadata,
     pack_files,
 )
-from seqpack.data.metadata import PackingMetadata
-from seqpack.data.packed_source import PackedSource
+from seqpack.data.inspection import inspect_packed
 from seqpack.data.packed_stats import MetadataMismatch
 from seqpack.data.text import load_tokenizer
 from seqpack.data.toy_tokenizer import build_tokenizer
@@ -167,16 +164,12 @@ class InspectOut:
     command: str
 
 
-def inspect(layout: Layout, sizes: DemoSizes) -> InspectOut:
-    """Validate every packed row and recompute Bridge's six metadata values from the rows."""
-    source = PackedSource(layout.packed)
-    try:
-        stats = collect_stats(source.blocks(), pack_size=sizes.pack_size)
-    finally:
-        source.close()
-    entry = PackingMetadata.read(layout.metadata).entries[0]
+def inspect(layout: Layout) -> InspectOut:
+    """What ``seqpack inspect`` does: validate every packed row and recompute Bridge's six metadata values
+    from the rows."""
+    found = inspect_packed(layout.packed, metadata=layout.metadata)
     return InspectOut(
-        stats, layout.metadata, compare_metadata(entry, stats), command("seqpack", "inspect", layout.packed)
+        found.stats, layout.metadata, found.metadata.mismatches, command("seqpack", "inspect", layout.packed)
     )
 
 
