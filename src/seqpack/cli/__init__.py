@@ -26,15 +26,6 @@ from seqpack.cli import _commands
 from seqpack.cli._common import ClickException, err_console, flag, state
 from seqpack.errors import SeqpackError
 
-app = typer.Typer(
-    name="seqpack",
-    help="Sequence packing and long-context training checks for Megatron-Bridge users.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
 
 def _version_callback(value: bool) -> None:
     if value:
@@ -42,7 +33,6 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show a traceback for errors (for bug reports)."),
     version: bool = typer.Option(
@@ -53,7 +43,31 @@ def _root(
     state.debug = debug
 
 
-_commands.register_all(app)
+_APPS: dict[tuple[str, ...], typer.Typer] = {}
+
+
+def build_app(commands: tuple[str, ...] = _commands.COMMAND_MODULES) -> typer.Typer:
+    """The ``seqpack`` app with ``commands`` registered (built once per set: registering imports them)."""
+    if commands not in _APPS:
+        built = typer.Typer(
+            name="seqpack",
+            help="Sequence packing and long-context training checks for Megatron-Bridge users.",
+            no_args_is_help=True,
+            add_completion=False,
+            pretty_exceptions_enable=False,
+            context_settings={"help_option_names": ["-h", "--help"]},
+        )
+        built.callback()(_root)
+        _commands.register(built, commands)
+        _APPS[commands] = built
+    return _APPS[commands]
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``seqpack.cli.app``: the app with every command (built on first use)."""
+    if name == "app":
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Terminated(KeyboardInterrupt):
@@ -117,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: list[str]) -> int:
     try:
-        result = app(args=args, prog_name="seqpack", standalone_mode=False)
+        command = _commands.command_in(args)
+        application = build_app() if command is None else build_app((command,))
+        result = application(args=args, prog_name="seqpack", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.Abort:

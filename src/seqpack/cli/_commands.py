@@ -1,13 +1,20 @@
-"""The table of commands: each command module exposes ``register(app)``; this file lists them in order."""
+"""The table of commands: each command module exposes ``register(app)``; this file lists them in order.
+
+A command's module imports what the command needs (numba kernels, the text stack, the doctor's rule
+tables ...), ~1 s in all. A run that names its command imports that module alone (:func:`command_in`);
+``seqpack --help``, a mistyped command and the tests' ``seqpack.cli.app`` get every command.
+"""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 
 import typer
 
-# One line per command module (``seqpack.cli.<name>``), in the order ``seqpack --help`` shows them.
-COMMAND_MODULES: list[str] = [
+# One line per command module (``seqpack.cli.<name>``), in the order ``seqpack --help`` shows them. Each
+# module registers the command of its own name (``curves``, ``correlate`` and ``translate`` are groups).
+COMMAND_MODULES: tuple[str, ...] = (
     "pack",
     "inspect",
     "plan",
@@ -22,10 +29,19 @@ COMMAND_MODULES: list[str] = [
     "verify",
     "clean",
     "demo",
-]
+)
 
 
-def register_all(app: typer.Typer) -> None:
-    """Import every command module and let it add its command(s) to ``app``."""
-    for name in COMMAND_MODULES:
+def register(app: typer.Typer, names: Sequence[str] = COMMAND_MODULES) -> None:
+    """Import the command modules ``names`` and let each add its command(s) to ``app``."""
+    for name in names:
         importlib.import_module(f"seqpack.cli.{name}").register(app)
+
+
+def command_in(args: Sequence[str]) -> str | None:
+    """The command ``args`` run (the first argument that is not a root option, when it names a command),
+    else ``None``: root help, ``--version``, no command or an unknown one."""
+    for arg in args:
+        if not arg.startswith("-"):
+            return arg if arg in COMMAND_MODULES else None
+    return None

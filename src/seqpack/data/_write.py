@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from seqpack._arrow import list_array
 from seqpack._ordered import map_ordered
 from seqpack.data._row_groups import RowGroupStitcher, encode_row_group
 from seqpack.fingerprint import BlockHashes, PackedFingerprinter, hash_block
@@ -59,10 +60,6 @@ COMPRESSION = "snappy"
 
 #: ``read(items) -> (tokens, mask, lengths)`` of the examples ``items``, in that order.
 Reader = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
-
-
-def _list(offsets: np.ndarray, values: np.ndarray) -> pa.ListArray:
-    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values))
 
 
 @dataclass(frozen=True)
@@ -139,10 +136,10 @@ def _row_group(
         positions = np.arange(len(ids), dtype=np.int64) - np.repeat(seq_starts, lens)
         labels = np.where((positions == 0) | (mask == 0), IGNORE_INDEX, ids)
         columns = [
-            _list(row_offsets, ids),
-            _list(row_offsets, positions),
-            _list(row_offsets, labels),
-            _list(seq_offsets, lens.astype(np.int64)),
+            list_array(row_offsets, ids),
+            list_array(row_offsets, positions),
+            list_array(row_offsets, labels),
+            list_array(seq_offsets, lens.astype(np.int64)),
         ]
     else:
         rolled = np.empty(len(mask), dtype=np.int8)
@@ -151,9 +148,9 @@ def _row_group(
         pack_of_seq = np.repeat(np.arange(p1 - p0), np.diff(seq_offsets))
         starts_in_row = seq_starts - row_offsets[pack_of_seq]
         columns = [
-            _list(row_offsets, ids),
-            _list(row_offsets, rolled),
-            _list(seq_offsets, starts_in_row),
+            list_array(row_offsets, ids),
+            list_array(row_offsets, rolled),
+            list_array(seq_offsets, starts_in_row),
         ]
         if eos_id is not None:
             hashes = hash_block(row_offsets, ids, row_offsets, rolled, seq_offsets, starts_in_row, eos_id)

@@ -24,6 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from seqpack._arrow import numpy_array
 from seqpack._io import atomic_write_bytes
 from seqpack.data import ROW_GROUP_SIZE
 from seqpack.data.metadata import MetadataEntry, PackingMetadata
@@ -71,7 +72,7 @@ def remap_packs(
     sidecar = PackingMetadata.read(metadata)
     eos_ids = np.asarray([e.eos_id for e in sidecar.entries if e.eos_id is not None], dtype=values.dtype)
     kept, new_values = np.unique(np.concatenate([values, eos_ids]), return_inverse=True)
-    remapped = pa.ListArray.from_arrays(offsets, pa.array(new_values[: values.size].astype(np.int64)))
+    remapped = pa.ListArray.from_arrays(offsets, numpy_array(new_values[: values.size], np.int64))
     table = table.set_column(table.schema.get_field_index("input_ids"), "input_ids", remapped)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, row_group_size=ROW_GROUP_SIZE, compression="snappy")

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from seqpack._arrow import list_array, numpy_array
 from seqpack.hf._fragments import Fragments
 from seqpack.hf._gather import copy_runs, run_indices, spanning_view
 
@@ -51,7 +52,7 @@ class Source:
         starts = self.starts[rows] + skips
         if self.view is None:
             assert self.values is not None
-            return self.values.take(pa.array(run_indices(starts, lengths)))
+            return self.values.take(numpy_array(run_indices(starts, lengths)))
         size = int(lengths.sum())
         out = None if scratch is None else scratch.get(self.name)
         if out is None or out.shape[0] < size:
@@ -59,7 +60,7 @@ class Source:
             if scratch is not None:
                 scratch[self.name] = out
         copy_runs(self.view, starts, lengths, out)
-        return pa.array(out[:size])
+        return numpy_array(out[:size])
 
 
 def _is_copyable(values: pa.Array) -> bool:
@@ -155,7 +156,7 @@ class PackedBatches:
             values = source.gather(
                 self.rows[part], self.fragments.skips[part], self.fragments.lengths[part], scratch
             )
-            arrays.append(_list_array(source.large, token_offsets, values))
+            arrays.append(list_array(token_offsets, values, large=source.large))
         names = [s.name for s in self.sources]
         if self.seq_lengths:
             pack_offsets = offsets[p0 : p1 + 1] - part.start
@@ -198,13 +199,6 @@ def empty_batch(table: pa.Table, strategy: str, sources: list[Source]) -> pa.Rec
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def _list_array(large: bool, offsets: IntArray, values: pa.Array) -> pa.Array:
-    if large:
-        return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values)
-    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
-
-
 def _seq_lengths(large: bool, offsets: IntArray, lengths: IntArray) -> pa.Array:
     """TRL's ``seq_lengths``: a list<int32> of ``list_value_length`` values (int64 for large lists)."""
-    values = pa.array(lengths, pa.int64() if large else pa.int32())
-    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
+    return list_array(offsets, numpy_array(lengths, np.int64 if large else np.int32))
