@@ -21,6 +21,7 @@ datasets = pytest.importorskip("datasets")
 from datasets import Dataset, DatasetDict, IterableDatasetDict  # noqa: E402
 from datasets.table import InMemoryTable  # noqa: E402
 
+from _support.hf_tables import token_table as _table  # noqa: E402
 from _support.trl import trl_data_utils  # noqa: E402
 from seqpack.hf import pack_dataset  # noqa: E402
 
@@ -32,25 +33,6 @@ pytestmark = pytest.mark.network
 @pytest.fixture(scope="module")
 def trl() -> object:
     return trl_data_utils()
-
-
-def _table(lengths: list[int], cuts: list[int], large: bool, wide: bool, seed: int) -> pa.Table:
-    """``input_ids`` (token ``k`` of the whole table is ``k + 1``: each token names its origin) and a random
-    ``completion_mask``, in record batches cut at ``cuts``."""
-    rng = np.random.default_rng(seed)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    ids = np.arange(1, offsets[-1] + 1, dtype=np.int64 if wide else np.int32)
-    mask = rng.integers(0, 2, size=ids.size, dtype=np.int8)
-    make = pa.LargeListArray if large else pa.ListArray
-    off = pa.array(offsets, pa.int64() if large else pa.int32())
-    table = pa.table(
-        {"input_ids": make.from_arrays(off, ids), "completion_mask": make.from_arrays(off, mask)}
-    )
-    bounds = sorted({0, len(lengths), *[c for c in cuts if 0 < c < len(lengths)]})
-    return pa.Table.from_batches(
-        [b for lo, hi in itertools.pairwise(bounds) for b in table.slice(lo, hi - lo).to_batches()],
-        schema=table.schema,
-    )
 
 
 @st.composite

@@ -62,6 +62,17 @@ class Source:
         copy_runs(self.view, starts, lengths, out)
         return numpy_array(out[:size])
 
+    def iovecs(self, rows: IntArray, skips: IntArray, lengths: IntArray) -> npt.NDArray[np.uint64]:
+        """The runs ``(rows, skips, lengths)`` as ``struct iovec`` rows ``(address, bytes)``, empty runs left
+        out: what :func:`seqpack.hf._direct.write_layout` hands to ``pwritev``. Needs ``view``."""
+        assert self.view is not None
+        size = self.view.dtype.itemsize
+        keep = lengths > 0
+        out = np.empty((int(keep.sum()), 2), dtype=np.uint64)
+        out[:, 0] = self.view.ctypes.data + (self.starts[rows[keep]] + skips[keep]) * size
+        out[:, 1] = lengths[keep] * size
+        return out
+
 
 def _is_copyable(values: pa.Array) -> bool:
     """Plain numbers without nulls: their buffer is a numpy array, zero-copy."""
@@ -144,19 +155,50 @@ class PackedBatches:
     def __len__(self) -> int:
         return len(self.bounds) - 1
 
+    @property
+    def copyable(self) -> bool:
+        """Every column's values are plain numbers one view spans: what :meth:`outline` needs."""
+        return all(source.view is not None for source in self.sources)
+
     def build(self, batch: int, scratch: dict[str, np.ndarray] | None = None) -> pa.RecordBatch:
         """Record batch ``batch``; its token values in ``scratch``'s buffers when given (see
         :meth:`Source.gather`), so the batch is only valid until the same scratch is used again."""
+        rows, skips, lengths = self._runs(batch)
+        return self._assemble(batch, [s.gather(rows, skips, lengths, scratch) for s in self.sources])
+
+    def outline(
+        self, batch: int, placeholders: list[np.ndarray]
+    ) -> tuple[pa.RecordBatch, list[npt.NDArray[np.uint64]]]:
+        """Record batch ``batch`` with stand-in token values, and each column's runs as iovecs (see
+        :meth:`Source.iovecs`): the batch has the built one's layout, and its values are
+        ``placeholders[c]``'s first elements (never read; see :mod:`seqpack.hf._direct`). Needs
+        :attr:`copyable`."""
+        rows, skips, lengths = self._runs(batch)
+        size = int(lengths.sum())
+        values = [numpy_array(stand_in[:size]) for stand_in in placeholders]
+        iovecs = [source.iovecs(rows, skips, lengths) for source in self.sources]
+        return self._assemble(batch, values), iovecs
+
+    def max_batch_tokens(self) -> int:
+        """The most tokens one batch holds (what a placeholder must cover)."""
+        return int(np.diff(self.pack_tokens[self.bounds]).max(initial=0))
+
+    def _runs(self, batch: int) -> tuple[IntArray, IntArray, IntArray]:
+        """The fragments of batch ``batch``: physical rows, skips, lengths."""
+        offsets = self.fragments.pack_offsets
+        part = slice(int(offsets[self.bounds[batch]]), int(offsets[self.bounds[batch + 1]]))
+        return self.rows[part], self.fragments.skips[part], self.fragments.lengths[part]
+
+    def _assemble(self, batch: int, values: list[pa.Array]) -> pa.RecordBatch:
+        """Batch ``batch`` from each column's token values, end to end."""
         p0, p1 = int(self.bounds[batch]), int(self.bounds[batch + 1])
         offsets = self.fragments.pack_offsets
         part = slice(int(offsets[p0]), int(offsets[p1]))
         token_offsets = self.pack_tokens[p0 : p1 + 1] - self.pack_tokens[p0]
-        arrays = []
-        for source in self.sources:
-            values = source.gather(
-                self.rows[part], self.fragments.skips[part], self.fragments.lengths[part], scratch
-            )
-            arrays.append(list_array(token_offsets, values, large=source.large))
+        arrays = [
+            list_array(token_offsets, column, large=source.large)
+            for source, column in zip(self.sources, values, strict=True)
+        ]
         names = [s.name for s in self.sources]
         if self.seq_lengths:
             pack_offsets = offsets[p0 : p1 + 1] - part.start
