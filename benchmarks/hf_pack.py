@@ -25,6 +25,8 @@ shuffle): none always follows the same other one, and the median of the turns is
   and writes the result to a cache file next to the input.
 * **seqpack** -- ``seqpack.hf.pack_dataset(ds, seq_length, "bfd")``: one global plan, the result written to
   a cache file next to the input.
+* **seqpack_built** -- seqpack with the direct write switched off (as where the C library has no ``pwritev``):
+  each record batch built in memory, then written (what seqpack did before the direct write).
 * **trl_mem**, **seqpack_mem** -- the same with ``map_kwargs={"keep_in_memory": True}``: the result stays in
   memory, no cache file is written (what is left is each packer's own work).
 
@@ -74,6 +76,9 @@ else:
         pack = trl_data_utils().pack_dataset
     else:
         from seqpack.hf import pack_dataset as pack
+        if tool == "seqpack_built":  # the cache file from built batches, as without pwritev
+            import seqpack.hf._direct
+            seqpack.hf._direct._PWRITEV = None
     kwargs = {"keep_in_memory": True} if tool.endswith("_mem") else None
     start, cpu = time.perf_counter(), os.times()
     out = pack(ds, seq_length, "bfd", kwargs)
@@ -140,7 +145,7 @@ def main() -> int:
         default=5,
         help="runs per tool, in another order each turn; the table shows the median",
     )
-    parser.add_argument("--tools", default="take,take_combined,trl,seqpack,trl_mem,seqpack_mem")
+    parser.add_argument("--tools", default="take,take_combined,trl,seqpack,seqpack_built,trl_mem,seqpack_mem")
     args = parser.parse_args()
     tools = args.tools.split(",")
     from _support.trl import TRL_VERSION
@@ -186,6 +191,8 @@ def main() -> int:
         ratios["trl_over_seqpack_cpu"] = median["trl"]["cpu_seconds"] / median["seqpack"]["cpu_seconds"]
         ratios["packs_seqpack_minus_trl"] = median["seqpack"]["packs"] - median["trl"]["packs"]
         ratios["peak_rss_seqpack_over_trl"] = median["seqpack"]["peak_rss"] / median["trl"]["peak_rss"]
+    if {"seqpack", "seqpack_built"} <= set(median):
+        ratios["built_over_direct"] = median["seqpack_built"]["seconds"] / median["seqpack"]["seconds"]
     if {"seqpack_mem", "trl_mem"} <= set(median):
         ratios["trl_over_seqpack_in_memory"] = median["trl_mem"]["seconds"] / median["seqpack_mem"]["seconds"]
         ratios["trl_over_seqpack_in_memory_cpu"] = (

@@ -5,7 +5,7 @@ page cache. Here pyarrow's own IPC writer lays the stream out -- message headers
 exact bytes -- against *placeholder* value buffers of the right size, which it hands to the sink unread;
 the sink records where each piece of the file goes instead of writing it (:func:`plan_layout`). Then
 :func:`write_layout` writes the pieces, each placeholder's bytes gathered from the input's runs by
-``pwritev`` (up to 1,024 runs a call, several threads, every call at its own file offset)::
+``pwritev`` (up to 1,024 runs a call, front to back)::
 
     stream   [schema] [batch 0 header + offsets] [input_ids: placeholder] [pad] [completion_mask: ...]
     written  header bytes as recorded;  input_ids <- pwritev(fd, [run 0, run 1, ...], offset)
@@ -21,7 +21,6 @@ import ctypes
 import os
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,23 +148,20 @@ def _coalesced(pieces: list[tuple[int, bytes | IovecArray]]) -> list[tuple[int, 
     return out
 
 
-def write_layout(fd: int, layout: Layout, threads: int) -> None:
-    """Write ``layout`` into the empty file ``fd`` with ``threads`` threads (the calls release the GIL).
+def write_layout(fd: int, layout: Layout) -> None:
+    """Write ``layout`` into the empty file ``fd``, front to back.
 
-    Raises ``OSError`` as ``write`` does (a full disk, a quota)."""
-    os.ftruncate(fd, layout.size)
-    work: list[tuple[int, bytes | IovecArray]] = []
+    One thread: a file system takes the file's lock for each buffered write, so more threads only add
+    contention (measured on 2 cores, 148M tokens, median of 6: 1 thread 1.5 s wall and CPU, 2 threads
+    1.8 s wall, 2.5 s CPU). Raises ``OSError`` as ``write`` does (a full disk, a quota)."""
     for offset, piece in layout.pieces:
         if isinstance(piece, bytes):
-            work.append((offset, piece))
+            _write_piece(fd, offset, piece)
             continue
         ends = np.cumsum(piece[:, 1], dtype=np.uint64)
         for lo in range(0, len(piece), IOVECS_PER_CALL):
             start = offset + (int(ends[lo - 1]) if lo else 0)
-            work.append((start, np.ascontiguousarray(piece[lo : lo + IOVECS_PER_CALL])))
-    with ThreadPoolExecutor(max(1, threads), thread_name_prefix="seqpack-write") as pool:
-        for _ in pool.map(lambda item: _write_piece(fd, *item), work):
-            pass
+            _write_piece(fd, start, np.ascontiguousarray(piece[lo : lo + IOVECS_PER_CALL]))
 
 
 def _write_piece(fd: int, offset: int, piece: bytes | IovecArray) -> None:

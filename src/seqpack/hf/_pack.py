@@ -37,9 +37,6 @@ CACHE_LAYOUT = 1
 #: the caller writes the earlier ones. Measured on 2 cores, 148M tokens to a cache file: 1 thread 1.7 s,
 #: 2 threads 1.45 s, 3 no better.
 BUILD_THREADS = min(4, os.cpu_count() or 1)
-#: Threads issuing the direct write's ``pwritev`` calls (each copies its runs into the page cache). Measured
-#: on 2 cores, 148M tokens, median of 4: 1 thread 2.2 s, 2 threads 1.3 s, 3 no better.
-WRITE_THREADS = min(4, os.cpu_count() or 1)
 #: ``map`` arguments that keep their meaning here (``Dataset.map``, ``DatasetDict.map``).
 _HONOURED = (
     "keep_in_memory",
@@ -225,7 +222,7 @@ def _write_cache_file(path: str, packed: PackedBatches, empty: pa.RecordBatch) -
     fd, tmp = tempfile.mkstemp(prefix=".tmp-seqpack-", suffix=".arrow", dir=directory)
     try:
         if layout is not None:
-            write_layout(fd, layout, WRITE_THREADS)
+            write_layout(fd, layout)
         else:
             _write_batches(tmp, _built(packed, empty, reuse=True))
         os.close(fd)
