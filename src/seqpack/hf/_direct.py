@@ -140,11 +140,19 @@ def _token_values(batch: pa.RecordBatch, columns: int) -> Iterator[pa.Array]:
 def _coalesced(pieces: list[tuple[int, bytes | IovecArray]]) -> list[tuple[int, bytes | IovecArray]]:
     """Neighbouring byte pieces joined (a header, its offsets and padding become one write)."""
     out: list[tuple[int, bytes | IovecArray]] = []
+    run: list[bytes] = []  # byte pieces not yet joined, starting at ``start``
+    start = 0
     for offset, piece in pieces:
-        if isinstance(piece, bytes) and out and isinstance(out[-1][1], bytes):
-            out[-1] = (out[-1][0], out[-1][1] + piece)
-        else:
-            out.append((offset, piece))
+        if isinstance(piece, bytes):
+            start = offset if not run else start
+            run.append(piece)
+            continue
+        if run:
+            out.append((start, b"".join(run)))
+            run = []
+        out.append((offset, piece))
+    if run:
+        out.append((start, b"".join(run)))
     return out
 
 
@@ -162,6 +170,8 @@ def write_layout(fd: int, layout: Layout) -> None:
         for lo in range(0, len(piece), IOVECS_PER_CALL):
             start = offset + (int(ends[lo - 1]) if lo else 0)
             _write_piece(fd, start, np.ascontiguousarray(piece[lo : lo + IOVECS_PER_CALL]))
+    if os.fstat(fd).st_size != layout.size:  # every piece lands back to back: a gap would be a bug here
+        raise OSError(f"wrote {os.fstat(fd).st_size} bytes of a {layout.size}-byte stream")
 
 
 def _write_piece(fd: int, offset: int, piece: bytes | IovecArray) -> None:
