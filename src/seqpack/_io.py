@@ -61,8 +61,13 @@ def _default_file_mode() -> int:
 
 
 @contextlib.contextmanager
-def atomic_path(final: str | os.PathLike[str], *, overwrite: bool = False) -> Iterator[Path]:
+def atomic_path(
+    final: str | os.PathLike[str], *, overwrite: bool = False, durable: bool = True
+) -> Iterator[Path]:
     """Yield a temporary path next to ``final``; on success fsync it and rename it to ``final``.
+
+    ``durable=False`` renames without the fsyncs: for a cache that is recomputed when lost, where an fsync
+    of gigabytes would cost more than making it (``datasets`` does not fsync its cache files either).
 
     >>> with atomic_path("out/packs.parquet") as tmp:   # doctest: +SKIP
     ...     pq.write_table(table, tmp)
@@ -77,11 +82,13 @@ def atomic_path(final: str | os.PathLike[str], *, overwrite: bool = False) -> It
     tmp = Path(tmp_name)
     try:
         yield tmp
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
+        if durable:
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
         os.chmod(tmp, _default_file_mode())
         os.replace(tmp, final_path)
-        fsync_dir(directory)
+        if durable:
+            fsync_dir(directory)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()

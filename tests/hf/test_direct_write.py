@@ -93,7 +93,11 @@ def test_partial_pwritev_calls_are_resumed(tmp_path: Path, monkeypatch: pytest.M
         return os.pwrite(fd, ctypes.string_at(address, min(size, 1 + len(calls) % 4099)), offset)
 
     monkeypatch.setattr(_direct, "_PWRITEV", short_pwritev)
-    assert _cache_file(dataset, tmp_path).read_bytes() == expected
+    written = _cache_file(dataset, tmp_path)
+    assert written.read_bytes() == expected
+    umask = os.umask(0)
+    os.umask(umask)
+    assert written.stat().st_mode & 0o777 == 0o666 & ~umask  # a plain file's mode, not mkstemp's 0o600
     assert len(calls) > 1000  # every call wrote part of one run
 
 

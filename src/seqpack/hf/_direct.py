@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import os
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,10 +115,11 @@ def plan_layout(packed: PackedBatches) -> Layout | None:
         record_batch, iovecs = packed.outline(batch, placeholders)
         if writer is None:
             writer = pa.ipc.new_stream(pa.PythonFile(sink, mode="w"), record_batch.schema)
+        values = (record_batch.column(c).values for c in range(len(iovecs)))  # the token columns'
         sink.expect(
             [
                 (int(column.buffers()[1].address), int(runs[:, 1].sum()), runs)
-                for column, runs in zip(_token_values(record_batch, len(iovecs)), iovecs, strict=True)
+                for column, runs in zip(values, iovecs, strict=True)
             ]
         )
         writer.write_batch(record_batch)
@@ -129,12 +129,6 @@ def plan_layout(packed: PackedBatches) -> Layout | None:
     if sink.missed:
         return None
     return Layout(_coalesced(sink.pieces), sink.position)
-
-
-def _token_values(batch: pa.RecordBatch, columns: int) -> Iterator[pa.Array]:
-    """The value arrays of the batch's first ``columns`` (token) list columns."""
-    for c in range(columns):
-        yield batch.column(c).values
 
 
 def _coalesced(pieces: list[tuple[int, bytes | IovecArray]]) -> list[tuple[int, bytes | IovecArray]]:
@@ -194,9 +188,9 @@ def _pwritev_all(fd: int, iovecs: IovecArray, offset: int) -> None:
             raise OSError(code, os.strerror(code))
         if done == 0:
             raise OSError(f"pwritev wrote nothing at offset {offset}")
-        ends = np.cumsum(iovecs[:, 1], dtype=np.uint64)
-        if done == int(ends[-1]):
+        if done == int(iovecs[:, 1].sum()):
             return
+        ends = np.cumsum(iovecs[:, 1], dtype=np.uint64)
         k = int(np.searchsorted(ends, done, side="right"))  # runs 0..k-1 written, run k partly
         written_of_k = done - (int(ends[k - 1]) if k else 0)
         iovecs = iovecs[k:].copy()

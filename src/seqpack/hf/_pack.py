@@ -14,9 +14,7 @@ Same call, same strategies, same output columns and types; what differs is how:
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -25,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from seqpack._io import atomic_path
 from seqpack._ordered import map_ordered
 from seqpack.hf._columns import PackedBatches, empty_batch, packed_batches, read_sources
 from seqpack.hf._direct import plan_layout, write_layout
@@ -210,30 +209,18 @@ def _built(packed: PackedBatches, empty: pa.RecordBatch, reuse: bool) -> Iterato
 
 def _write_cache_file(path: str, packed: PackedBatches, empty: pa.RecordBatch) -> None:
     """Write the packed batches as an Arrow IPC stream (the ``datasets`` cache format) to ``path``,
-    atomically: straight from the input's memory when its columns allow (:mod:`seqpack.hf._direct`),
-    else batch by batch as they are built.
-
-    Temp file + rename, without fsync: a cache file is recomputed from its input when missing, and an
-    fsync of gigabytes would cost more than the packing (``datasets`` does not fsync its cache either).
-    """
+    atomically and without fsync (a cache is recomputed when lost): straight from the input's memory when
+    its columns allow (:mod:`seqpack.hf._direct`), else batch by batch as they are built."""
     layout = plan_layout(packed) if len(packed) and packed.copyable else None
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-seqpack-", suffix=".arrow", dir=directory)
-    try:
-        if layout is not None:
+    with atomic_path(path, overwrite=True, durable=False) as tmp:
+        if layout is None:
+            _write_batches(os.fspath(tmp), _built(packed, empty, reuse=True))
+            return
+        fd = os.open(tmp, os.O_WRONLY)
+        try:
             write_layout(fd, layout)
-        else:
-            _write_batches(tmp, _built(packed, empty, reuse=True))
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, path)
-    except BaseException:
-        if fd >= 0:
+        finally:
             os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def _write_batches(path: str, batches: Iterator[pa.RecordBatch]) -> None:
