@@ -24,6 +24,7 @@ from seqpack import __version__
 from seqpack._io import TEMP_PREFIX
 from seqpack.cli import _commands
 from seqpack.cli._common import ClickException, err_console, flag, state
+from seqpack.cli._exit import exit_process
 from seqpack.errors import SeqpackError
 
 
@@ -112,7 +113,7 @@ def os_error_message(exc: OSError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code (the console script calls ``sys.exit`` on it)."""
+    """Run the CLI and return its exit code (the console script ends the process with it)."""
     args = sys.argv[1:] if argv is None else argv
     state.debug = "--debug" in args
     in_main = threading.current_thread() is threading.main_thread()
@@ -165,5 +166,6 @@ def _run(args: list[str]) -> int:
 
 
 def console_main() -> None:
-    """Entry point of the ``seqpack`` console script."""
-    sys.exit(main())
+    """Entry point of the ``seqpack`` console script (and ``python -m seqpack``): the command's exit code,
+    without the interpreter's teardown (:mod:`seqpack.cli._exit`)."""
+    exit_process(main())

@@ -1,0 +1,39 @@
+"""Ending the ``seqpack`` process without tearing the interpreter down.
+
+After a command has returned, CPython's finalization frees every module, object and arena one by one and
+shuts down what extensions hold: numba's LLVM, the tokenizer's vocabulary, transformers' import tables.
+On the text path that is 0.4-1.2 s of a finished ``seqpack pack`` process (measured on 2 cores: 1.1-1.3 s
+of a 9-10 s run on 5,000 chats) spent on memory the operating system reclaims at once anyway.
+
+:func:`exit_process` does what finalization does that anyone can observe -- waits for the threads that are
+not daemons, runs the ``atexit`` callbacks (``tempfile``'s and ``weakref.finalize``'s cleanups,
+multiprocessing's, coverage's), flushes standard output and error -- and then ends the process with
+``os._exit``. Every file seqpack writes is closed and renamed before a command returns, so nothing waits on
+the interpreter's teardown.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+
+#: CPython's exit status when flushing standard output fails at exit (e.g. ``seqpack ... | head``).
+FLUSH_FAILED = 120
+
+
+def exit_process(code: int) -> None:
+    """End the process with ``code`` (see the module docstring); never returns."""
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe, a closed stream
+            code = code or FLUSH_FAILED
+    os._exit(code)
