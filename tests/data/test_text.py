@@ -139,3 +139,36 @@ def test_killed_worker_fails_with_its_range(
     assert code == 1 and "a worker process died while converting these samples" in err
     assert f"{source} lines " in err
     assert list(out.iterdir()) == []
+
+
+def test_text_chunks_default_smaller_than_token_id_chunks() -> None:
+    from seqpack.data._ingest import TEXT_CHUNK_ROWS, chunk_rows_for
+    from seqpack.data._readers import DEFAULT_CHUNK_ROWS
+
+    spec = TextSpec("tok", 0)
+    assert (chunk_rows_for(None, None), chunk_rows_for(spec, None)) == (DEFAULT_CHUNK_ROWS, TEXT_CHUNK_ROWS)
+    assert TEXT_CHUNK_ROWS < DEFAULT_CHUNK_ROWS
+    assert (chunk_rows_for(spec, 7), chunk_rows_for(None, 7)) == (7, 7)  # --chunk-rows wins
+
+
+def test_text_default_chunking_gives_the_bytes_of_any_other(
+    tmp_path: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """600 text rows: the default (256-row chunks, three of them over two workers) and 1024-row chunks."""
+    monkeypatch.setattr("seqpack.data._pipeline.new_run_id", lambda: "0" * 32)
+    rng = np.random.default_rng(1)
+    rows = [
+        {"prompt": " ".join(rng.choice(TEXTS, 2)), "completion": " ".join(rng.choice(TEXTS, int(k)))}
+        for k in rng.integers(1, 6, 600)
+    ]
+    source = write_jsonl(tmp_path / "pc.jsonl", rows)
+    outputs = []
+    for chunk_rows in (None, "1024"):
+        out = tmp_path / f"out{chunk_rows}"
+        args = prompt_completion_args(source, out, tokenizer_dir, workers="2", chunk_rows=chunk_rows or "1")
+        if chunk_rows is None:
+            args = args[:-2]  # no --chunk-rows
+        code, _, err = run(args, capsys)
+        assert code == 0, err
+        outputs.append((out / "training_64.idx.parquet").read_bytes())
+    assert outputs[0] == outputs[1]

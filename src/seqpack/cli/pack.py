@@ -203,8 +203,11 @@ def pack(
     ),
     workers: int = shared.WorkersOption,
     layout: str = typer.Option("bridge", "--layout", help="bridge (packed Parquet) or hf (flattened)."),
-    chunk_rows: int = number_option(
-        1024, "--chunk-rows", help="Records per chunk handed to a worker.", range=SIZE
+    chunk_rows: int | None = number_option(
+        None,
+        "--chunk-rows",
+        help="Records per chunk handed to a worker (default: 1024 rows of token ids, 256 of text).",
+        range=SIZE,
     ),
     scratch_dir: Path = typer.Option(
         None, "--scratch-dir", help="Where the scratch store goes (default: DIR)."

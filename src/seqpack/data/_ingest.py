@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar
 
 from seqpack._ordered import WorkerLost, map_ordered
 from seqpack.data._examples import IDS_FIELD, Examples, pretokenized, records_of
-from seqpack.data._readers import RawChunk, iter_chunks
+from seqpack.data._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks
 from seqpack.data.text import TextSpec, tokenize_chunk
 from seqpack.data.text._chat_rows import CHAT_KEYS
 from seqpack.data.text._prompt_completion import CANONICAL_FIELDS
@@ -101,6 +101,20 @@ def text_fields(
             if {prompt, completion} <= keys:
                 return True, prompt, completion
     return True, None, None
+
+
+#: Records per chunk of text: tokenizing a chat costs ~1 ms of one core, ~100x scanning a row of token ids,
+#: so a worker's chunk of 1,024 rows is a second of work and a 5,000-row file splits 3:2 over two workers;
+#: 256 rows keep the workers evenly loaded (5,000 chats on 2 cores: 8.6-9.1 s for the whole process
+#: instead of 9.8-9.9 s) and cost nothing measurable on one core.
+TEXT_CHUNK_ROWS = 256
+
+
+def chunk_rows_for(text: TextSpec | None, chosen: int | None) -> int:
+    """Records per chunk: ``chosen`` (``--chunk-rows``), else the default for the input's kind."""
+    if chosen is not None:
+        return chosen
+    return DEFAULT_CHUNK_ROWS if text is None else TEXT_CHUNK_ROWS
 
 
 def default_workers() -> int:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from seqpack.data._ingest import default_workers
-from seqpack.data._readers import DEFAULT_CHUNK_ROWS
 from seqpack.data._shape import TooLong, check_lengths
 from seqpack.data.text import TextOptions
 from seqpack.data.token_ids import check_eos_id
@@ -42,7 +41,7 @@ class InputOptions:
     text: TextOptions = field(default_factory=TextOptions)
     chat_template: Path | None = None  # Bridge's TokenizerConfig.chat_template_path
     tool_schemas: Path | None = None  # Bridge's dataset_kwargs.tool_schemas
-    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    chunk_rows: int | None = None  # None: by the input's kind (seqpack.data._ingest.chunk_rows_for)
 
     def check(self) -> None:
         """Usage errors of the input alone (``pack`` and the lengths ``plan`` reads)."""
@@ -54,7 +53,7 @@ class InputOptions:
         if text.prompt_field is not None and self.tokenizer is None:
             raise UsageError(f"{param('prompt_field')}/{param('completion_field')} need {param('tokenizer')}")
         check_eos_id(self.eos_id)
-        if self.chunk_rows < 1:
+        if self.chunk_rows is not None and self.chunk_rows < 1:
             raise UsageError(f"{param('chunk_rows')} must be >= 1, got {self.chunk_rows}")
 
 

@@ -31,7 +31,7 @@ from seqpack._faults import fault_point
 from seqpack._io import atomic_path, disk_full_error, is_disk_full
 from seqpack._progress import progress
 from seqpack.data._examples import IDS_FIELD, Examples
-from seqpack.data._ingest import ChunkToExamples, as_paths, convert_all
+from seqpack.data._ingest import ChunkToExamples, as_paths, chunk_rows_for, convert_all
 from seqpack.data._input import resolve_input
 from seqpack.data._lock import OutputLock, claim_output_dir
 from seqpack.data._options import PackOptions, resolve_workers
@@ -418,7 +418,7 @@ def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _Spoo
             opts.run.layout == "hf",
         )
 
-    chunks = iter_chunks(run.inputs, opts.input.chunk_rows)
+    chunks = iter_chunks(run.inputs, chunk_rows_for(run.text, opts.input.chunk_rows))
     converter = ChunkToExamples(spool.paths, run.text)
     for examples, shaped, spec in _shaped_chunks(chunks, converter, spec_for, run.eos_id, run.workers):
         spool.add(examples, shaped, spec)

@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack._progress import progress
-from seqpack.data._ingest import ChunkToExamples, as_paths, convert_all
+from seqpack.data._ingest import ChunkToExamples, as_paths, chunk_rows_for, convert_all
 from seqpack.data._input import resolve_input
 from seqpack.data._options import InputOptions, resolve_workers
-from seqpack.data._readers import DEFAULT_CHUNK_ROWS, iter_chunks
+from seqpack.data._readers import iter_chunks
 from seqpack.data.text import TextOptions
 from seqpack.errors import DataError
 
@@ -48,7 +48,7 @@ def read_lengths(
     parts: list[IntArray] = []
     with progress(quiet) as bar:
         task = bar.add_task("read lengths", total=None)
-        for examples in convert_all(iter_chunks(inputs, DEFAULT_CHUNK_ROWS), converter, n_workers):
+        for examples in convert_all(iter_chunks(inputs, chunk_rows_for(text, None)), converter, n_workers):
             parts.append(examples.lengths - 1)
             bar.advance(task, len(examples.lengths))
     if not parts:
