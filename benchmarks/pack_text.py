@@ -23,7 +23,10 @@ What is timed, same input, same run:
   (``apply_chat_template(conversations, tokenize=False)``) and the rendered texts encoded by the tokenizer's
   batched call in batches of 1,024 (prompt-completion: the batched encode of the prompts and of the
   completions). The conversations are parsed before the floor's clock starts; seqpack reads the JSONL
-  itself. The floor is timed before and after seqpack, the faster of the two kept.
+  itself. ``--rounds`` (3) rounds of (floor, seqpack), interleaved so that this machine's drift (+-15 %
+  between consecutive runs of the same floor) touches both alike; ``/floor`` is the ratio of the medians.
+  seqpack's first run pays its one-time start in the process (numba's, ~0.3 s; the floor's first run pays
+  the template's compilation): ``first/`` is that run over the floor's median.
 * **whole processes** on the 2,000-chat file: a fresh Bridge child (interpreter start, Bridge and
   Megatron-Core imports, ``build_tokenizer``, ``prepare_data``, exit) against the seqpack process above.
 
@@ -178,9 +181,9 @@ def seqpack_process(source: Path, out: Path, tokenizer: Path, kind: str) -> dict
     return record
 
 
-def one_core(source: Path, out: Path, tokenizer: Path, kind: str) -> dict[str, Any]:
+def one_core(source: Path, out: Path, tokenizer: Path, kind: str, rounds: int) -> dict[str, Any]:
     env = {**os.environ, "RAYON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    cmd = ["taskset", "-c", "0", sys.executable, __file__, "--child", kind]
+    cmd = ["taskset", "-c", "0", sys.executable, __file__, "--child", kind, "--rounds", str(rounds)]
     cmd += ["--source", str(source), "--out", str(out), "--tokenizer", str(tokenizer)]
     record = run_process(cmd, env)
     result: dict[str, Any] = json.loads(record["stdout"].strip().splitlines()[-1])
@@ -208,33 +211,43 @@ def _floor(tok: Any, rows: list[dict[str, Any]], kind: str) -> tuple[float, floa
 
 
 def child(args: argparse.Namespace) -> None:
-    """One core: the floor (render once + batched encode), seqpack in process, the floor again."""
+    """One core: rounds of (the floor, seqpack in process), interleaved so that the machine's drift touches
+    both alike; medians of each, and seqpack's first run (cold: numba's one-time start) on its own."""
     from seqpack.data import PackOptions, pack_files
     from seqpack.data.text import load_tokenizer
 
     tokenizer = Path(args.tokenizer)
     tok = load_tokenizer(tokenizer)  # loaded once, shared by both (seqpack caches it per process)
     rows = [json.loads(line) for line in Path(args.source).read_text(encoding="utf-8").splitlines()]
-    floor_a, floor_cpu_a, tokens = _floor(tok, rows, args.child)
     pc = args.child == "pc"
     options = PackOptions.from_flat(
         [Path(args.source)], Path(args.out), PACK, tokenizer=tokenizer, bridge_compat=True, workers=1,
         overwrite=True, quiet=True, prompt_field="input" if pc else None,
         completion_field="output" if pc else None,
     )  # fmt: skip
-    start, cpu = time.perf_counter(), _cpu()
-    pack_files(options)
-    seqpack_seconds, seqpack_cpu = time.perf_counter() - start, _cpu() - cpu
-    floor_b, floor_cpu_b, _ = _floor(tok, rows, args.child)
-    floor, floor_cpu = min(floor_a, floor_b), min(floor_cpu_a, floor_cpu_b)
+    floors: list[tuple[float, float]] = []
+    runs: list[tuple[float, float]] = []
+    tokens = 0
+    for _ in range(args.rounds):
+        seconds, cpu, tokens = _floor(tok, rows, args.child)
+        floors.append((seconds, cpu))
+        start, cpu = time.perf_counter(), _cpu()
+        pack_files(options)
+        runs.append((time.perf_counter() - start, _cpu() - cpu))
+    floor, floor_cpu = (float(np.median(column)) for column in zip(*floors, strict=True))
+    seqpack, seqpack_cpu = (float(np.median(column)) for column in zip(*runs, strict=True))
     record = {
-        "seqpack_seconds": seqpack_seconds,
+        "rounds": args.rounds,
+        "seqpack_seconds": seqpack,
         "seqpack_cpu_seconds": seqpack_cpu,
+        "seqpack_first_seconds": runs[0][0],
         "floor_seconds": floor,
         "floor_cpu_seconds": floor_cpu,
-        "floor_runs": [floor_a, floor_b],
-        "ratio": seqpack_seconds / floor,
+        "floor_runs": [seconds for seconds, _ in floors],
+        "seqpack_runs": [seconds for seconds, _ in runs],
+        "ratio": seqpack / floor,
         "cpu_ratio": seqpack_cpu / floor_cpu,
+        "first_ratio": runs[0][0] / floor,
     }
     print(json.dumps({**record, "tokens": tokens}))
 
@@ -282,14 +295,14 @@ def identical(a: str, b: str) -> bool:
 # ------------------------------------------------------------------------------------------------------ main
 
 
-def measure(peer: Any, work: Path, tokenizer: Path, kind: str, n: int) -> dict[str, Any]:
+def measure(peer: Any, work: Path, tokenizer: Path, kind: str, n: int, rounds: int) -> dict[str, Any]:
     source = work / f"{kind}_{n}.jsonl"
     if not source.exists():
         (build_chats if kind == "chat" else build_prompt_completion)(source, n)
     name = f"{kind}_{n}"
     bridge = bridge_prepare(peer, source, work / f"bridge_{name}", tokenizer, kind)
     process = seqpack_process(source, work / f"seqpack_{name}", tokenizer, kind)
-    core = one_core(source, work / f"core_{name}", tokenizer, kind)
+    core = one_core(source, work / f"core_{name}", tokenizer, kind, rounds)
     return {
         "kind": kind,
         "rows": n,
@@ -311,7 +324,7 @@ def _fmt(record: dict[str, Any]) -> str:
         f"{record['bridge_prepare']['seconds']:9.2f} {record['seqpack_process']['seconds']:9.2f} "
         f"{record['process_speedup']:6.1f}x {record['process_cpu_speedup']:6.1f}x "
         f"{record['identical_to_bridge']!s:>5} {core['seqpack_seconds']:8.2f} {core['floor_seconds']:7.2f} "
-        f"{core['ratio']:5.2f}x {core['cpu_ratio']:5.2f}x"
+        f"{core['ratio']:5.2f}x {core['first_ratio']:5.2f}x"
     )
 
 
@@ -321,6 +334,7 @@ def main() -> None:
     parser.add_argument("--pc", default="20000", help="prompt-completion file sizes (rows), comma-separated")
     parser.add_argument("--quick", action="store_true", help="small files (200,500 chats; 500 rows)")
     parser.add_argument("--work-dir", default=str(RESULTS / "pack_text_work"))
+    parser.add_argument("--rounds", type=int, default=3, help="one-core rounds of (floor, seqpack)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -339,8 +353,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     peer = BridgeText()
     versions = peer.versions
-    records = [measure(peer, work, tokenizer, "chat", n) for n in chats]
-    records += [measure(peer, work, tokenizer, "pc", n) for n in pcs]
+    records = [measure(peer, work, tokenizer, "chat", n, args.rounds) for n in chats]
+    records += [measure(peer, work, tokenizer, "pc", n, args.rounds) for n in pcs]
     peer.close()
     smallest = min(chats) if chats else None
     whole = None
@@ -357,7 +371,7 @@ def main() -> None:
         }
     print(
         f"{'kind':5} {'rows':>7} {'tokens':>11} {'bridge s':>9} {'seqpack s':>9} {'x wall':>7} {'x cpu':>7} "
-        f"{'same':>5} {'1-core s':>8} {'floor s':>7} {'/floor':>6} {'cpu /':>6}"
+        f"{'same':>5} {'1-core s':>8} {'floor s':>7} {'/floor':>6} {'first/':>6}"
     )
     for record in records:
         print(_fmt(record))

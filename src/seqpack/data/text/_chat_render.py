@@ -49,6 +49,7 @@ class Renderer:
         added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
         self.added_ids = np.array(sorted(added), dtype=np.int64)
         self.substring_safe = _substring_safe(self._backend)
+        self._splits = AddedTokenSplits.of(self._backend) if self.substring_safe else None
         own = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
         source = template if template is not None else own
         self._fast = fast_template(tokenizer, source) if source else None
@@ -157,24 +158,39 @@ class Renderer:
         When ``prefix`` is a prefix of the row's text and the row has an added (special) token starting right
         where it ends, the tokenizer split both texts there, so the count is that token's index. Otherwise
         everything up to the last added token both texts hold is shared, and only the rest of ``prefix`` is
-        encoded and compared.
+        encoded and compared -- and of that rest only the text before the point where ``prefix`` leaves the
+        row's text, when an added token starts there (Qwen3's ``<think>`` in a render through an earlier
+        turn): the tokenizer splits ``prefix`` at that token, so its tokens are the text's, then the token's.
         """
         counts: list[int] = []
-        todo: list[tuple[int, int, str]] = []  # (index in counts, tokens known shared, text to encode)
+        plans: list[tuple[int, _Rest]] = []
         for k, (prefix, r) in enumerate(zip(prefixes, rows, strict=True)):
-            known, rest = self._shared_plan(prefix, enc, r)
-            counts.append(known)
-            if rest is not None:
-                todo.append((k, known, rest))
-        encoded = self.encode_many([rest for _, _, rest in todo])
-        for (k, known, _), ids in zip(todo, encoded, strict=True):
-            span = enc.row(rows[k])
-            counts[k] = known + _common(np.asarray(ids, dtype=np.int64), enc.ids[span][known:])
+            plan = self._shared_plan(prefix, enc, r)
+            if isinstance(plan, _Rest):
+                plans.append((k, plan))
+                plan = plan.known
+            counts.append(plan)
+        heads = self.encode_many([rest.text[: rest.head] for _, rest in plans])
+        whole: list[tuple[int, _Rest]] = []
+        for (k, rest), ids in zip(plans, heads, strict=True):
+            row = enc.ids[enc.row(rows[k])][rest.known :]
+            shared = _common(np.asarray(ids, dtype=np.int64), row)
+            counts[k] = rest.known + shared
+            if (
+                rest.head < len(rest.text)
+                and shared == len(ids)
+                and shared < len(row)
+                and row[shared] == rest.then
+            ):
+                whole.append((k, rest))  # the row goes on with that very token: compare the whole rest
+        for (k, rest), ids in zip(whole, self.encode_many([rest.text for _, rest in whole]), strict=True):
+            row = enc.ids[enc.row(rows[k])][rest.known :]
+            counts[k] = rest.known + _common(np.asarray(ids, dtype=np.int64), row)
         return counts
 
-    def _shared_plan(self, prefix: str, enc: Encoded, r: int) -> tuple[int, str | None]:
-        """``(count, None)`` when the shared count is known from the texts, else ``(tokens known shared,
-        the rest of prefix to encode and compare)`` (see :meth:`shared_tokens`)."""
+    def _shared_plan(self, prefix: str, enc: Encoded, r: int) -> int | _Rest:
+        """The shared count when the texts tell it, else what of ``prefix`` is left to encode and compare
+        (see :meth:`shared_tokens`)."""
         text = enc.texts[r]
         span = enc.row(r)
         encoding = enc.encodings[r]
@@ -182,10 +198,10 @@ class Renderer:
         if text.startswith(prefix):
             c = len(prefix)
             if c == len(text):
-                return span.stop - span.start, None
+                return span.stop - span.start
             j = encoding.char_to_token(c)
             if j is not None and enc.added[span.start + j] and encoding.token_to_chars(j)[0] == c:
-                return int(j), None
+                return int(j)
         else:
             c = _common_chars(prefix, text)
         if self.substring_safe and added.size:
@@ -194,8 +210,70 @@ class Renderer:
                 k -= 1
             if k >= 0:
                 j = int(added[k])
-                return j + 1, prefix[encoding.token_to_chars(j)[1] :]
-        return 0, prefix
+                e = encoding.token_to_chars(j)[1]
+                then = None if self._splits is None else self._splits.split_at(prefix, e, c)
+                head = len(prefix) - e if then is None else c - e
+                return _Rest(j + 1, prefix[e:], head, -1 if then is None else then)
+        return _Rest(0, prefix, len(prefix), -1)
+
+
+@dataclass(frozen=True)
+class _Rest:
+    """What is left to compare of a prefix: ``text`` (after its first ``known`` tokens, which the row shares),
+    whose tokens start with those of ``text[:head]``, followed by added token ``then`` when ``head`` is short
+    of the whole text."""
+
+    known: int
+    text: str
+    head: int
+    then: int
+
+
+@dataclass(frozen=True)
+class AddedTokenSplits:
+    """Where the tokenizer splits a text at its added tokens, for tokenizers that match them plainly: every
+    added token matched on the raw text (``normalized=False``) with no ``lstrip``/``rstrip``/``single_word``
+    and special tokens not encoded as text -- then the splits are the leftmost-longest occurrences of their
+    contents (Qwen3, Llama 3; otherwise :meth:`of` gives ``None`` and nothing is assumed)."""
+
+    by_first: dict[str, tuple[tuple[str, int], ...]]  # first character -> (content, id), longest first
+    longest: int
+
+    @classmethod
+    def of(cls, backend: Any) -> AddedTokenSplits | None:
+        try:
+            decoder = backend.get_added_tokens_decoder()
+        except AttributeError:
+            return None
+        if not decoder or getattr(backend, "encode_special_tokens", False):
+            return None
+        tokens = list(decoder.items())
+        if any(t.normalized or t.lstrip or t.rstrip or t.single_word or not t.content for _, t in tokens):
+            return None
+        by_first: dict[str, list[tuple[str, int]]] = {}
+        for token_id, token in sorted(tokens, key=lambda item: -len(item[1].content)):
+            by_first.setdefault(token.content[0], []).append((token.content, int(token_id)))
+        longest = max(len(t.content) for _, t in tokens)
+        return cls({first: tuple(group) for first, group in by_first.items()}, longest)
+
+    def split_at(self, text: str, after: int, at: int) -> int | None:
+        """The id of the added token that ``text`` is split at, at character ``at``, when the text between
+        ``after`` (the end of an added token the tokenizer matched) and ``at`` is one piece of it; else None.
+
+        That holds when an added token's content starts at ``at`` (the longest one is matched) and no
+        occurrence starting before ``at`` reaches past ``after`` (it would be matched first)."""
+        if at >= len(text):
+            return None
+        for s in range(max(after - self.longest + 1, 0), at):
+            for content, _ in self.by_first.get(text[s], ()):
+                if text.startswith(content, s):
+                    if s + len(content) > after:
+                        return None
+                    break
+        for content, token_id in self.by_first.get(text[at], ()):
+            if text.startswith(content, at):
+                return token_id
+        return None
 
 
 def _by_tools(tools: Sequence[Any]) -> list[list[int]]:
