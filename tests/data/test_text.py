@@ -73,31 +73,43 @@ def test_chat_mask_covers_assistant_turns_only(tmp_path: Path, tokenizer_dir: Pa
 
 
 def prompt_completion_args(
-    source: Path, out: Path, tokenizer_dir: Path, workers: str, chunk_rows: str
+    source: Path, out: Path, tokenizer_dir: Path, workers: str, chunk_rows: str | None
 ) -> list[str]:
-    """``seqpack pack`` arguments for prompt-completion JSONL into packs of 64."""
+    """``seqpack pack`` arguments for prompt-completion JSONL into packs of 64 (``chunk_rows=None``: the
+    default)."""
     args = [str(source), "--out", str(out), "--pack-size", "64", "--tokenizer", str(tokenizer_dir)]
-    args += ["--prompt-field", "prompt", "--completion-field", "completion"]
-    return [*args, "--workers", workers, "--chunk-rows", chunk_rows]
+    args += ["--prompt-field", "prompt", "--completion-field", "completion", "--workers", workers]
+    return args if chunk_rows is None else [*args, "--chunk-rows", chunk_rows]
+
+
+def random_prompt_completions(path: Path, n: int, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    rows = [
+        {"prompt": " ".join(rng.choice(TEXTS, 2)), "completion": " ".join(rng.choice(TEXTS, int(k)))}
+        for k in rng.integers(1, 6, n)
+    ]
+    return write_jsonl(path, rows)
+
+
+def packed_bytes(
+    args: list[str], out: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> bytes:
+    """The packed file ``seqpack pack args`` writes (the run id, drawn afresh per run, held fixed)."""
+    monkeypatch.setattr("seqpack.data._pipeline.new_run_id", lambda: "0" * 32)
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    return (out / "training_64.idx.parquet").read_bytes()
 
 
 def test_cli_text_workers_give_identical_bytes(
     tmp_path: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("seqpack.data._pipeline.new_run_id", lambda: "0" * 32)  # drawn afresh per run
-    rng = np.random.default_rng(0)
-    rows = [
-        {"prompt": " ".join(rng.choice(TEXTS, 2)), "completion": " ".join(rng.choice(TEXTS, int(k)))}
-        for k in rng.integers(1, 6, 120)
-    ]
-    source = write_jsonl(tmp_path / "pc.jsonl", rows)
+    source = random_prompt_completions(tmp_path / "pc.jsonl", 120, seed=0)
     outputs = []
-    for workers in ("1", "2"):
+    for workers in ("1", "2"):  # 16-row chunks: two workers really share it
         out = tmp_path / f"out{workers}"
         args = prompt_completion_args(source, out, tokenizer_dir, workers=workers, chunk_rows="16")
-        code, _, err = run(args, capsys)  # two workers really share it
-        assert code == 0, err
-        outputs.append((out / "training_64.idx.parquet").read_bytes())
+        outputs.append(packed_bytes(args, out, capsys, monkeypatch))
     assert outputs[0] == outputs[1]
     assert (
         sum(len(r["seq_start_id"]) for r in read_rows(tmp_path / "out1" / "training_64.idx.parquet")) == 120
@@ -155,20 +167,10 @@ def test_text_default_chunking_gives_the_bytes_of_any_other(
     tmp_path: Path, tokenizer_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """600 text rows: the default (256-row chunks, three of them over two workers) and 1024-row chunks."""
-    monkeypatch.setattr("seqpack.data._pipeline.new_run_id", lambda: "0" * 32)
-    rng = np.random.default_rng(1)
-    rows = [
-        {"prompt": " ".join(rng.choice(TEXTS, 2)), "completion": " ".join(rng.choice(TEXTS, int(k)))}
-        for k in rng.integers(1, 6, 600)
-    ]
-    source = write_jsonl(tmp_path / "pc.jsonl", rows)
+    source = random_prompt_completions(tmp_path / "pc.jsonl", 600, seed=1)
     outputs = []
     for chunk_rows in (None, "1024"):
         out = tmp_path / f"out{chunk_rows}"
-        args = prompt_completion_args(source, out, tokenizer_dir, workers="2", chunk_rows=chunk_rows or "1")
-        if chunk_rows is None:
-            args = args[:-2]  # no --chunk-rows
-        code, _, err = run(args, capsys)
-        assert code == 0, err
-        outputs.append((out / "training_64.idx.parquet").read_bytes())
+        args = prompt_completion_args(source, out, tokenizer_dir, workers="2", chunk_rows=chunk_rows)
+        outputs.append(packed_bytes(args, out, capsys, monkeypatch))
     assert outputs[0] == outputs[1]
