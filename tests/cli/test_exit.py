@@ -76,3 +76,18 @@ def test_console_entry_keeps_exit_codes_and_output(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert "/no/such/file.jsonl" in bad.stderr
+
+
+def test_an_executor_left_open_does_not_hold_the_exit() -> None:
+    """Its idle worker thread is told to leave, as at an ordinary interpreter exit (not joined forever)."""
+    result = _run(
+        """
+        from concurrent.futures import ThreadPoolExecutor
+        from seqpack.cli._exit import exit_process
+
+        pool = ThreadPoolExecutor(1)
+        print(pool.submit(lambda: "done").result())
+        exit_process(0)
+        """
+    )
+    assert (result.returncode, result.stdout) == (0, "done\n")

@@ -6,10 +6,10 @@ On the text path that is 0.4-1.2 s of a finished ``seqpack pack`` process (measu
 of a 9-10 s run on 5,000 chats) spent on memory the operating system reclaims at once anyway.
 
 :func:`exit_process` does what finalization does that anyone can observe -- waits for the threads that are
-not daemons, runs the ``atexit`` callbacks (``tempfile``'s and ``weakref.finalize``'s cleanups,
-multiprocessing's, coverage's), flushes standard output and error -- and then ends the process with
-``os._exit``. Every file seqpack writes is closed and renamed before a command returns, so nothing waits on
-the interpreter's teardown.
+not daemons (after telling idle pool threads to leave), runs the ``atexit`` callbacks (``tempfile``'s and
+``weakref.finalize``'s cleanups, multiprocessing's, coverage's), flushes standard output and error -- and
+then ends the process with ``os._exit``. Every file seqpack writes is closed and renamed before a command
+returns, so nothing waits on the interpreter's teardown.
 """
 
 from __future__ import annotations
@@ -25,10 +25,7 @@ FLUSH_FAILED = 120
 
 def exit_process(code: int) -> None:
     """End the process with ``code`` (see the module docstring); never returns."""
-    current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
+    _wait_for_threads()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -37,3 +34,17 @@ def exit_process(code: int) -> None:
         except (OSError, ValueError):  # a closed pipe, a closed stream
             code = code or FLUSH_FAILED
     os._exit(code)
+
+
+def _wait_for_threads() -> None:
+    """The interpreter's first step at exit, ``threading._shutdown``: the hooks that send idle pool threads
+    home (a ``concurrent.futures`` executor never shut down) run, then the non-daemon threads are joined.
+    Off the main thread, where no interpreter exit happens, the non-daemon threads are joined."""
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None and threading.current_thread() is threading.main_thread():
+        shutdown()
+        return
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
