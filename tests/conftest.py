@@ -43,3 +43,20 @@ def bridge_text() -> Iterator[Any]:
     peer = BridgeText()
     yield peer
     peer.close()
+
+
+@pytest.fixture(scope="session")
+def trained_tokenizers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A WordPiece (no EOS, not space-sensitive) and a SentencePiece-style BPE tokenizer directory, trained
+    once per session on the generated rows' texts (``_support/trained_tokenizers.py``)."""
+    pytest.importorskip("transformers")
+    from _support.chat_rows import TEXTS
+    from _support.text_rows import FRAGMENTS
+    from _support.trained_tokenizers import build_metaspace_bpe, build_wordpiece
+
+    texts = [*FRAGMENTS, *TEXTS] * 20
+    root = tmp_path_factory.mktemp("trained-tokenizers")
+    return {
+        "wordpiece": build_wordpiece(texts, root / "wordpiece"),
+        "metaspace": build_metaspace_bpe(texts, root / "metaspace"),
+    }

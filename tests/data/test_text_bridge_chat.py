@@ -147,6 +147,28 @@ def test_compat_chat_examples_equal_bridge(
         assert all(b["loss_mask"][-1] == 1 for b in want)
 
 
+@pytest.mark.parametrize("loss_mode", [None, "full"])
+def test_sentencepiece_style_tokenizer_with_its_own_template_equals_bridge(
+    bridge_text: Any, trained_tokenizers: dict[str, Path], tmp_path: Path, loss_mode: str | None
+) -> None:
+    """A SentencePiece-style tokenizer (a "▁" before every text segment, byte fallback) whose own ChatML
+    template Bridge masks by its markers: the rows seqpack accepts are Bridge's, and it refuses the rest
+    (the marker's newline merges with the turn's first characters there, as with ChatML on Llama)."""
+    tokenizer = trained_tokenizers["metaspace"]
+    spec = chat_spec(tokenizer, loss_mode=loss_mode)
+    rows = chat_rows(seed=21, n=60)
+    kept = rows if loss_mode == "full" else accepted_rows(rows, tmp_path, spec)
+    assert len(kept) > len(rows) // 2
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", kept)
+    options = {} if loss_mode is None else {"loss_mode": loss_mode}
+    want = bridge_text.examples(TextCase(jsonl, tokenizer, kind="chat", options=options))
+    assert mismatched_rows(ours(jsonl, spec), want) == []
+    if len(kept) < len(rows):
+        refused = write_jsonl(tmp_path / "refused.jsonl", [row for row in rows if row not in kept][:1])
+        with pytest.raises(BridgeRefused):
+            bridge_text.examples(TextCase(refused, tokenizer, kind="chat", options=options))
+
+
 def test_qwen3_multi_turn_reasoning_rows(bridge_text: Any, tmp_path: Path) -> None:
     """Qwen3 renders ``<think>\\n\\n</think>\\n\\n`` in the last assistant turn only: prefixes are not
     renders of each other, yet every turn is masked, the think block of the last one included."""

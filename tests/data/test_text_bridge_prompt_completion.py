@@ -27,7 +27,8 @@ from _support.text_rows import prompt_completion_rows, write_rows
 from _support.tokenizers import llama32_tokenizer_dir, qwen3_tokenizer_dir
 from seqpack.data._readers import iter_chunks
 from seqpack.data._shape import ShapeSpec, shape
-from seqpack.data.text import TextSpec, load_tokenizer, tokenize_chunk
+from seqpack.data.text import TextSpec, load_tokenizer, tokenize_chunk, tokenizer_eos_id
+from seqpack.data.text._tokenizer import is_space_sensitive
 from seqpack.errors import SeqpackError
 from seqpack.packing import BRIDGE_DEFAULT_SEED
 
@@ -42,7 +43,8 @@ def text_spec(tokenizer: Path, options: Mapping[str, Any], max_length: int | Non
     settings = {**RECIPE_PROMPT_COMPLETION, **options}
     settings["prompt_field"] = settings.pop("prompt_column")
     settings["completion_field"] = settings.pop("completion_column")
-    eos = int(load_tokenizer(tokenizer).eos_token_id)
+    eos = tokenizer_eos_id(tokenizer)
+    assert eos is not None
     return TextSpec(str(tokenizer), eos, max_length=max_length, allow_missing_completion=True, **settings)
 
 
@@ -171,6 +173,71 @@ def test_compat_pack_equals_bridge_prepare_data(
     truncated = [json.loads(line) for line in (out / "rejects_training.jsonl").read_text().splitlines()]
     assert record["counts"]["truncated"] == len(truncated) > 0
     assert all("truncated" in line["action"] for line in truncated)
+
+
+# (tokenizer trained in the test, Bridge preprocessing options beyond the recipe's, seq length, pad multiple)
+OTHER_KINDS = [
+    ("wordpiece", {}, 2048, 1),
+    ("wordpiece", {"add_bos": True, "add_sep": True, "separator": " => ", "loss_mode": "full"}, 64, 4),
+    ("metaspace", {"truncation_method": "left"}, 64, 1),
+    ("metaspace", {"add_bos": True, "separator": "\n", "strip_whitespace": False}, 2048, 8),
+]
+
+
+def rows_with_a_prompt(n: int, seed: int) -> list[dict[str, Any]]:
+    """Generated rows without the empty prompts (their one-token rows are refused; tested elsewhere)."""
+    return [row for row in prompt_completion_rows(n, seed) if row.get("input", row.get("prompt"))]
+
+
+@pytest.mark.parametrize(("name", "options", "seq_length", "mult"), OTHER_KINDS)
+def test_other_tokenizer_kinds_equal_bridge(
+    bridge_text: Any,
+    trained_tokenizers: dict[str, Path],
+    tmp_path: Path,
+    name: str,
+    options: dict[str, Any],
+    seq_length: int,
+    mult: int,
+) -> None:
+    """A tokenizer that is not space-sensitive (Bridge drops the separator's space) and has no EOS (its SEP
+    ends the examples), and a SentencePiece-style one (a ``▁`` before every text, byte fallback)."""
+    tokenizer = trained_tokenizers[name]
+    rows = rows_with_a_prompt(60, seed=seq_length + mult)
+    jsonl = write_rows(tmp_path / "rows.jsonl", rows)
+    case = TextCase(jsonl, tokenizer, options={**RECIPE_PROMPT_COMPLETION, **options}, seq_length=seq_length)
+    want = bridge_text.examples(replace(case, pad_seq_to_mult=mult))
+    spec = text_spec(tokenizer, options, seq_length + int(mult > 1))
+    assert differences(seqpack_examples(jsonl, spec, seq_length, mult), want) == []
+    loaded = load_tokenizer(tokenizer)
+    # neither is space-sensitive: the SentencePiece-style one puts its own "▁" before every text
+    assert not is_space_sensitive(loaded)
+    if name == "wordpiece":
+        assert loaded.eos_token_id is None and spec.eos_id == loaded.sep_token_id
+
+
+def test_tokenizer_without_eos_packs_with_its_sep_as_bridge_does(
+    bridge_text: Any, trained_tokenizers: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Megatron-Core's tokenizer reports a SEP-only tokenizer's ``[SEP]`` as its EOS: Bridge ends examples
+    and pads packs with it, so ``seqpack pack`` takes it too (it used to ask for ``--eos-id``)."""
+    tokenizer = trained_tokenizers["wordpiece"]
+    jsonl = write_rows(tmp_path / "rows.jsonl", rows_with_a_prompt(80, seed=5))
+    case = TextCase(jsonl, tokenizer, seq_length=64, pad_seq_to_mult=4, seed=BRIDGE_DEFAULT_SEED)
+    bridge_parquet, bridge_meta = bridge_text.pack(case, tmp_path / "bridge", 64)
+    out = tmp_path / "seqpack"
+    args = [str(jsonl), "--out", str(out), "-n", "64", "--bridge-compat", "--tokenizer", str(tokenizer)]
+    code, _, err = run([*args, "--pad-seq-to-mult", "4"], capsys)
+    assert code == 0, err
+    assert (
+        pq.read_table(out / "training_64.idx.parquet").to_pylist()
+        == pq.read_table(bridge_parquet).to_pylist()
+    )
+    entry = json.loads((out / "64_metadata.jsonl").read_text())[0]
+    assert {k: entry[k] for k in json.loads(bridge_meta.read_text())[0]} == json.loads(
+        bridge_meta.read_text()
+    )[0]
+    sep = load_tokenizer(tokenizer).sep_token_id
+    assert (entry["seqpack"]["eos_id"], entry["seqpack"]["eos_source"]) == (sep, "tokenizer")
 
 
 TEXT = st.text(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from seqpack.data._ingest import text_fields
 from seqpack.data._options import InputOptions
-from seqpack.data.text import TextSpec, load_tokenizer
+from seqpack.data.text import TextSpec, tokenizer_eos_id
 from seqpack.errors import UsageError, param
 
 
@@ -34,9 +34,11 @@ def resolve_input(options: InputOptions) -> ResolvedInput:
     if options.tokenizer is None:
         return ResolvedInput(eos_id, source, None)
     if eos_id is None:
-        eos_id, source = load_tokenizer(options.tokenizer).eos_token_id, "tokenizer"
+        eos_id, source = tokenizer_eos_id(options.tokenizer), "tokenizer"
         if eos_id is None:
-            raise UsageError(f"{options.tokenizer}: the tokenizer has no EOS token; pass {param('eos_id')}")
+            raise UsageError(
+                f"{options.tokenizer}: the tokenizer has no EOS (nor SEP) token; pass {param('eos_id')}"
+            )
     text = options.text
     is_text, prompt, completion = text_fields(
         list(options.paths), text.prompt_field, text.completion_field, text.messages_field

@@ -22,7 +22,7 @@ from seqpack.data.packed_scan import PackedScan
 from seqpack.data.packed_source import PackedSource
 from seqpack.data.packed_stats import MetadataMismatch, PackedStats, check_pack_capacity, compare_metadata
 from seqpack.data.runs import check_run_ids
-from seqpack.data.text import eos_disagreement, load_tokenizer
+from seqpack.data.text import eos_disagreement, load_tokenizer, tokenizer_eos_id
 from seqpack.errors import DataError
 
 #: Percentiles of the runtime sequence length in the report.
@@ -87,7 +87,7 @@ class EosCheck:
 def check_eos(entry: MetadataEntry | None, tokenizer: str | os.PathLike[str]) -> EosCheck:
     """Compare the EOS id ``entry`` records with the tokenizer's at ``tokenizer`` (a local directory)."""
     directory = Path(tokenizer)
-    eos = load_tokenizer(directory).eos_token_id
+    eos = tokenizer_eos_id(directory)
     record = dict(entry.record) if entry is not None and entry.record is not None else {}
     source = record.get("eos_source")
     return EosCheck(

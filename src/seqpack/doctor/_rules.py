@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from seqpack.data.text import eos_disagreement, load_tokenizer
+from seqpack.data.text import eos_disagreement, tokenizer_eos_id
 from seqpack.doctor._context import Context
 from seqpack.doctor._family import ASR, GLM45, QWEN3_NEXT, QWEN35_VL, QWEN_OMNI
 from seqpack.doctor._findings import (
@@ -562,7 +562,7 @@ def stale_eos(ctx: Context) -> CheckResult:
     try:
         if eos_disagreement(record, Path(directory)) is None:
             return None
-        eos = load_tokenizer(Path(directory)).eos_token_id
+        eos = tokenizer_eos_id(Path(directory))
     except InputError:  # not a tokenizer directory seqpack can load: nothing to compare
         return None
     source = record.get("eos_source") or "unknown source"

@@ -23,7 +23,7 @@ from seqpack.data.text._chat import chat
 from seqpack.data.text._chat_options import chat_options, chat_record
 from seqpack.data.text._prompt_completion import prompt_completion
 from seqpack.data.text._spec import TextOptions, TextSpec
-from seqpack.data.text._tokenizer import library_versions, load_tokenizer, tokenizer_hash
+from seqpack.data.text._tokenizer import library_versions, load_tokenizer, tokenizer_eos_id, tokenizer_hash
 
 __all__ = [
     "TextOptions",
@@ -33,6 +33,7 @@ __all__ = [
     "load_tokenizer",
     "text_record",
     "tokenize_chunk",
+    "tokenizer_eos_id",
     "tokenizer_hash",
 ]
 
@@ -44,7 +45,7 @@ def eos_disagreement(record: dict[str, Any], tokenizer: Path) -> str | None:
     tokenizer should hear when the pack was padded with another id, e.g. one inferred from the rows.
     """
     recorded = record.get("eos_id")
-    eos = load_tokenizer(tokenizer).eos_token_id
+    eos = tokenizer_eos_id(tokenizer)
     if recorded is None or eos is None or int(recorded) == int(eos):
         return None
     source = record.get("eos_source") or "unknown source"

@@ -131,6 +131,15 @@ def special_token_id(tokenizer: Any, name: str) -> int | None:
     return None
 
 
+def tokenizer_eos_id(path: Path) -> int | None:
+    """The EOS id of the tokenizer at ``path`` as Bridge's tokenizer reports it (``None``: it has none).
+
+    One answer for every reader of a tokenizer's EOS (pack, inspect, doctor): Megatron-Core's
+    ``HuggingFaceTokenizer`` falls back to the SEP token when there is no EOS (a BERT-style ``[SEP]``), and
+    Bridge pads and ends examples with that id, so seqpack does too."""
+    return special_token_id(load_tokenizer(path), "eos")
+
+
 def encodings(tokenizer: Any, texts: list[str]) -> list[Any]:
     """The tokenizer's encodings of ``texts`` (no special tokens added), in one batched call.
 
