@@ -17,7 +17,8 @@ What is timed, same input, same run:
   and timed inside it around ``prepare_data()`` alone: Bridge's imports and tokenizer loading are not counted.
 * **seqpack process**: ``python -m seqpack pack FILE --bridge-compat --tokenizer QWEN3 ...``, a fresh
   process on all cores, wall clock from spawn to exit (interpreter start, imports and tokenizer loading
-  included). Its Parquet is compared with Bridge's (``identical``).
+  included); ``--process-runs`` (3) such processes one after the other, the median run reported (all are
+  kept in the JSON). Its Parquet is compared with Bridge's (``identical``).
 * **one core** (a child pinned with ``taskset -c 0``, ``RAYON_NUM_THREADS=1``): seqpack's ``pack_files`` in
   process with one worker, against the floor of any text path -- each conversation rendered once
   (``apply_chat_template(conversations, tokenize=False)``) and the rendered texts encoded by the tokenizer's
@@ -171,13 +172,16 @@ def seqpack_args(source: Path, out: Path, tokenizer: Path, kind: str) -> list[st
     return args
 
 
-def seqpack_process(source: Path, out: Path, tokenizer: Path, kind: str) -> dict[str, Any]:
-    record = run_process(
-        [sys.executable, "-m", "seqpack", "pack", *seqpack_args(source, out, tokenizer, kind)]
-    )
+def seqpack_process(source: Path, out: Path, tokenizer: Path, kind: str, runs: int) -> dict[str, Any]:
+    """``runs`` fresh ``seqpack pack`` processes one after the other; the median run's wall and CPU seconds
+    (this machine's speed drifts +-30 % between consecutive runs of the same command), every run kept."""
+    cmd = [sys.executable, "-m", "seqpack", "pack", *seqpack_args(source, out, tokenizer, kind)]
+    records = [run_process(cmd) for _ in range(max(1, runs))]
+    record = dict(sorted(records, key=lambda r: r["seconds"])[len(records) // 2])
     summary = json.loads(record.pop("stdout"))
     record["packed"] = summary["packed_path"]
     record["packs"] = summary["packs"]
+    record["runs"] = [{"seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"]} for r in records]
     return record
 
 
@@ -295,13 +299,15 @@ def identical(a: str, b: str) -> bool:
 # ------------------------------------------------------------------------------------------------------ main
 
 
-def measure(peer: Any, work: Path, tokenizer: Path, kind: str, n: int, rounds: int) -> dict[str, Any]:
+def measure(
+    peer: Any, work: Path, tokenizer: Path, kind: str, n: int, rounds: int, process_runs: int
+) -> dict[str, Any]:
     source = work / f"{kind}_{n}.jsonl"
     if not source.exists():
         (build_chats if kind == "chat" else build_prompt_completion)(source, n)
     name = f"{kind}_{n}"
     bridge = bridge_prepare(peer, source, work / f"bridge_{name}", tokenizer, kind)
-    process = seqpack_process(source, work / f"seqpack_{name}", tokenizer, kind)
+    process = seqpack_process(source, work / f"seqpack_{name}", tokenizer, kind, process_runs)
     core = one_core(source, work / f"core_{name}", tokenizer, kind, rounds)
     return {
         "kind": kind,
@@ -335,6 +341,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small files (200,500 chats; 500 rows)")
     parser.add_argument("--work-dir", default=str(RESULTS / "pack_text_work"))
     parser.add_argument("--rounds", type=int, default=3, help="one-core rounds of (floor, seqpack)")
+    parser.add_argument(
+        "--process-runs", type=int, default=3, help="seqpack processes per file (the median is reported)"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -353,8 +362,9 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     peer = BridgeText()
     versions = peer.versions
-    records = [measure(peer, work, tokenizer, "chat", n, args.rounds) for n in chats]
-    records += [measure(peer, work, tokenizer, "pc", n, args.rounds) for n in pcs]
+    runs = args.process_runs
+    records = [measure(peer, work, tokenizer, "chat", n, args.rounds, runs) for n in chats]
+    records += [measure(peer, work, tokenizer, "pc", n, args.rounds, runs) for n in pcs]
     peer.close()
     smallest = min(chats) if chats else None
     whole = None

@@ -25,7 +25,8 @@ MessagesFieldOption = typer.Option(DEFAULT_MESSAGES_FIELD, "--messages-field", h
 EosIdOption = number_option(
     None,
     "--eos-id",
-    help="EOS/pad id (default: the tokenizer's, else the rows' most common last token).",
+    help="EOS/pad id (default: the tokenizer's EOS, its SEP when it has none as in Megatron-Core; else the "
+    "rows' most common last token).",
     range=TOKEN_ID,
 )
 CpOption = number_option(None, "--cp", help="Context-parallel size (derives the pad multiple).", range=RANKS)
