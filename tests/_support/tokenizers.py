@@ -7,12 +7,15 @@ and a ``tokenizer_config.json`` holding its chat template); ``llama3.2-token-cou
 matter) and only the tokenizer files are copied out into a directory that
 ``AutoTokenizer.from_pretrained(dir, local_files_only=True)`` loads.
 
-The two chat templates here are ours (``templates/``): a Llama-3-format one (header tokens, ``<|eot_id|>``) to
-pass with the Llama tokenizer, and a plain ChatML one; tests pass them as a chat template override.
+The chat templates here are ours (``templates/``): a Llama-3-format one (header tokens, ``<|eot_id|>``) to
+pass with the Llama tokenizer, a plain ChatML one, and one per other family Bridge infers markers for (Gemma,
+Gemma 4, Kimi, gpt-oss Harmony), to pass with :func:`qwen3_with_family_tokens`; tests pass them as a chat
+template override.
 """
 
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
@@ -77,3 +80,57 @@ def llama3_template_path() -> Path:
 def chatml_template_path() -> Path:
     """Our ChatML chat template (a file, for ``--chat-template``)."""
     return _TEMPLATES / "chatml.jinja"
+
+
+#: Turn markers of the template families Bridge 0.6.2 infers beyond ChatML and Llama 3 (Gemma, Gemma 4, Kimi,
+#: gpt-oss Harmony): added to Qwen3's tokenizer as special tokens, as those models' own tokenizers have them.
+FAMILY_TOKENS = (
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<|turn>",
+    "<turn|>",
+    "<|im_user|>",
+    "<|im_assistant|>",
+    "<|im_system|>",
+    "<|im_middle|>",
+    "<|start|>",
+    "<|channel|>",
+    "<|message|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+)
+
+
+def qwen3_with_family_tokens(out_dir: Path) -> Path:
+    """Qwen3's tokenizer plus :data:`FAMILY_TOKENS` as special tokens (ids 151669 on), in ``out_dir``.
+
+    The real Gemma / Kimi / gpt-oss tokenizers are not on PyPI in a wheel; their templates' markers are what
+    decides Bridge's mask, and on a tokenizer where they are plain text they merge with their neighbours and
+    every row is refused. Added here, they are single tokens, as on those models."""
+    from tokenizers import AddedToken, Tokenizer
+
+    source = qwen3_tokenizer_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in TOKENIZER_WHEELS["qwen3"][3]:
+        (out_dir / name).write_bytes((source / name).read_bytes())
+    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in FAMILY_TOKENS])
+    tokenizer.save(str(out_dir / "tokenizer.json"))
+    config = json.loads((source / "tokenizer_config.json").read_text())
+    for token in FAMILY_TOKENS:
+        config["added_tokens_decoder"][str(tokenizer.token_to_id(token))] = {
+            "content": token,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": True,
+        }
+    (out_dir / "tokenizer_config.json").write_text(json.dumps(config))
+    return out_dir
+
+
+def template_path(name: str) -> Path:
+    """One of our chat templates (``templates/NAME.jinja``)."""
+    return _TEMPLATES / f"{name}.jinja"

@@ -25,6 +25,8 @@ from _support.tokenizers import (
     llama3_template_path,
     llama32_tokenizer_dir,
     qwen3_tokenizer_dir,
+    qwen3_with_family_tokens,
+    template_path,
 )
 from seqpack.data._readers import iter_chunks
 from seqpack.data._shape import ShapeSpec, shape
@@ -167,6 +169,34 @@ def test_sentencepiece_style_tokenizer_with_its_own_template_equals_bridge(
         refused = write_jsonl(tmp_path / "refused.jsonl", [row for row in rows if row not in kept][:1])
         with pytest.raises(BridgeRefused):
             bridge_text.examples(TextCase(refused, tokenizer, kind="chat", options=options))
+
+
+@pytest.fixture(scope="module")
+def family_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return qwen3_with_family_tokens(tmp_path_factory.mktemp("family") / "qwen3-family")
+
+
+@pytest.mark.parametrize("loss_mode", [None, "last_turn", "full"])
+@pytest.mark.parametrize("family", ["gemma", "gemma4", "kimi", "harmony"])
+def test_other_template_families_equal_bridge(
+    bridge_text: Any, family_tokenizer: Path, tmp_path: Path, family: str, loss_mode: str | None
+) -> None:
+    """The families Bridge knows beyond ChatML and Llama 3, their markers single tokens as on their models:
+    Gemma (``<start_of_turn>model``), Gemma 4 (``<|turn>model``), Kimi (``<|im_assistant|>``) and gpt-oss
+    Harmony (several channel segments in one assistant turn, ``<|return|>`` closing the last)."""
+    template = template_path(family)
+    spec = chat_spec(family_tokenizer, template, loss_mode)
+    rows = chat_rows(seed=len(family), n=40)
+    # Harmony: Bridge (and seqpack) refuse a few rows, e.g. an empty user turn before an assistant turn
+    kept = accepted_rows(rows, tmp_path, spec) if family == "harmony" else rows
+    assert len(kept) > len(rows) * 3 // 4
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", kept)
+    options = {} if loss_mode is None else {"loss_mode": loss_mode}
+    case = TextCase(jsonl, family_tokenizer, kind="chat", options=options, chat_template=template)
+    want = bridge_text.examples(case)
+    assert mismatched_rows(ours(jsonl, spec), want) == []
+    if loss_mode is None:  # the assistant turns, not the whole text, are trained
+        assert all(0 < sum(b["loss_mask"]) < len(b["loss_mask"]) for b in want)
 
 
 def test_qwen3_multi_turn_reasoning_rows(bridge_text: Any, tmp_path: Path) -> None:
