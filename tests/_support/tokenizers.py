@@ -72,14 +72,19 @@ def llama32_tokenizer_dir() -> Path:
     return tokenizer_dir("llama32")
 
 
+def template_path(name: str) -> Path:
+    """One of our chat templates (``templates/NAME.jinja``)."""
+    return _TEMPLATES / f"{name}.jinja"
+
+
 def llama3_template_path() -> Path:
     """Our Llama-3-format chat template (a file, for ``--chat-template``)."""
-    return _TEMPLATES / "llama3.jinja"
+    return template_path("llama3")
 
 
 def chatml_template_path() -> Path:
     """Our ChatML chat template (a file, for ``--chat-template``)."""
-    return _TEMPLATES / "chatml.jinja"
+    return template_path("chatml")
 
 
 #: Turn markers of the template families Bridge 0.6.2 infers beyond ChatML and Llama 3 (Gemma, Gemma 4, Kimi,
@@ -129,8 +134,3 @@ def qwen3_with_family_tokens(out_dir: Path) -> Path:
         }
     (out_dir / "tokenizer_config.json").write_text(json.dumps(config))
     return out_dir
-
-
-def template_path(name: str) -> Path:
-    """One of our chat templates (``templates/NAME.jinja``)."""
-    return _TEMPLATES / f"{name}.jinja"

@@ -204,8 +204,10 @@ def test_other_tokenizer_kinds_equal_bridge(
     tokenizer = trained_tokenizers[name]
     rows = rows_with_a_prompt(60, seed=seq_length + mult)
     jsonl = write_rows(tmp_path / "rows.jsonl", rows)
-    case = TextCase(jsonl, tokenizer, options={**RECIPE_PROMPT_COMPLETION, **options}, seq_length=seq_length)
-    want = bridge_text.examples(replace(case, pad_seq_to_mult=mult))
+    settings = {**RECIPE_PROMPT_COMPLETION, **options}
+    want = bridge_text.examples(
+        TextCase(jsonl, tokenizer, options=settings, seq_length=seq_length, pad_seq_to_mult=mult)
+    )
     spec = text_spec(tokenizer, options, seq_length + int(mult > 1))
     assert differences(seqpack_examples(jsonl, spec, seq_length, mult), want) == []
     loaded = load_tokenizer(tokenizer)
@@ -233,9 +235,8 @@ def test_tokenizer_without_eos_packs_with_its_sep_as_bridge_does(
         == pq.read_table(bridge_parquet).to_pylist()
     )
     entry = json.loads((out / "64_metadata.jsonl").read_text())[0]
-    assert {k: entry[k] for k in json.loads(bridge_meta.read_text())[0]} == json.loads(
-        bridge_meta.read_text()
-    )[0]
+    (expected,) = json.loads(bridge_meta.read_text())
+    assert {k: entry[k] for k in expected} == expected
     sep = load_tokenizer(tokenizer).sep_token_id
     assert (entry["seqpack"]["eos_id"], entry["seqpack"]["eos_source"]) == (sep, "tokenizer")
 
