@@ -52,8 +52,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
 from seqpack._io import atomic_write_bytes  # noqa: E402
-from seqpack.packing import PackPlan, pack_lengths  # noqa: E402
-from seqpack.plan import CostModel, balanced_pack, pack_costs, rank_loads  # noqa: E402
+from seqpack.packing import CostModel, PackPlan, balanced_pack, pack_costs, pack_lengths  # noqa: E402
+from seqpack.plan import rank_loads  # noqa: E402
 
 RESULT = REPO / "benchmarks" / "results" / "balance.json"
 DP = 8

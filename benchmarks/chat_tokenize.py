@@ -28,9 +28,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np
 
 from _support.tokenizers import qwen3_tokenizer_dir
-from seqpack.data._readers import RawChunk
-from seqpack.data.text import TextSpec, load_tokenizer
-from seqpack.data.text._chat import chat
+from seqpack.data.samples import RawChunk
+from seqpack.data.samples.text import ResolvedText, load_tokenizer
+from seqpack.data.samples.text._chat._tokenize import chat
 from seqpack.demo._resources import dataset_path
 
 
@@ -57,7 +57,7 @@ def main() -> None:
     rows = list(itertools.islice(itertools.cycle(source), args.n))
     directory = qwen3_tokenizer_dir()
     tokenizer = load_tokenizer(directory)
-    spec = TextSpec(str(directory), int(tokenizer.eos_token_id))
+    spec = ResolvedText(str(directory), int(tokenizer.eos_token_id))
     chunks = [rows[i : i + args.chunk] for i in range(0, len(rows), args.chunk)]
 
     def seqpack_step() -> None:

@@ -18,13 +18,14 @@ enough to average out a shared machine's noise) and the table shows the **median
   ``fill_packing_strategy``, a ``pyarrow`` table of the rows written with ``row_group_size=500`` (what its
   ``write_packed_parquet`` does) and the metadata list dumped as JSON. Bridge's own tokenization is not
   involved (the input is already tokenized), which favours Bridge.
-* **seqpack compat**: ``seqpack.data.pack_files`` with ``bridge_compat=True`` (first_fit_shuffle, seed 0):
-  streaming pass 1 into the scratch store, plan, pass 2. Its rows are compared with Bridge's (``identical``).
+* **seqpack compat**: ``seqpack.data.pipeline.pack_files`` with ``bridge_compat=True`` (first_fit_shuffle,
+  seed 0): streaming pass 1 into the scratch store, plan, pass 2. Its rows are compared with Bridge's
+  (``identical``).
 * **seqpack default**: the same with seqpack's default algorithm (``balanced`` since 0.2,
   ``best_fit_decreasing`` before).
 
 Text section (``--text-n``, 0 to skip): prompt-completion JSONL of synthetic English-like text and a
-word-level fast tokenizer built with ``seqpack.data.toy_tokenizer``. **tokenizer** times the tokenizer's
+word-level fast tokenizer built with ``seqpack.demo._toy_tokenizer``. **tokenizer** times the tokenizer's
 own batched calls on the same texts (``tok(prompts)`` and ``tok(completions, add_special_tokens=False)``
 in batches of 1024, one process); **seqpack text** times ``pack_files`` end to end with one worker (so
 both use one core) from the JSONL to the Parquet. The ratio is seqpack / tokenizer seconds.
@@ -101,7 +102,7 @@ def run_bridge(source: Path, out: Path, pack: int) -> dict[str, Any]:
 
 
 def run_seqpack(source: Path, out: Path, pack: int, compat: bool, workers: int) -> dict[str, Any]:
-    from seqpack.data import PackOptions, pack_files
+    from seqpack.data.pipeline import PackOptions, pack_files
 
     opts = PackOptions.from_flat(
         [source], out, pack, bridge_compat=compat, seed=0, workers=workers, quiet=True
@@ -147,7 +148,7 @@ WORDS = [
 
 
 def build_text_input(work: Path, n: int) -> tuple[Path, Path, list[str], list[str]]:
-    from seqpack.data.toy_tokenizer import build_tokenizer
+    from seqpack.demo._toy_tokenizer import build_tokenizer
 
     rng = np.random.default_rng(1)
     vocab = WORDS + [f"w{i}" for i in range(5000)]
@@ -164,7 +165,7 @@ def build_text_input(work: Path, n: int) -> tuple[Path, Path, list[str], list[st
 def run_text(work: Path, n: int) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
-    from seqpack.data import PackOptions, pack_files
+    from seqpack.data.pipeline import PackOptions, pack_files
 
     source, tokenizer_dir, prompts, completions = build_text_input(work, n)
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True)
@@ -263,7 +264,7 @@ def main() -> None:
     if args.tool:
         child(args)
         return
-    from seqpack.data._ingest import default_workers
+    from seqpack.data.samples import default_workers
 
     workers = args.workers or default_workers()
     work = Path(args.work_dir)

@@ -217,8 +217,8 @@ def _floor(tok: Any, rows: list[dict[str, Any]], kind: str) -> tuple[float, floa
 def child(args: argparse.Namespace) -> None:
     """One core: rounds of (the floor, seqpack in process), interleaved so that the machine's drift touches
     both alike; medians of each, and seqpack's first run (cold: numba's one-time start) on its own."""
-    from seqpack.data import PackOptions, pack_files
-    from seqpack.data.text import load_tokenizer
+    from seqpack.data.pipeline import PackOptions, pack_files
+    from seqpack.data.samples.text import load_tokenizer
 
     tokenizer = Path(args.tokenizer)
     tok = load_tokenizer(tokenizer)  # loaded once, shared by both (seqpack caches it per process)

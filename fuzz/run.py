@@ -55,8 +55,8 @@ def _one_atheris(name: str, seconds: int, timeout: int, rss_mb: int, max_len: in
     with atheris.instrument_imports(include=["seqpack"], exclude=_numba_modules()):
         import seqpack.curves
         import seqpack.data
-        import seqpack.data._ingest
-        import seqpack.data._readers
+        import seqpack.data.samples._ingest
+        import seqpack.data.samples._readers
         import seqpack.doctor
         import seqpack.translate  # noqa: F401
     from _support.fuzz_targets import check, target

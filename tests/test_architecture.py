@@ -1,11 +1,18 @@
 """The package layers of docs/architecture.md, enforced: every import (module level or inside a function)
-goes to a lower layer, so there is no import circle and no function-level import hiding one."""
+goes to a lower layer, so there is no import circle and no function-level import hiding one; inside
+``seqpack.data`` the same for its four sub-packages; no module reaches into another package's private
+(``_name``) module or name; and every public name has one import path."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import types
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 import seqpack
 
@@ -20,15 +27,24 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"data"}),
     frozenset({"batching"}),
     frozenset({"doctor", "plan", "train", "diff"}),
-    frozenset({"verify", "hf", "correlate", "demo", "config", "_api"}),
+    frozenset({"verify", "hf", "correlate", "demo", "_api"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),
 )
 
 
-def _package(module: str) -> str:
+#: The layers inside ``seqpack.data``, lowest first: the on-disk format; reading samples; then, side by
+#: side, the pack pipeline and the readers of packed data (neither imports the other).
+DATA_LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"format"}),
+    frozenset({"samples"}),
+    frozenset({"pipeline", "packed"}),
+)
+
+
+def _package(module: str, depth: int = 1) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "<root>"
+    return parts[depth] if len(parts) > depth else "<root>"
 
 
 def _module_name(path: Path, src: Path) -> str:
@@ -36,42 +52,152 @@ def _module_name(path: Path, src: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_edges(src: Path = SRC) -> dict[tuple[str, str], list[str]]:
-    """``(importing package, imported package) -> ["file:line", ...]`` over every import statement
-    (seqpack imports absolutely; a relative import fails here so none slips past the walk)."""
-    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+def imports(src: Path = SRC) -> Iterator[tuple[Path, int, str, list[str]]]:
+    """``(file, line, importing module, imported dotted names)`` of every seqpack import statement; ``from
+    a import b`` yields ``a.b`` (a module or a name: both are what the statement reaches). seqpack imports
+    absolutely; a relative import fails here so none slips past the walk."""
     for path in sorted(src.rglob("*.py")):
-        here = _package(_module_name(path, src))
+        module = _module_name(path, src)
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom):
                 assert not node.level, f"{path}:{node.lineno}: relative import"
-                targets = [node.module or ""]
+                base = node.module or ""
+                targets = [f"{base}.{alias.name}" for alias in node.names]
             elif isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
                 continue
-            for target in targets:
-                if target == "seqpack" or target.startswith("seqpack."):
-                    there = _package(target)
-                    if there != here:
-                        edges[(here, there)].append(f"{path.relative_to(src.parent)}:{node.lineno}")
+            targets = [t for t in targets if t == "seqpack" or t.startswith("seqpack.")]
+            if targets:
+                yield path, node.lineno, module, targets
+
+
+def _is_module(src: Path, dotted: list[str]) -> bool:
+    path = src.parent / Path(*dotted)
+    return path.is_dir() or path.with_suffix(".py").exists()
+
+
+def import_edges(src: Path = SRC, prefix: str = "seqpack") -> dict[tuple[str, str], list[str]]:
+    """``(importing package, imported package) -> ["file:line", ...]``: the packages directly under
+    ``prefix`` (``seqpack``, or ``seqpack.data`` for its sub-packages), over every import statement."""
+    depth = prefix.count(".") + 1
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path, line, module, targets in imports(src):
+        if not module.startswith(prefix + "."):
+            continue
+        here = _package(module, depth)
+        for target in targets:
+            if target.startswith(prefix + "."):
+                there = _package(target, depth)
+                if not _is_module(src, [*prefix.split("."), there]):  # a name, e.g. seqpack.__version__
+                    there = "<root>"
+                if there != here:
+                    edges[(here, there)].append(f"{path.relative_to(src.parent)}:{line}")
     return edges
 
 
-def _layer(package: str) -> int:
-    for index, members in enumerate(LAYERS):
+def _layer(package: str, layers: tuple[frozenset[str], ...] = LAYERS) -> int:
+    for index, members in enumerate(layers):
         if package in members:
             return index
-    raise AssertionError(f"package seqpack.{package} is in no layer of docs/architecture.md: add it")
+    raise AssertionError(f"package {package} is in no layer of docs/architecture.md: add it")
 
 
-def test_every_import_goes_down_the_layers() -> None:
+@pytest.mark.parametrize(("prefix", "layers"), [("seqpack", LAYERS), ("seqpack.data", DATA_LAYERS)])
+def test_every_import_goes_down_the_layers(prefix: str, layers: tuple[frozenset[str], ...]) -> None:
     upward = [
-        f"seqpack.{a} -> seqpack.{b} ({', '.join(where[:3])})"
-        for (a, b), where in sorted(import_edges().items())
-        if _layer(b) >= _layer(a)
+        f"{prefix}.{a} -> {prefix}.{b} ({', '.join(where[:3])})"
+        for (a, b), where in sorted(import_edges(prefix=prefix).items())
+        if _layer(b, layers) >= _layer(a, layers)
     ]
     assert not upward, "imports against the layers:\n" + "\n".join(upward)
+
+
+def test_data_has_only_its_sub_packages() -> None:
+    """``seqpack.data`` is four sub-packages and a docstring: no module of its own to grow back."""
+    assert {p.name for p in (SRC / "data").iterdir() if p.name != "__pycache__"} == {
+        "__init__.py",
+        *(name for layer in DATA_LAYERS for name in layer),
+    }
+
+
+def _owner(dotted: list[str], src: Path) -> list[str] | None:
+    """The package that owns the first private (``_name``) part of a dotted import, or None if all public.
+    A private module belongs to its package; a private name in a module belongs to that module's package."""
+    for index, part in enumerate(dotted):
+        if part.startswith("_") and not part.startswith("__"):
+            owner = dotted[:index]
+            if not (src.parent / Path(*owner)).is_dir():
+                owner = owner[:-1]
+            return owner
+    return None
+
+
+def private_reaches(src: Path = SRC) -> list[str]:
+    """Imports of a private module or name from outside the package that owns it."""
+    found = []
+    for path, line, module, targets in imports(src):
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        for target in targets:
+            owner = _owner(target.split("."), src)
+            if owner is not None and package[: len(owner)] != owner:
+                found.append(f"{path.relative_to(src.parent)}:{line}: {target}")
+    return found
+
+
+def test_no_module_imports_another_packages_private_parts() -> None:
+    found = private_reaches()
+    assert not found, "private imports across packages (export the name from the front door):\n" + "\n".join(
+        found
+    )
+
+
+def test_the_private_check_sees_a_reach(tmp_path: Path) -> None:
+    fake = tmp_path / "seqpack"
+    for package in ("a", "b"):
+        (fake / package).mkdir(parents=True)
+        (fake / package / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "a" / "_inner.py").write_text("X = 1\n")
+    (fake / "a" / "ok.py").write_text("from seqpack.a._inner import X\n")
+    (fake / "b" / "bad.py").write_text("from seqpack.a._inner import X\nfrom seqpack.a import _inner\n")
+    assert private_reaches(fake) == [
+        "seqpack/b/bad.py:1: seqpack.a._inner.X",
+        "seqpack/b/bad.py:2: seqpack.a._inner",
+    ]
+
+
+def _front_doors() -> dict[str, list[str]]:
+    """Every package's ``__all__`` (the root's lazy names aside: ``seqpack`` is the main jobs' door)."""
+    doors = {}
+    for init in sorted(SRC.rglob("__init__.py")):
+        name = _module_name(init, SRC)
+        if name != "seqpack":
+            doors[name] = list(getattr(importlib.import_module(name), "__all__", []))
+    return doors
+
+
+def test_every_package_has_a_front_door() -> None:
+    """Each package's ``__init__`` lists its public names (private ones, ``_chat``, are exempt)."""
+    missing = [name for name, names in _front_doors().items() if not names and "._" not in name]
+    missing = [name for name in missing if name not in ("seqpack.data", "seqpack.resources")]
+    assert not missing, f"packages without __all__: {missing}"
+
+
+def test_one_import_path_per_public_name() -> None:
+    """A package exports only what is defined inside it: a name re-exported by a second package would be
+    two import paths for one thing (and two places to look for it)."""
+    strays = []
+    for door, names in _front_doors().items():
+        package = importlib.import_module(door)
+        for name in names:
+            value = getattr(package, name)
+            home = getattr(value, "__module__", None)
+            if isinstance(value, types.ModuleType):
+                home = value.__name__
+            if home and home.startswith("seqpack") and not (home == door or home.startswith(door + ".")):
+                strays.append(f"{door}.{name} (defined in {home})")
+    assert not strays, "names exported by a package that does not define them:\n" + "\n".join(strays)
 
 
 def test_no_import_circle_between_packages() -> None:
@@ -106,4 +232,5 @@ def test_the_walk_sees_imports_inside_functions(tmp_path: Path) -> None:
     (fake / "packing").mkdir(parents=True)
     (fake / "__init__.py").write_text("")
     (fake / "packing" / "__init__.py").write_text("def f():\n    from seqpack.data import x\n")
+    (fake / "data").mkdir()
     assert import_edges(fake) == {("packing", "data"): ["seqpack/packing/__init__.py:2"]}

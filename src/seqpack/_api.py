@@ -15,8 +15,8 @@ from typing import Any
 
 from seqpack.curves import Comparison, Profile, read_curves
 from seqpack.curves import compare_curves as _compare_curves
-from seqpack.data import PackOptions, PackResult, pack_files
-from seqpack.data.inspection import Inspection, inspect_packed
+from seqpack.data.packed import Inspection, inspect_packed
+from seqpack.data.pipeline import PackOptions, PackResult, pack_files
 from seqpack.doctor import DoctorOptions, Report, check, load_config
 from seqpack.packing import CostModel, ModelDims
 from seqpack.plan import SamplerSimulation
@@ -29,12 +29,13 @@ def pack(
 ) -> PackResult:
     """Pack SFT samples into Megatron-Bridge's packed Parquet + metadata (``seqpack pack``).
 
-    ``options`` are the fields of :class:`seqpack.data.PackOptions`'s groups, flat (``bridge_compat``,
-    ``algorithm``, ``pad_seq_to_mult``, ``tokenizer``, ``too_long``, ``layout``, ``prompt_field``, ...);
+    ``options`` are the fields of :class:`seqpack.data.pipeline.PackOptions`'s groups, flat
+    (``bridge_compat``, ``algorithm``, ``pad_seq_to_mult``, ``tokenizer``, ``too_long``, ``layout``,
+    ``prompt_field``, ...);
     progress bars are off unless ``quiet=False``.
 
     >>> import tempfile, seqpack
-    >>> from seqpack.data import example_dataset_path
+    >>> from seqpack.data.samples import example_dataset_path
     >>> out = tempfile.mkdtemp()
     >>> result = seqpack.pack(example_dataset_path(), out, 1024, bridge_compat=True)
     >>> result.counts.samples_in, result.num_packs, result.metadata["packing_efficiency"]
@@ -63,7 +64,7 @@ def inspect(
     metadata records with the tokenizer's; a mismatch makes ``ok`` false.
 
     >>> import tempfile, seqpack
-    >>> from seqpack.data import example_dataset_path
+    >>> from seqpack.data.samples import example_dataset_path
     >>> out = seqpack.pack(example_dataset_path(), tempfile.mkdtemp(), 1024, bridge_compat=True)
     >>> report = seqpack.inspect(out.packed_path, dp=2, gbs=8)
     >>> report.ok, report.metadata.status, report.summary()["packs"], report.dp_imbalance["steps"]

@@ -9,8 +9,8 @@ What runs is Bridge's code, unchanged: the tokenizer is ``build_tokenizer(Tokeni
 ``HuggingFaceTokenizer`` decides every id); the dataset keyword arguments come from Bridge's own
 ``normalize_gpt_sft_dataset_kwargs(GPTSFTDatasetConfig(...))``; examples come from
 ``packing/offline.py:tokenize_dataset`` with ``build_gpt_sft_split`` (what ``GPTSFTDatasetBuilder
-.prepare_data -> prepare_packed_data -> prepare_gpt_sft_packed_data`` calls, spec §13), and a ``pack`` request
-runs ``prepare_gpt_sft_packed_data`` itself, writing Bridge's Parquet and metadata file.
+.prepare_data -> prepare_packed_data -> prepare_gpt_sft_packed_data`` calls, bridge-format §13), and a
+``pack`` request runs ``prepare_gpt_sft_packed_data`` itself, writing Bridge's Parquet and metadata file.
 
 Stand-ins (listed in every answer's ``stand_ins``), none on the tokenization path:
 

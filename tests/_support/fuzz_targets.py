@@ -66,15 +66,14 @@ def check(target: Target, data: bytes, directory: Path) -> None:
 
 
 def _samples(path: Path) -> None:
-    from seqpack.data._ingest import ChunkToExamples, convert_all
-    from seqpack.data._readers import iter_chunks
+    from seqpack.data.samples import ChunkToExamples, convert_all, iter_chunks
 
     for _ in convert_all(iter_chunks([path], chunk_rows=4), ChunkToExamples((os.fspath(path),)), workers=1):
         pass
 
 
 def _packed(path: Path) -> None:
-    from seqpack.data import PackedReader, collect_stats
+    from seqpack.data.packed import PackedReader, collect_stats
 
     reader = PackedReader(path, validate=True)
     try:
@@ -88,13 +87,13 @@ def _packed(path: Path) -> None:
 
 
 def _legacy_npy(path: Path) -> None:
-    from seqpack.data import read_legacy_npy, validate_block
+    from seqpack.data.packed import read_legacy_npy, validate_block
 
     validate_block(read_legacy_npy(path), allow_empty_sequences=False)
 
 
 def _metadata(path: Path) -> None:
-    from seqpack.data import combine_metadata, read_metadata
+    from seqpack.data.format import combine_metadata, read_metadata
 
     entries = read_metadata(path)
     if entries:

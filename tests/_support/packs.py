@@ -1,4 +1,5 @@
-"""Build packed data in Bridge's on-disk layout (spec §3) for tests: Parquet rows and metadata sidecars."""
+"""Build packed data in Bridge's on-disk layout (bridge-format §3) for tests: Parquet rows and metadata
+sidecars."""
 
 from __future__ import annotations
 

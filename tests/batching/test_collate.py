@@ -1,4 +1,5 @@
-"""PackedDataset + PackedCollator: spec §5 vectors, variants, errors, equality with Bridge 0.6.2's collate."""
+"""PackedDataset + PackedCollator: bridge-format §5 vectors, variants, errors, equality with Bridge 0.6.2's
+collate."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _lists(batch: dict[str, Any]) -> dict[str, Any]:
     return {k: v.tolist() if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
-# ---- spec §5 vectors --------------------------------------------------------------------------------------
+# ---- bridge-format §5 vectors ------------------------------------------------------------------------------
 
 
 def test_vector_p1_two_rows() -> None:

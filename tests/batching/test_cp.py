@@ -1,4 +1,4 @@
-"""CP alignment multiple and zigzag partition (spec §7): identity of reassembly, balance, errors."""
+"""CP alignment multiple and zigzag partition (bridge-format §7): identity of reassembly, balance, errors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from seqpack.batching import (
     PackedCollator,
-    pad_multiple,
     partition_packed_batch,
     partition_rows,
     partition_thd,
@@ -19,6 +18,7 @@ from seqpack.batching import (
     zigzag_indices,
 )
 from seqpack.errors import DataError
+from seqpack.packing import pad_multiple
 
 
 def test_pad_multiple_table() -> None:

@@ -16,7 +16,7 @@ from seqpack.batching import (
     unpartition_thd,
 )
 from seqpack.cli import main
-from seqpack.data import EXAMPLE_EOS_ID, example_dataset_path
+from seqpack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
 
 PACK, CP = 256, 2
 

@@ -1,4 +1,5 @@
-"""pack_in_batch / pack_rows: spec §6 vectors, errors, and equality with Bridge 0.6.2's in_batch.py."""
+"""pack_in_batch / pack_rows: bridge-format §6 vectors, errors, and equality with Bridge 0.6.2's
+in_batch.py."""
 
 from __future__ import annotations
 

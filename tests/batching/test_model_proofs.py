@@ -4,7 +4,7 @@ A tiny randomly initialised transformers Llama on CPU with SDPA, in float64 so t
 layout, not rounding:
 
 (a) the packed batch (seqpack's collate or its Hugging Face layout) gives the same per-token loss and the
-    same gradients as the sequences run one by one (spec §9: sum of token losses / number of tokens);
+    same gradients as the sequences run one by one (bridge-format §9: sum of token losses / number of tokens);
 (b) context parallelism simulated in one process: each rank attends with its zigzag query chunks to the
     key/value shards of all ranks, ring style (online softmax over the shards, masked causally by *global*
     position and by document); the reassembled output equals full varlen attention over the packed row.

@@ -15,8 +15,9 @@ import pytest
 from _support.byte_bpe import build_byte_bpe
 from _support.packs import make_row, write_packs
 from seqpack.cli import main
-from seqpack.data.decode import decode_pieces, runs
-from seqpack.data.supervised import bridge_supervised, first_sequences
+from seqpack.data.packed import decode_pieces, first_sequences
+from seqpack.data.packed._decode import runs
+from seqpack.data.packed._supervised import bridge_supervised
 
 # ------------------------------------------------------------------------------ the stored-mask convention
 

@@ -79,7 +79,8 @@ def test_every_knob_is_set_on_both_sides(tmp_path: Path) -> None:
     assert mlm[mlm.index("--max-position-embeddings") + 1] == "512"
 
 
-# Knobs whose vanilla_gpt_pretrain_config default (spec §12, Bridge 0.6.2 recipe) differs from SPEC's value.
+# Knobs whose vanilla_gpt_pretrain_config default (bridge-format §12, Bridge 0.6.2 recipe) differs from SPEC's
+# value.
 RECIPE_DIFFERS = {
     "seq length": 1024,
     "micro batch size": 2,
@@ -157,7 +158,7 @@ def test_cli_text_shows_both_commands_and_the_table(
     assert [p.name for p in tmp_path.iterdir()] == ["spec.yaml"]  # without --out nothing is written
 
 
-# The knobs spec §12 (correlation trap) says the skill's pairs leave unmatched.
+# The knobs bridge-format §12 (correlation trap) says the skill's pairs leave unmatched.
 TRAP_1GPU = {"lr decay style", "lr warmup iters", "Adam beta2", "weight decay", "output folder"}
 TRAP_TP2 = TRAP_1GPU | {"lr", "min lr", "vocab size"}
 
@@ -252,7 +253,7 @@ def test_incompatible_spec_blocks_the_plan(
 
 
 def test_cp_divisibility_from_spec_8(tmp_path: Path) -> None:
-    """Bridge's own cases (spec §8): seq 512 with CP 2 is fine, 510 with CP 2 is not."""
+    """Bridge's own cases (bridge-format §8): seq 512 with CP 2 is fine, 510 with CP 2 is not."""
     doc = with_field("parallel", "cp", 2)
     doc["train"]["global_batch_size"] = 32
     assert check_spec(parse_spec(doc)) == []

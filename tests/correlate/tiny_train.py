@@ -1,4 +1,4 @@
-"""A tiny real training run that logs like Megatron-LM (spec §10), for the ``correlate run`` tests.
+"""A tiny real training run that logs like Megatron-LM (bridge-format §10), for the ``correlate run`` tests.
 
 A two-layer MLP language model learns a synthetic next-token rule (``t[i+1] = (3 t[i] + 1) mod V``, with
 some noise) with Adam on CPU, one thread, fully seeded: two runs with the same flags print the same losses.

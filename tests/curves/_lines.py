@@ -1,4 +1,4 @@
-"""Build log lines in the documented formats (spec §10) for what the real excerpts lack."""
+"""Build log lines in the documented formats (bridge-format §10) for what the real excerpts lack."""
 
 from __future__ import annotations
 

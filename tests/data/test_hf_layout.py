@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from seqpack.cli import main
-from seqpack.data.runs import check_run_ids
+from seqpack.data.format import check_run_ids
 from seqpack.errors import DataError
 
 

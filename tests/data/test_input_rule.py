@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seqpack.cli import main
-from seqpack.data._examples import pretokenized
-from seqpack.data._readers import iter_chunks
+from seqpack.data.samples import iter_chunks
+from seqpack.data.samples._examples import pretokenized
 from seqpack.errors import DataError
 
 MAX_ID = 2**32 - 1

@@ -15,8 +15,8 @@ import pytest
 
 from _support.pack_inputs import EOS, random_examples, read_rows, run, write_jsonl
 from seqpack.cli import main
-from seqpack.data import example_dataset_path
-from seqpack.data._scratch import ScratchStore
+from seqpack.data.pipeline._scratch import ScratchStore
+from seqpack.data.samples import example_dataset_path
 from seqpack.errors import InputError
 
 LONG = {
@@ -111,7 +111,7 @@ def test_cp_derives_pad_multiple(tmp_path: Path, capsys: pytest.CaptureFixture[s
     meta = json.loads((tmp_path / "out" / "16_metadata.jsonl").read_text())[0]
     assert meta["seqpack"]["pad_seq_to_mult"] == 4
     assert "dataset.offline_packing_specs.pad_seq_to_mult=4" in summary["overrides"]
-    # The overrides carry the topology the packs were made for, with CP's loss rules (spec §8).
+    # The overrides carry the topology the packs were made for, with CP's loss rules (bridge-format §8).
     assert {"model.context_parallel_size=2", "model.calculate_per_token_loss=true"} <= set(
         summary["overrides"]
     )
@@ -166,7 +166,7 @@ def test_example_dataset_text_summary(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_interrupt_leaves_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from seqpack.data import _pipeline
+    from seqpack.data.pipeline import _pipeline
 
     def interrupted(*_args: object, **_kwargs: object) -> None:
         raise KeyboardInterrupt

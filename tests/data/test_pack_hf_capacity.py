@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.pack_inputs import EOS, random_examples, read_rows, write_jsonl
-from seqpack.data import PackOptions, TooLong, pack_files
-from seqpack.data.metadata import read_metadata
+from seqpack.data.format import read_metadata
+from seqpack.data.pipeline import PackOptions, TooLong, pack_files
 from seqpack.errors import UsageError
 from seqpack.packing import ALGORITHMS
 

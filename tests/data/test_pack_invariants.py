@@ -1,6 +1,6 @@
 """Invariants of the pack pipeline on random datasets: every sample packed exactly once, intact.
 
-The expected stored pieces are computed here from the rules of spec §2 and ``docs/pack.md`` (reject,
+The expected stored pieces are computed here from the rules of bridge-format §2 and ``docs/pack.md`` (reject,
 truncate, split, pre-pad), independently of the pipeline's vectorised code.
 """
 
@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.pack_inputs import EOS, random_examples, read_rows, write_jsonl
-from seqpack.data import PackOptions, TooLong, pack_files
+from seqpack.data.pipeline import PackOptions, TooLong, pack_files
 from seqpack.packing import ALGORITHMS
 
 

@@ -13,8 +13,8 @@ import pytest
 import seqpack
 from _support.pack_inputs import run, write_jsonl
 from seqpack.cli._common import flag
-from seqpack.data import InputOptions, LengthPolicy, PackOptions, PackSize, RunSettings, TooLong
-from seqpack.data.text import TextOptions
+from seqpack.data.pipeline import InputOptions, LengthPolicy, PackOptions, PackSize, RunSettings, TooLong
+from seqpack.data.samples.text import TextOptions
 from seqpack.errors import DataError, UsageError, param
 from seqpack.packing import CostModel
 

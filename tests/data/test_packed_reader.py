@@ -15,8 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.packs import make_row, random_rows, write_packs
-from seqpack.data import read_legacy_npy
-from seqpack.data.packed import PackedBlock, PackedReader, resolve_packed_paths, validate_block
+from seqpack.data.packed import (
+    PackedBlock,
+    PackedReader,
+    read_legacy_npy,
+    resolve_packed_paths,
+    validate_block,
+)
 from seqpack.errors import DataError, InputError
 
 
@@ -125,7 +130,7 @@ def test_extra_columns_allowed_missing_column_and_empty_file_are_errors(tmp_path
         PackedReader(tmp_path / "junk.parquet")
 
 
-# ---- invariants (spec §3) --------------------------------------------------------------------------------
+# ---- invariants (bridge-format §3) -------------------------------------------------------------------------
 
 GOOD = {"input_ids": [5, 6, 2, 7, 2], "loss_mask": [1, 1, 0, 1, 0], "seq_start_id": [0, 3]}
 

@@ -1,5 +1,5 @@
 """One scan of packed data (#17): the facts ``inspect``, the doctor and the trainer check come from one pass
-(:class:`seqpack.data.packed_scan.PackedScan`), equal to what a plain loop over every sequence finds."""
+(:class:`seqpack.data.packed._scan.PackedScan`), equal to what a plain loop over every sequence finds."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _support.packs import bridge_metadata, make_row, random_rows, write_metadata, write_packs
-from seqpack.data import PackedReader
-from seqpack.data.packed_scan import PackedScan
+from seqpack.data.packed import PackedReader, PackedScan
 from seqpack.doctor import DoctorOptions, check, load_config
 
 EOS = 2

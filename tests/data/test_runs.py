@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from seqpack.cli import main
-from seqpack.data.metadata import PackingMetadata
-from seqpack.data.runs import PARQUET_RUN_ID, RUN_ID, check_run_ids, parquet_run_id
+from seqpack.data.format import PARQUET_RUN_ID, RUN_ID, PackingMetadata, check_run_ids
+from seqpack.data.format._runs import parquet_run_id
 from seqpack.errors import DataError
 
 

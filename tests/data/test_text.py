@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from _support.pack_inputs import read_rows, run, write_jsonl
-from seqpack.data._readers import iter_chunks
-from seqpack.data.text import TextSpec, tokenize_chunk
-from seqpack.data.toy_tokenizer import build_tokenizer
+from seqpack.data.samples import iter_chunks
+from seqpack.data.samples.text import ResolvedText, tokenize_chunk
+from seqpack.demo._toy_tokenizer import build_tokenizer
 
 TEXTS = ["what is two plus two ?", "it is four .", "hello there", "hi , how can I help ?", "be brief ."]
 
@@ -27,7 +27,7 @@ def tok(tokenizer_dir: Path) -> object:
     return AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True)
 
 
-def stored(path: Path, spec: TextSpec) -> list[tuple[list[int], list[int]]]:
+def stored(path: Path, spec: ResolvedText) -> list[tuple[list[int], list[int]]]:
     out = []
     for chunk in iter_chunks([path]):
         ex = tokenize_chunk(str(path), chunk, spec)
@@ -41,7 +41,7 @@ def test_prompt_completion_mask(tmp_path: Path, tokenizer_dir: Path, tok: object
     rows = [{"q": "what is two plus two ?", "a": "it is four ."}, {"q": "hello", "a": "hi"}]
     source = write_jsonl(tmp_path / "pc.jsonl", rows)
     eos = tok.eos_token_id  # type: ignore[attr-defined]
-    got = stored(source, TextSpec(str(tokenizer_dir), eos, prompt_field="q", completion_field="a"))
+    got = stored(source, ResolvedText(str(tokenizer_dir), eos, prompt_field="q", completion_field="a"))
     for row, (ids, mask) in zip(rows, got, strict=True):
         prompt = tok(row["q"])["input_ids"]  # type: ignore[operator]
         answer = tok(row["a"], add_special_tokens=False)["input_ids"]  # type: ignore[operator]
@@ -59,7 +59,7 @@ def test_chat_mask_covers_assistant_turns_only(tmp_path: Path, tokenizer_dir: Pa
     ]
     source = write_jsonl(tmp_path / "chat.jsonl", [{"messages": messages}])
     eos = tok.eos_token_id  # type: ignore[attr-defined]
-    [(ids, mask)] = stored(source, TextSpec(str(tokenizer_dir), eos))
+    [(ids, mask)] = stored(source, ResolvedText(str(tokenizer_dir), eos))
     expected_ids: list[int] = []
     expected_mask: list[int] = []
     for turn in messages:
@@ -95,7 +95,7 @@ def packed_bytes(
     args: list[str], out: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> bytes:
     """The packed file ``seqpack pack args`` writes (the run id, drawn afresh per run, held fixed)."""
-    monkeypatch.setattr("seqpack.data._pipeline.new_run_id", lambda: "0" * 32)
+    monkeypatch.setattr("seqpack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32)
     code, _, err = run(args, capsys)
     assert code == 0, err
     return (out / "training_64.idx.parquet").read_bytes()
@@ -133,7 +133,7 @@ def test_killed_worker_fails_with_its_range(
 ) -> None:
     import os
 
-    from seqpack.data import _ingest
+    from seqpack.data.samples import _ingest
 
     real = _ingest.tokenize_chunk
 
@@ -154,10 +154,11 @@ def test_killed_worker_fails_with_its_range(
 
 
 def test_text_chunks_default_smaller_than_token_id_chunks() -> None:
-    from seqpack.data._ingest import TEXT_CHUNK_ROWS, chunk_rows_for
-    from seqpack.data._readers import DEFAULT_CHUNK_ROWS
+    from seqpack.data.samples import chunk_rows_for
+    from seqpack.data.samples._ingest import TEXT_CHUNK_ROWS
+    from seqpack.data.samples._readers import DEFAULT_CHUNK_ROWS
 
-    spec = TextSpec("tok", 0)
+    spec = ResolvedText("tok", 0)
     assert (chunk_rows_for(None, None), chunk_rows_for(spec, None)) == (DEFAULT_CHUNK_ROWS, TEXT_CHUNK_ROWS)
     assert TEXT_CHUNK_ROWS < DEFAULT_CHUNK_ROWS
     assert (chunk_rows_for(spec, 7), chunk_rows_for(None, 7)) == (7, 7)  # --chunk-rows wins

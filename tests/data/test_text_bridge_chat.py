@@ -28,10 +28,10 @@ from _support.tokenizers import (
     qwen3_with_family_tokens,
     template_path,
 )
-from seqpack.data._readers import iter_chunks
-from seqpack.data._shape import ShapeSpec, shape
-from seqpack.data.text import TextSpec, load_tokenizer, tokenize_chunk
-from seqpack.data.text._spec import ChatOptions
+from seqpack.data.pipeline._shape import Shaping, shape
+from seqpack.data.samples import iter_chunks
+from seqpack.data.samples.text import ResolvedText, load_tokenizer, tokenize_chunk
+from seqpack.data.samples.text._settings import ChatOptions
 from seqpack.demo._resources import dataset_path
 from seqpack.errors import DataError
 
@@ -46,24 +46,24 @@ def chat_spec(
     template: Path | None = None,
     loss_mode: str | None = None,
     tools: list[Any] | None = None,
-) -> TextSpec:
+) -> ResolvedText:
     """seqpack's compat settings for Bridge's ``ChatSFTPreprocessingConfig(loss_mode)``."""
     text = None if template is None else template.read_text()
     chat = ChatOptions(template=text, tool_schemas=tools, compat=True)
-    return TextSpec(
+    return ResolvedText(
         str(tokenizer), int(load_tokenizer(tokenizer).eos_token_id), loss_mode=loss_mode, chat=chat
     )
 
 
 def ours(
-    jsonl: Path, spec: TextSpec, max_len: int = 4096, mult: int = 1
+    jsonl: Path, spec: ResolvedText, max_len: int = 4096, mult: int = 1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """seqpack's compat examples as the pipeline stores them: flat ids, flat mask, row lengths."""
     parts = []
     for chunk in iter_chunks([jsonl], 32):
         ex = tokenize_chunk(str(jsonl), chunk, spec)
         parts.append(
-            shape(ex.tokens, ex.mask, ex.lengths, ShapeSpec(max_len, mult, spec.eos_id, bridge_compat=True))
+            shape(ex.tokens, ex.mask, ex.lengths, Shaping(max_len, mult, spec.eos_id, bridge_compat=True))
         )
     return (
         np.concatenate([p.tokens for p in parts]),
@@ -87,7 +87,7 @@ def mismatched_rows(
     return sorted(set(row_of[bad].tolist()))
 
 
-def accepted_rows(rows: list[dict[str, Any]], tmp: Path, spec: TextSpec) -> list[dict[str, Any]]:
+def accepted_rows(rows: list[dict[str, Any]], tmp: Path, spec: ResolvedText) -> list[dict[str, Any]]:
     """The rows seqpack turns into examples one by one (the others are Bridge refusals, tested apart)."""
     kept = []
     for row in rows:
@@ -349,7 +349,7 @@ def test_generation_blocks_with_known_markers(
 def test_generation_template_without_known_markers(bridge_text: Any, tmp_path: Path) -> None:
     """seqpack's toy tokenizer: its template marks answers with ``{% generation %}`` and belongs to no family
     Bridge knows, so the mask is Hugging Face's alone (the demo's path)."""
-    from seqpack.data.toy_tokenizer import build_tokenizer
+    from seqpack.demo._toy_tokenizer import build_tokenizer
 
     rows = chat_rows(seed=6, n=30, reasoning=False, tools=False)
     turns = [

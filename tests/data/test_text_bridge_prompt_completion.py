@@ -25,10 +25,10 @@ from _support.bridge_text import RECIPE_PROMPT_COMPLETION, BridgeRefused, TextCa
 from _support.pack_inputs import run
 from _support.text_rows import prompt_completion_rows, write_rows
 from _support.tokenizers import llama32_tokenizer_dir, qwen3_tokenizer_dir
-from seqpack.data._readers import iter_chunks
-from seqpack.data._shape import ShapeSpec, shape
-from seqpack.data.text import TextSpec, load_tokenizer, tokenize_chunk, tokenizer_eos_id
-from seqpack.data.text._tokenizer import is_space_sensitive
+from seqpack.data.pipeline._shape import Shaping, shape
+from seqpack.data.samples import iter_chunks
+from seqpack.data.samples.text import ResolvedText, load_tokenizer, tokenize_chunk, tokenizer_eos_id
+from seqpack.data.samples.text._tokenizer import is_space_sensitive
 from seqpack.errors import SeqpackError
 from seqpack.packing import BRIDGE_DEFAULT_SEED
 
@@ -38,22 +38,22 @@ Example = tuple[list[int], list[int]]
 TOKENIZERS = {"qwen3": qwen3_tokenizer_dir, "llama32": llama32_tokenizer_dir}
 
 
-def text_spec(tokenizer: Path, options: Mapping[str, Any], max_length: int | None) -> TextSpec:
+def text_spec(tokenizer: Path, options: Mapping[str, Any], max_length: int | None) -> ResolvedText:
     """seqpack's compat settings for Bridge's ``PromptCompletionSFTPreprocessingConfig(**options)``."""
     settings = {**RECIPE_PROMPT_COMPLETION, **options}
     settings["prompt_field"] = settings.pop("prompt_column")
     settings["completion_field"] = settings.pop("completion_column")
     eos = tokenizer_eos_id(tokenizer)
     assert eos is not None
-    return TextSpec(str(tokenizer), eos, max_length=max_length, allow_missing_completion=True, **settings)
+    return ResolvedText(str(tokenizer), eos, max_length=max_length, allow_missing_completion=True, **settings)
 
 
-def seqpack_examples(jsonl: Path, spec: TextSpec, max_len: int, mult: int) -> list[Example]:
+def seqpack_examples(jsonl: Path, spec: ResolvedText, max_len: int, mult: int) -> list[Example]:
     """seqpack's compat examples as the pipeline stores them (text step, then compat shaping)."""
     out: list[Example] = []
     for chunk in iter_chunks([jsonl], 64):
         ex = tokenize_chunk(str(jsonl), chunk, spec)
-        compat = ShapeSpec(max_len, mult, spec.eos_id, bridge_compat=True)
+        compat = Shaping(max_len, mult, spec.eos_id, bridge_compat=True)
         shaped = shape(ex.tokens, ex.mask, ex.lengths, compat)
         ends = np.cumsum(shaped.lengths)
         for lo, hi in zip(ends - shaped.lengths, ends, strict=True):

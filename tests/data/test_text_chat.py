@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from _support.pack_inputs import run, write_jsonl
-from seqpack.data._readers import iter_chunks
-from seqpack.data.text import TextSpec, tokenize_chunk
-from seqpack.data.text._spec import ChatOptions
-from seqpack.data.toy_tokenizer import build_tokenizer
+from seqpack.data.samples import iter_chunks
+from seqpack.data.samples.text import ResolvedText, tokenize_chunk
+from seqpack.data.samples.text._settings import ChatOptions
+from seqpack.demo._toy_tokenizer import build_tokenizer
 from seqpack.errors import DataError
 
 TEXTS = ["be brief .", "what is two plus two ?", "it is four .", "hello there", "hi"]
@@ -32,7 +32,7 @@ def examples(path: Path, toy: Path, **chat: Any) -> list[tuple[list[int], list[i
 
     eos = AutoTokenizer.from_pretrained(str(toy), local_files_only=True).eos_token_id
     loss_mode = chat.pop("loss_mode", None)
-    spec = TextSpec(str(toy), eos, loss_mode=loss_mode, chat=ChatOptions(**chat))
+    spec = ResolvedText(str(toy), eos, loss_mode=loss_mode, chat=ChatOptions(**chat))
     out = []
     for chunk in iter_chunks([path]):
         ex = tokenize_chunk(str(path), chunk, spec)
@@ -134,7 +134,9 @@ def test_tool_schemas_reach_the_template_unless_the_row_has_tools(tmp_path: Path
 def test_cli_chat_options_and_workers(
     tmp_path: Path, toy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("seqpack.data._pipeline.new_run_id", lambda: "0" * 32)  # drawn afresh per run
+    monkeypatch.setattr(
+        "seqpack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32
+    )  # drawn afresh per run
     rows = [
         {
             "messages": [
@@ -212,8 +214,8 @@ def test_fast_render_is_the_tokenizers_render_and_steps_aside_when_it_differs(
 ) -> None:
     from transformers import AutoTokenizer
 
-    from seqpack.data.text._chat_jinja import FastTemplate
-    from seqpack.data.text._chat_render import Renderer
+    from seqpack.data.samples.text._chat._jinja import FastTemplate
+    from seqpack.data.samples.text._chat._render import Renderer
 
     tok = AutoTokenizer.from_pretrained(str(toy), local_files_only=True)
     template = "{% for m in messages %}{{ m.role.upper() }}:{{ m.content.strip() }}"
@@ -247,7 +249,7 @@ def test_fast_render_is_the_tokenizers_render_and_steps_aside_when_it_differs(
     assert renderer.render(prefixes, tools) == hf(prefixes)  # messages prepared once, reused
     assert renderer._fast is not None  # the texts above are the fast path's: it agreed, so it stayed on
     monkeypatch.setattr(FastTemplate, "render", lambda self, conversation, tools: "not the same")
-    from seqpack.data.text import _chat_jinja
+    from seqpack.data.samples.text import _chat_jinja
 
     monkeypatch.setattr(_chat_jinja, "_CACHE", {})
     assert Renderer(tok, template).render(convs, tools) == want

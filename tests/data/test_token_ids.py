@@ -6,15 +6,15 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from seqpack.data.format import most_common_last_token
 from seqpack.data.packed import PackedBlock
-from seqpack.data.packed_source import infer_eos_id as block_eos
-from seqpack.data.token_ids import infer_eos_id
+from seqpack.data.packed import infer_eos_id as block_eos
 
 
 def test_worked_example() -> None:
     tokens = np.array([5, 6, 2, 7, 2, 8, 9, 2])
-    assert infer_eos_id(tokens, np.array([3, 5, 8])) == 2
-    assert infer_eos_id(tokens, np.array([], dtype=np.int64)) == -1
+    assert most_common_last_token(tokens, np.array([3, 5, 8])) == 2
+    assert most_common_last_token(tokens, np.array([], dtype=np.int64)) == -1
 
 
 @given(
@@ -28,7 +28,7 @@ def test_majority_of_last_tokens_wins(eos: int, bodies: list[list[int]], odd: in
     sequences = [[*body, odd if i % 3 == 2 else eos] for i, body in enumerate(bodies)]
     flat = np.array([t for s in sequences for t in s], dtype=np.int64)
     ends = np.cumsum([len(s) for s in sequences])
-    assert infer_eos_id(flat, ends) == eos
+    assert most_common_last_token(flat, ends) == eos
     starts = np.concatenate([[0], ends[:-1]])
     block = PackedBlock(
         "x.parquet", 0, 0,

@@ -17,7 +17,7 @@ import pytest
 
 from seqpack.cli import main
 from seqpack.curves import read_curves
-from seqpack.data import PackedReader
+from seqpack.data.packed import PackedReader
 from seqpack.demo import STEPS, DemoResult, Layout, StepResult
 from seqpack.demo._layout import prepare_out_dir
 from seqpack.errors import UsageError

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from _support.diff_samples import EOS, chat, packs_of, write_packed
 from seqpack.cli import main
-from seqpack.data.metadata import write_metadata_entry
+from seqpack.data.format import write_metadata_entry
 from seqpack.diff import diff_paths
 
 SAMPLES = [chat([10 + i, 11, 12], [20 + i] * (1 + i % 4)) for i in range(12)]

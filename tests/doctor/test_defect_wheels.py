@@ -22,7 +22,7 @@ import pytest
 
 from _support.peers import bridge_wheel_root, megatron_core_wheel_root
 from _support.stand_ins import load_with_stand_ins
-from seqpack.data.packed_scan import eos_inside_trained_spans
+from seqpack.data.packed._scan import eos_inside_trained_spans
 from seqpack.doctor import DEFECTS, DoctorOptions, check, load_config
 from seqpack.doctor._versions import BRIDGE, MCORE
 

@@ -1,4 +1,4 @@
-"""Data-aware checks on real packed files in Bridge's layout (spec §3), written in tmp_path."""
+"""Data-aware checks on real packed files in Bridge's layout (bridge-format §3), written in tmp_path."""
 
 from __future__ import annotations
 
@@ -150,7 +150,8 @@ def test_broken_rows_are_invalid_data(tmp_path: Path) -> None:
 
 def test_doctor_reads_what_seqpack_pack_writes(tmp_path: Path) -> None:
     """End to end with the real packer: packs made for CP 1 are stale for CP 2 (SP041, SP042)."""
-    from seqpack.data import EXAMPLE_EOS_ID, PackOptions, example_dataset_path, pack_files
+    from seqpack.data.pipeline import PackOptions, pack_files
+    from seqpack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
 
     out = tmp_path / "packed"
     options = PackOptions.from_flat(

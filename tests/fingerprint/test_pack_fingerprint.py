@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seqpack.data import SEQPACK_KEY, PackOptions, example_dataset_path, pack_files, read_metadata
-from seqpack.data.packed_source import fingerprint_packed
+from seqpack.data.format import SEQPACK_KEY, read_metadata
+from seqpack.data.packed import fingerprint_packed
+from seqpack.data.pipeline import PackOptions, pack_files
+from seqpack.data.samples import example_dataset_path
 from seqpack.diff import diff_paths
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from seqpack.data._lock import LOCK_NAME, OutputLock, claim_output_dir, reclaim
+from seqpack.data.pipeline._lock import LOCK_NAME, OutputLock, claim_output_dir, reclaim
 from seqpack.errors import UsageError
 
 
@@ -63,7 +63,7 @@ def test_a_dead_owner_is_taken_over_and_its_leftovers_reclaimed(tmp_path: Path) 
 
 
 HOLD_LOCK = (
-    "import sys, time; from pathlib import Path; from seqpack.data._lock import claim_output_dir; "
+    "import sys, time; from pathlib import Path; from seqpack.data.pipeline._lock import claim_output_dir; "
     "claim_output_dir(Path(sys.argv[1])); print('held', flush=True); time.sleep(120)"
 )
 
@@ -87,7 +87,7 @@ def test_live_scratch_of_another_run_in_a_shared_scratch_dir_is_kept(tmp_path: P
 
 
 HOLD_SCRATCH = (
-    "import sys, time; from pathlib import Path; from seqpack.data._scratch import ScratchStore; "
+    "import sys, time; from pathlib import Path; from seqpack.data.pipeline._scratch import ScratchStore; "
     "ScratchStore(Path(sys.argv[1])); print('held', flush=True); time.sleep(120)"
 )
 

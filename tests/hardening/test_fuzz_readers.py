@@ -168,7 +168,7 @@ def test_yaml_control_character_names_the_line(tmp_path: Path) -> None:
 
 
 def test_jsonl_line_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from seqpack.data import _readers
+    from seqpack.data.samples import _readers
 
     monkeypatch.setattr(_readers, "MAX_LINE_BYTES", 64)
     monkeypatch.setattr(_readers, "_READ_BLOCK", 32)  # the buffer grows 32 -> 64 bytes, then the limit

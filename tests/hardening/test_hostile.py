@@ -25,7 +25,7 @@ import yaml
 
 from _support.pack_inputs import run, write_jsonl
 from seqpack.cli import main
-from seqpack.data import read_legacy_npy
+from seqpack.data.packed import read_legacy_npy
 from seqpack.errors import DataError, InputError
 
 

@@ -1,8 +1,9 @@
 """seqpack's Bridge algorithms against Megatron-Bridge 0.6.2's own offline steps, loaded from its wheel.
 
 Bridge runs ``create_hist`` -> ``create_packing_strategy`` -> ``fill_packing_strategy`` under
-``np.random.seed(seed)`` (spec §2). Each example's ``input_ids`` are its own index repeated, so the packed
-rows say which example sits where; seqpack must put the same examples in the same packs in the same order.
+``np.random.seed(seed)`` (bridge-format §2). Each example's ``input_ids`` are its own index repeated, so the
+packed rows say which example sits where; seqpack must put the same examples in the same packs in the same
+order.
 """
 
 from __future__ import annotations

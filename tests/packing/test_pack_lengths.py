@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from seqpack.errors import DataError, UsageError
 from seqpack.packing import ALGORITHMS, BRIDGE_METADATA_KEYS, PackPlan, pack_lengths
 
-SPEC_LENGTHS = [4, 2, 6, 3, 2, 5]  # spec §2 worked example: runtime lengths, pack 10, seed 0
+SPEC_LENGTHS = [4, 2, 6, 3, 2, 5]  # bridge-format §2 worked example: runtime lengths, pack 10, seed 0
 
 
 def pack_length_lists(plan: PackPlan) -> list[list[int]]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from seqpack.errors import UsageError
+from seqpack.packing import CostModel
 from seqpack.plan import (
-    CostModel,
     Imbalance,
     Topology,
-    bridge_overrides,
     evaluate,
     evaluate_candidate,
+    overrides_for_candidate,
     pack_command,
     parse_pack_sizes,
     recommend,
@@ -87,7 +87,7 @@ def test_topology_resolution() -> None:
 def test_overrides_and_command_with_cp() -> None:
     topo = Topology(tp=2, cp=2, sequence_parallel=True, dp=4)
     c = evaluate_candidate([3, 5, 2, 7], 8, 32, topo, MODEL, simulate=False)
-    lines = bridge_overrides(c, topo)
+    lines = overrides_for_candidate(c, topo)
     assert lines[:7] == [
         "dataset.enable_offline_packing=true",
         "dataset.seq_length=8",

@@ -69,8 +69,8 @@ def test_rank_loads_match_seqpack_sampler_per_rank(total: int, batch: tuple[int,
 
 
 def test_row_costs_equal_pack_costs() -> None:
-    from seqpack.packing import pack_lengths
-    from seqpack.plan import CostModel, pack_costs, row_costs
+    from seqpack.packing import CostModel, pack_costs, pack_lengths
+    from seqpack.plan import row_costs
 
     model = CostModel(dense=3.0, attention=0.5)
     plan = pack_lengths([4, 2, 6, 3, 2, 5], 10, algorithm="first_fit_shuffle", seed=0)

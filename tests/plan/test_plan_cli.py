@@ -95,15 +95,14 @@ def test_pack_balance_records_cost_model_and_inspect_simulates(
     import numpy as np
     import pyarrow.parquet as pq
 
-    from seqpack.plan import CostModel, ModelDims, step_imbalance
+    from seqpack.packing import CostModel, ModelDims
+    from seqpack.plan import step_imbalance
 
     rng = np.random.default_rng(3)
     data = write_lengths(tmp_path / "d.jsonl", rng.integers(1, 60, 200).tolist())
     out = tmp_path / "packed"
     dims = "64,2,4,256,100"
-    code = main(
-        ["pack", "-q", str(data), "--out", str(out), "--pack-size", "128", "--balance", "--model", dims]
-    )
+    code = main(["pack", "-q", str(data), "--out", str(out), "--pack-size", "128", "--model", dims])
     assert code == 0, capsys.readouterr().err
     entry = orjson.loads((out / "128_metadata.jsonl").read_bytes())[0]
     assert entry["seqpack"]["algorithm"] in ("balanced", "best_fit_decreasing")
@@ -129,12 +128,10 @@ def test_pack_balance_records_cost_model_and_inspect_simulates(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["pack", "--pack-size", "8", "--balance", "--bridge-compat"], "--balance cannot be combined"),
         (
             ["pack", "--pack-size", "8", "--model", "8,1,2,16,10", "--algorithm", "best_fit_decreasing"],
             "--model sets the cost model of the balanced algorithm",
         ),
-        (["pack", "--pack-size", "8", "--balance", "--algorithm", "first_fit_shuffle"], "--balance asks for"),
     ],
 )
 def test_pack_balance_bad_usage(
@@ -163,7 +160,7 @@ def test_inspect_simulation_bad_usage(
 
 
 def test_text_input_sees_the_lengths_pack_packs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from seqpack.data.toy_tokenizer import build_tokenizer
+    from seqpack.demo._toy_tokenizer import build_tokenizer
 
     words = ["alpha", "beta", "gamma", "delta", "eps"]
     rows = []
@@ -241,7 +238,7 @@ def test_pack_defaults_to_balanced_packs(tmp_path: Path, capsys: pytest.CaptureF
 
     data = write_lengths(tmp_path / "d.jsonl", [60, 40, 30, 20, 10, 10, 5, 50, 45, 35] * 6)
     records, packs = {}, {}
-    runs = {"default": [], "balance": ["--balance"], "bfd": ["--algorithm", "best_fit_decreasing"]}
+    runs = {"default": [], "bfd": ["--algorithm", "best_fit_decreasing"]}
     for name, extra in runs.items():
         out = tmp_path / name
         assert main(["pack", "-q", str(data), "--out", str(out), "--pack-size", "64", *extra]) == 0
@@ -250,6 +247,5 @@ def test_pack_defaults_to_balanced_packs(tmp_path: Path, capsys: pytest.CaptureF
     capsys.readouterr()
     assert records["default"]["algorithm"] == "balanced"
     assert records["default"]["cost_model"]["model"]["hidden"] == 4096
-    assert records["balance"]["algorithm"] == "balanced" and packs["balance"] == packs["default"]
     assert records["bfd"]["algorithm"] == "best_fit_decreasing" and "cost_model" not in records["bfd"]
     assert len(packs["bfd"]) == len(packs["default"]) and packs["bfd"] != packs["default"]

@@ -13,7 +13,7 @@ from seqpack.curves import read_curves
 from seqpack.train import TRAIN_SCHEMA_VERSION, StepRecord, TrainConfig, format_log_line, train
 from train.conftest import with_
 
-# The example line of spec §10, character for character.
+# The example line of bridge-format §10, character for character.
 SPEC_LINE = (
     " [2026-08-22 10:00:00.123456] iteration       10/     100 | consumed samples:          320 |"
     " elapsed time per iteration (ms): 123.4 | learning rate: 2.700000E-04 | global batch size:    32 |"

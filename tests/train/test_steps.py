@@ -18,7 +18,7 @@ def _item(sequences: list[list[int]]) -> PackedItem:
     return {"input_ids": ids, "seq_boundaries": bounds, "loss_mask": mask}
 
 
-# Bridge's own collate vector (spec §5, P=1, max 8, EOS 2).
+# Bridge's own collate vector (bridge-format §5, P=1, max 8, EOS 2).
 ITEMS = [_item([[10, 11, 12, 13], [20, 21, 22, 23]]), _item([list(range(30, 38))])]
 COLLATOR = PackedCollator(2, 8, pad_seq_length_to_mult=1)
 
@@ -48,7 +48,7 @@ def test_padded_rows_hold_the_same_sequences() -> None:
 
 
 def test_padded_rows_keep_alignment_padding_masked() -> None:
-    # P=4 vector of spec §5: stored [10 11 12 2 2 | 20 21 2 2 2]; the EOS inputs carry no loss.
+    # P=4 vector of bridge-format §5: stored [10 11 12 2 2 | 20 21 2 2 2]; the EOS inputs carry no loss.
     item = _item([[10, 11, 12, 2, 2], [20, 21, 2, 2, 2]])
     collator = PackedCollator(2, 8, pad_seq_to_mult=4)
     (packed,) = rank_microbatches([item], collator, mbs=1, padded_length=None)

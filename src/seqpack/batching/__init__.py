@@ -14,7 +14,6 @@ from seqpack.batching.dump import dump_batches
 from seqpack.batching.handoff import to_hf_packed, to_packed_seq_params
 from seqpack.batching.in_batch import pack_in_batch, pack_rows
 from seqpack.batching.sampler import PAD_INDEX, GlobalBatchSampler
-from seqpack.packing import pad_multiple
 
 __all__ = [
     "DEFAULT_PAD_SEQ_LENGTH_TO_MULT",
@@ -26,7 +25,6 @@ __all__ = [
     "dump_batches",
     "pack_in_batch",
     "pack_rows",
-    "pad_multiple",
     "partition_packed_batch",
     "partition_rows",
     "partition_thd",

@@ -1,4 +1,5 @@
-"""``PackedCollator``: Bridge's packed THD batch, as ``GPTSFTPackedDataset.collate_fn`` builds it (spec §5).
+"""``PackedCollator``: Bridge's packed THD batch, as ``GPTSFTPackedDataset.collate_fn`` builds it
+(bridge-format §5).
 
 The collate receives the whole global batch of one DP rank (GBS/DP packs; the training loop later cuts it
 into micro-batches of one row). Per pack, with stored boundaries ``b = seq_start_id + [len]``:
@@ -33,10 +34,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from seqpack.data.metadata import MetadataEntry, PackingMetadata, as_metadata
+from seqpack.data.format import MetadataEntry, PackingMetadata, as_metadata
 from seqpack.errors import DataError, InputError, UsageError
 
-#: Bridge's default ``pad_seq_length_to_mult`` for the packed collate width (``GPTSFTDataset``, spec §5).
+#: Bridge's default ``pad_seq_length_to_mult`` for the packed collate width (``GPTSFTDataset``, bridge-format
+#: §5).
 DEFAULT_PAD_SEQ_LENGTH_TO_MULT = 16
 Variant = Literal["0.6.2", "main", "legacy"]
 VARIANTS: tuple[str, ...] = ("0.6.2", "main", "legacy")

@@ -1,4 +1,4 @@
-"""Context-parallel (CP) and sequence-parallel (SP) alignment (spec §7).
+"""Context-parallel (CP) and sequence-parallel (SP) alignment (bridge-format §7).
 
 Megatron splits every packed sequence into ``2*CP`` chunks for the zigzag CP layout and shards the
 sequence dimension over TP ranks with sequence parallelism, so each stored sequence's runtime length
@@ -21,9 +21,9 @@ import numpy as np
 from seqpack.errors import DataError, UsageError
 
 # ---------------------------------------------------------------------------------------------------------
-# Zigzag partition (spec §7). With CP ranks, every (physical) sequence of length L is cut into 2*CP chunks of
-# L / (2*CP); rank r keeps chunks r and 2*CP-1-r, so causal attention work is balanced across ranks. With
-# CP = 2 and one sequence of 8 tokens [0 1 2 3 4 5 6 7]: chunks [0 1][2 3][4 5][6 7]; rank 0 keeps
+# Zigzag partition (bridge-format §7). With CP ranks, every (physical) sequence of length L is cut into 2*CP
+# chunks of L / (2*CP); rank r keeps chunks r and 2*CP-1-r, so causal attention work is balanced across ranks.
+# With CP = 2 and one sequence of 8 tokens [0 1 2 3 4 5 6 7]: chunks [0 1][2 3][4 5][6 7]; rank 0 keeps
 # [0 1 6 7], rank 1 keeps [2 3 4 5]. A packed row is partitioned sequence by sequence (``cu_seqlens`` stay
 # global), a plain row as one sequence.
 

@@ -1,4 +1,4 @@
-"""``PackedDataset``: Bridge's packed item per row, read memory-mapped from packed Parquet (spec §5).
+"""``PackedDataset``: Bridge's packed item per row, read memory-mapped from packed Parquet (bridge-format §5).
 
 An item is what Bridge 0.6.2's ``GPTSFTPackedParquetDataset.__getitem__`` returns, as numpy arrays::
 

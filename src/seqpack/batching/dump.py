@@ -21,8 +21,8 @@ import numpy.typing as npt
 from seqpack._io import atomic_path
 from seqpack.batching.collate import VARIANTS, PackedCollator, Variant
 from seqpack.batching.dataset import PackedDataset
-from seqpack.data.metadata import MetadataEntry
-from seqpack.data.packed_source import PackedSource, infer_eos_id
+from seqpack.data.format import MetadataEntry
+from seqpack.data.packed import PackedSource, infer_eos_id
 from seqpack.errors import UsageError
 
 #: The key under which a dump stores the EOS id it was collated with (``seqpack diff`` reads it).

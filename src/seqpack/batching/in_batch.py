@@ -1,4 +1,5 @@
-"""In-batch (VLM) packing: a right-padded micro-batch becomes one THD row, as Bridge 0.6.2 does (spec §6).
+"""In-batch (VLM) packing: a right-padded micro-batch becomes one THD row, as Bridge 0.6.2 does (bridge-format
+§6).
 
 Bridge's ``pack_right_padded_sequence_batch_to_mcore_thd``. Each row's real length ``n_i`` comes from
 ``attention_mask`` when given, else from ``tokens != pad_token_id``; each sequence is padded to

@@ -1,4 +1,5 @@
-"""The global-batch sampler of Bridge's SFT data loader (``MegatronPretrainingBatchSampler``, spec §5).
+"""The global-batch sampler of Bridge's SFT data loader (``MegatronPretrainingBatchSampler``, bridge-format
+§5).
 
 Each epoch reorders all rows with ``torch.randperm`` from a generator seeded with ``seed + epoch``, cuts the
 order into global batches of GBS rows and deals each to the DP ranks interleaved: with GBS 8 and DP 2, rank 0
@@ -17,7 +18,7 @@ import numpy as np
 
 from seqpack.errors import UsageError
 
-#: The index that marks a padding row (spec §5): the dataset wraps it and zeroes its loss.
+#: The index that marks a padding row (bridge-format §5): the dataset wraps it and zeroes its loss.
 PAD_INDEX = -1
 
 

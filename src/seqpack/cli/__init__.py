@@ -27,6 +27,8 @@ from seqpack.cli._common import ClickException, err_console, flag, state
 from seqpack.cli._exit import exit_process
 from seqpack.errors import SeqpackError
 
+__all__ = ["build_app", "console_main", "main"]
+
 
 def _version_callback(value: bool) -> None:
     if value:

@@ -20,10 +20,9 @@ from typing import Any
 from rich.text import Text
 
 from seqpack.cli._common import OutputFormat, emit_json, err_console, out_console
-from seqpack.data.decode import Piece, decode_pieces
-from seqpack.data.metadata import PackingMetadata, find_metadata, hf_metadata_path, hf_split, packed_names
-from seqpack.data.supervised import PackedSequence, first_sequences
-from seqpack.data.text import load_tokenizer, tokenizer_hash
+from seqpack.data.format import PackingMetadata, find_metadata, hf_metadata_path, hf_split, packed_names
+from seqpack.data.packed import PackedSequence, Piece, decode_pieces, first_sequences
+from seqpack.data.samples.text import load_tokenizer, tokenizer_hash
 from seqpack.errors import UsageError
 
 OPEN, CLOSE = "⟦", "⟧"

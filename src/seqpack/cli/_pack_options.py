@@ -10,7 +10,7 @@ import typer
 
 from seqpack._ranges import RANKS, TOKEN_ID
 from seqpack.cli._common import number_option
-from seqpack.data.text import TextOptions
+from seqpack.data.samples.text import TextOptions
 
 INPUTS_HELP = "JSONL/Parquet files or datasets save_to_disk dirs."
 #: ``--messages-field``'s default (a plan's suggested command repeats any other).

@@ -1,4 +1,5 @@
-"""``seqpack correlate plan|run``: matched Megatron-LM vs Bridge runs, run and compared (spec §10-12)."""
+"""``seqpack correlate plan|run``: matched Megatron-LM vs Bridge runs, run and compared (bridge-format
+§10-12)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from seqpack.correlate import (
     PLAN_SCHEMA_VERSION,
     SKILL_PAIRS,
     CorrelationPlan,
-    Finding,
     PlannedRun,
     analyse_pair,
     build_plan,
@@ -31,6 +31,7 @@ from seqpack.correlate import (
 )
 from seqpack.curves import DEFAULT_PROFILE, PROFILES, Profile
 from seqpack.errors import UsageError
+from seqpack.findings import Finding
 
 app = typer.Typer(
     help="Matched Megatron-LM vs Megatron-Bridge correlation runs: plan both commands, run them, compare.",

@@ -14,17 +14,17 @@ from seqpack.cli._common import FormatOption, OutputFormat, emit_json, err_conso
 from seqpack.doctor import (
     DatasetKind,
     DoctorOptions,
-    Finding,
     Report,
     check,
     default_lang,
+    known_versions,
     load_config,
     parse_stack,
     suggest_fixes,
 )
-from seqpack.doctor._versions import known_versions
 from seqpack.env import env_findings, installed_packages
 from seqpack.errors import UsageError
+from seqpack.findings import Finding
 from seqpack.translate import Translation, load_model_args, mlm_to_bridge, split_mlm_args
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}

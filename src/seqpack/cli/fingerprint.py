@@ -8,7 +8,7 @@ import typer
 
 from seqpack._progress import progress
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
-from seqpack.data.packed_source import fingerprint_packed
+from seqpack.data.packed import fingerprint_packed
 from seqpack.diff import recorded_fingerprint
 from seqpack.errors import UsageError
 

@@ -12,8 +12,7 @@ from seqpack._ranges import COUNT0, RANKS, SIZE
 from seqpack.batching import dump_batches
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, number_option, out_console
 from seqpack.cli._decode_view import decode_command
-from seqpack.data.inspection import CONSISTENT, MISMATCH, EosCheck, Inspection, inspect_packed
-from seqpack.data.packed import PackedBlock
+from seqpack.data.packed import CONSISTENT, MISMATCH, EosCheck, Inspection, PackedBlock, inspect_packed
 from seqpack.errors import UsageError
 from seqpack.packing import CostModel, ModelDims, resolve_cost_model
 from seqpack.plan import SamplerSimulation

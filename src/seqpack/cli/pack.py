@@ -1,4 +1,4 @@
-"""``seqpack pack``: SFT samples in, Megatron-Bridge packed Parquet + metadata out (spec §2-4)."""
+"""``seqpack pack``: SFT samples in, Megatron-Bridge packed Parquet + metadata out (bridge-format §2-4)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from seqpack.cli._common import (
     number_option,
     out_console,
 )
-from seqpack.data import (
-    SEQPACK_KEY,
+from seqpack.data.format import SEQPACK_KEY
+from seqpack.data.pipeline import (
     InputOptions,
     LengthPolicy,
     PackOptions,
@@ -29,13 +29,13 @@ from seqpack.data import (
     PackSize,
     RunSettings,
     TooLong,
-    bridge_overrides,
-    example_dataset_path,
+    overrides_for_result,
     pack_files,
 )
-from seqpack.data.text import TextOptions
+from seqpack.data.samples import example_dataset_path
+from seqpack.data.samples.text import TextOptions
 from seqpack.errors import UsageError
-from seqpack.packing import BALANCED, CostModel, ModelDims, pad_multiple
+from seqpack.packing import CostModel, ModelDims, pad_multiple
 
 
 def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_parallel: bool) -> int:
@@ -45,17 +45,6 @@ def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_par
     if topology:
         return pad_multiple(cp or 1, tp or 1, sequence_parallel)
     return 1 if mult is None else mult
-
-
-def _algorithm(algorithm: str | None, balance: bool, bridge_compat: bool) -> str | None:
-    """``--balance`` (balanced packing, now the default), kept for old command lines: names the algorithm."""
-    if not balance:
-        return algorithm
-    if bridge_compat:
-        raise UsageError("--balance cannot be combined with --bridge-compat (compat builds Bridge's packs)")
-    if algorithm not in (None, BALANCED):
-        raise UsageError(f"--balance asks for the {BALANCED} algorithm; drop it or --algorithm {algorithm}")
-    return BALANCED
 
 
 def _cost_model(model: str | None) -> CostModel | None:
@@ -157,9 +146,6 @@ def pack(
         range=SEED,
     ),
     bridge_compat: bool = typer.Option(False, "--bridge-compat", help="Reproduce Bridge 0.6.2 exactly."),
-    balance: bool = typer.Option(
-        False, "--balance", help="The balanced algorithm (the default now; kept for old command lines)."
-    ),
     model: str = shared.ModelOption,
     pad_seq_to_mult: int = number_option(
         None, "--pad-seq-to-mult", help="Pre-pad runtime lengths to a multiple.", range=SIZE
@@ -252,7 +238,7 @@ def pack(
         PackSize(
             pack_size,
             pad_seq_to_mult=_pad_multiple(pad_seq_to_mult, cp, tp, sequence_parallel),
-            algorithm=_algorithm(algorithm, balance, bridge_compat),
+            algorithm=algorithm,
             cost_model=_cost_model(model),
             seed=seed,
         ),
@@ -269,7 +255,7 @@ def pack(
         bridge_compat=bridge_compat,
     )
     result = pack_files(opts)
-    overrides = bridge_overrides(result, cp=cp or 1, tp=tp or 1, sequence_parallel=sequence_parallel)
+    overrides = overrides_for_result(result, cp=cp or 1, tp=tp or 1, sequence_parallel=sequence_parallel)
     summary = _summary(result, overrides)
     if output_format is OutputFormat.json:
         emit_json(summary)

@@ -22,20 +22,19 @@ from seqpack.cli._common import (
     number_option,
     out_console,
 )
+from seqpack.data.pipeline import read_lengths
+from seqpack.packing import ModelDims, resolve_cost_model
 from seqpack.plan import (
     DEFAULT_TOKEN_SLOTS,
     Candidate,
     Imbalance,
-    ModelDims,
     Topology,
     balance_worthwhile,
-    bridge_overrides,
     evaluate,
+    overrides_for_candidate,
     pack_command,
     parse_pack_sizes,
-    read_lengths,
     recommend,
-    resolve_cost_model,
 )
 
 LEGEND = """\
@@ -173,7 +172,7 @@ def plan(
     candidates = evaluate(lengths, sizes, token_slots, topology, cost_model)
     chosen = recommend(candidates)
     balance = balance_worthwhile(chosen)
-    overrides = bridge_overrides(chosen, topology)
+    overrides = overrides_for_candidate(chosen, topology)
     carried = [
         ("--tokenizer", tokenizer),
         ("--prompt-field", prompt_field),

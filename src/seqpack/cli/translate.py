@@ -8,8 +8,7 @@ from pathlib import Path
 import typer
 
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
-from seqpack.doctor import load_config
-from seqpack.doctor._load import range_problem
+from seqpack.doctor import load_config, range_problem
 from seqpack.errors import UsageError
 from seqpack.translate import bridge_to_mlm_report, format_override, load_model_args, mlm_to_bridge
 

@@ -1,4 +1,5 @@
-"""Matched Megatron-LM vs Megatron-Bridge correlation runs (spec §10-12), and cleaning old experiment folders.
+"""Matched Megatron-LM vs Megatron-Bridge correlation runs (bridge-format §10-12), and cleaning old experiment
+folders.
 
 >>> from seqpack.correlate import load_spec, check_spec, build_plan      # doctest: +SKIP
 >>> spec = load_spec("correlate.yaml")                                   # doctest: +SKIP
@@ -7,7 +8,7 @@
 >>> print(plan.mlm.shell()); print(plan.bridge.shell())                  # doctest: +SKIP
 """
 
-from seqpack.correlate._checks import CHECKS, Finding, check_spec
+from seqpack.correlate._checks import CHECKS, check_spec
 from seqpack.correlate._clean import (
     CLEAN_SCHEMA_VERSION,
     CleanAction,
@@ -59,7 +60,6 @@ __all__ = [
     "CorrelationPlan",
     "CorrelationReport",
     "CorrelationSpec",
-    "Finding",
     "Found",
     "Knob",
     "Mismatch",

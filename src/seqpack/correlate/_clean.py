@@ -1,8 +1,8 @@
 """Find old experiment folders and move them aside (or delete them), never touching anything else.
 
 Bridge recipes write to ``nemo_experiments/`` and silently resume from a checkpoint they find there
-(spec §12), so a fresh correlation run needs those folders gone; ``rm -rf`` is the wrong answer. Detection
-rules, applied to every folder strictly *below* a named folder, walking without following symlinks:
+(bridge-format §12), so a fresh correlation run needs those folders gone; ``rm -rf`` is the wrong answer.
+Detection rules, applied to every folder strictly *below* a named folder, walking without following symlinks:
 
 1. a folder named ``nemo_experiments`` (the Bridge recipes' output base), or
 2. a checkpoint folder: it holds ``latest_train_state.pt`` (Bridge tracker),

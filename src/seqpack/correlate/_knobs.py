@@ -12,7 +12,7 @@ Bridge 0.6.2's ``GPTModelProvider`` has no ``max_position_embeddings``: it sizes
 ``seq_length``. So the MLM side gets ``--max-position-embeddings`` equal to the sequence length
 (:attr:`Knob.mlm_only`) and the Bridge side gets no key for it (run_recipe refuses a key the config lacks).
 
-The defaults are why the skill's "matched" pair is not matched (spec §12, correlation trap):
+The defaults are why the skill's "matched" pair is not matched (bridge-format §12, correlation trap):
 
 =====================  ================  =====================================
 knob                   MLM default       vanilla_gpt_pretrain_config
@@ -35,7 +35,8 @@ from seqpack.correlate._spec import CorrelationSpec
 
 #: ``DEFAULT_NULL_TOKENIZER_VOCAB_SIZE`` of Bridge's ``recipes/utils/tokenizer_utils.py``.
 RECIPE_NULL_TOKENIZER_VOCAB = 32000
-#: Where ``vanilla_gpt_pretrain_config`` saves and, on a second run, silently resumes from (spec §12).
+#: Where ``vanilla_gpt_pretrain_config`` saves and, on a second run, silently resumes from (bridge-format
+#: §12).
 RECIPE_OUTPUT_DIR = "nemo_experiments/default"
 #: Marks a knob that a launcher requires on its command line (no default to fall back to).
 NO_DEFAULT = None

@@ -5,7 +5,8 @@ MLM command is its translation through the one flag table (:mod:`seqpack.transla
 :data:`~._knobs.KNOBS` is written on both sides even where the defaults agree, so a new default in either
 launcher cannot unmatch the pair.
 
-Each side writes into its own folder of a new run folder, never into ``nemo_experiments/`` (spec §12: Bridge
+Each side writes into its own folder of a new run folder, never into ``nemo_experiments/`` (bridge-format §12:
+Bridge
 silently resumes from a checkpoint it finds there)::
 
     OUT/correlate-20260830-101500/

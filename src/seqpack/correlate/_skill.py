@@ -1,4 +1,5 @@
-"""The skill's "matched" command pairs and the knobs each pair leaves unmatched (spec §12, correlation trap).
+"""The skill's "matched" command pairs and the knobs each pair leaves unmatched (bridge-format §12,
+correlation trap).
 
 The pairs are the ones printed in Megatron-Bridge ``skills/nemo-mbridge-mlm-bridge-training/SKILL.md``
 (commit 067f987df03b): a 1-GPU pair (2 layers, hidden 256) and a 2-GPU TP=2 pair. For every knob of

@@ -7,7 +7,8 @@ of the wrong type stops the plan with one line naming the file and the field::
 
 Fields left out take the default in :data:`SCHEMA`. The optimizer and schedule defaults are Megatron-LM's
 (``pretrain_gpt.py`` without flags), because the usual question is "does Bridge train *my MLM run* the
-same way?"; the plan then writes every one of them explicitly on *both* sides (spec §12, correlation trap).
+same way?"; the plan then writes every one of them explicitly on *both* sides (bridge-format §12, correlation
+trap).
 """
 
 from __future__ import annotations

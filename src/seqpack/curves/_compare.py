@@ -1,4 +1,4 @@
-"""Compare two curves step by step under a tolerance profile (spec §11).
+"""Compare two curves step by step under a tolerance profile (bridge-format §11).
 
 Steps are aligned by iteration. Each profile turns a pair of values into "within tolerance or not":
 
@@ -45,13 +45,13 @@ DEFAULT_PROFILE = "bf16"
 DEFAULT_ULPS = 2
 BF16_MANTISSA_BITS = 7  # stored fraction bits; with the implicit bit, 8 significand bits
 
-# Megatron-LM functional-test tolerances (spec §11), relative.
+# Megatron-LM functional-test tolerances (bridge-format §11), relative.
 GOLDEN_RELATIVE: dict[str, float] = {"lm loss": 0.05, "num-zeros": 0.20}
 GOLDEN_DEFAULT_RELATIVE = 0.05  # memory, iteration time and any other metric
 GOLDEN_MEDIAN_METRICS: tuple[str, ...] = ("iteration-time",)
 STEADY_SKIP_FRACTION = 0.10
 
-# Bridge performance-checker thresholds (spec §11).
+# Bridge performance-checker thresholds (bridge-format §11).
 TREND_CORRELATION = 0.95
 TREND_BANDS: tuple[tuple[float, float], ...] = ((2.0, 0.10), (0.5, 0.05), (-math.inf, 0.02))
 TREND_FINAL = 0.03

@@ -1,4 +1,4 @@
-"""Write curves as Megatron-LM golden-value JSON (spec §11), so a log can become a CI reference.
+"""Write curves as Megatron-LM golden-value JSON (bridge-format §11), so a log can become a CI reference.
 
 Layout, per metric (Megatron-LM's names: ``lm loss``, ``num-zeros``, ``iteration-time`` in seconds, ...)::
 

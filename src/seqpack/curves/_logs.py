@@ -1,4 +1,4 @@
-"""Reader of Megatron-LM / Megatron-Bridge / NeMo 2.x training stdout (spec §10).
+"""Reader of Megatron-LM / Megatron-Bridge / NeMo 2.x training stdout (bridge-format §10).
 
 What real logs look like (``shared/data/real-logs/``) decides the shape of this reader:
 

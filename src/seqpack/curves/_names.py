@@ -2,7 +2,7 @@
 
 A log prints ``elapsed time per iteration (ms): 123.4`` while golden JSON and TensorBoard say
 ``iteration-time`` (seconds); NeMo 2.x says ``reduced_train_loss``; old forks say ``lm-loss``. Mapping all of
-them to one name (and one unit) here is what lets a log be compared with a golden file (spec §10-11).
+them to one name (and one unit) here is what lets a log be compared with a golden file (bridge-format §10-11).
 Keys that have no TensorBoard twin (``load_balancing_loss``, ``mtp_1 loss``) keep their printed name.
 """
 
@@ -60,7 +60,7 @@ NAN_ITERS = "nan-iterations"
 STEP_TIME = "step-time"  # Bridge's ``Step Time : 0.81s`` line, seconds
 GPU_UTILIZATION = "gpu-utilization"  # Bridge's ``GPU utilization: 123.4MODEL_TFLOP/s/GPU``
 
-# Golden-value JSON metrics Megatron-LM writes (spec §11) and the canonical names they come from.
+# Golden-value JSON metrics Megatron-LM writes (bridge-format §11) and the canonical names they come from.
 GOLDEN_METRICS: tuple[str, ...] = (
     "lm loss",
     "num-zeros",

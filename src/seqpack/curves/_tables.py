@@ -1,6 +1,7 @@
 """Readers of structured metric files: golden-value JSON, CSV, JSONL, TensorBoard event files.
 
-* Golden JSON (Megatron-LM functional tests, spec §11): ``{"lm loss": {"start_step": 1, "end_step": 100,
+* Golden JSON (Megatron-LM functional tests, bridge-format §11): ``{"lm loss": {"start_step": 1, "end_step":
+100,
   "step_interval": 1, "values": {"1": 10.95, ...}}}``. The *string* ``"nan"`` marks a step that was not
   recorded (the first half of a resume test), so it becomes an absent step, never a NaN value.
 * CSV / JSONL (e.g. a W&B export): one row per step; the step column is the first of

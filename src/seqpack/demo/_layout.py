@@ -4,7 +4,7 @@
 
     seqpack-demo-20261130-014500/
       tokenizer/                      built from the bundled conversations (nothing downloaded)
-      packed/training_512.idx.parquet packed data, Bridge's layout (spec §3)
+      packed/training_512.idx.parquet packed data, Bridge's layout (bridge-format §3)
       packed/512_metadata.jsonl       its metadata sidecar
       packed/rejects_training.jsonl   samples truncated to fit a pack
       packed_vocab/                   --tokenizer DIR only: the packs with ids remapped to a small vocabulary
@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqpack.data import metadata_filename, packed_filename
+from seqpack.data.format import metadata_filename, packed_filename
 from seqpack.errors import UsageError
 
 DEFAULT_PREFIX = "seqpack-demo-"

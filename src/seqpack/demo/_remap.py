@@ -26,8 +26,7 @@ import pyarrow.parquet as pq
 
 from seqpack._arrow import numpy_array
 from seqpack._io import atomic_write_bytes
-from seqpack.data import ROW_GROUP_SIZE
-from seqpack.data.metadata import MetadataEntry, PackingMetadata
+from seqpack.data.format import ROW_GROUP_SIZE, MetadataEntry, PackingMetadata
 
 #: The file beside the remapped packs that maps each new id back to the tokenizer's.
 MAPPING_NAME = "vocab_remap.json"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seqpack.data import PackResult
+from seqpack.data.pipeline import PackResult
 from seqpack.demo._layout import Layout
 from seqpack.demo._sizes import DemoSizes
 from seqpack.demo._steps import CurvesOut, DoctorOut, InspectOut, TokenizerOut

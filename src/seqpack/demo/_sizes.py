@@ -16,7 +16,8 @@ class DemoSizes:
     """Packing, model and optimizer sizes of one demo run (both training runs use the same)."""
 
     name: str
-    #: Pack capacity N in runtime tokens; padded rows are padded to N as well (spec §1: seq_length = N).
+    #: Pack capacity N in runtime tokens; padded rows are padded to N as well (bridge-format §1: seq_length =
+    #: N).
     pack_size: int
     hidden: int
     layers: int

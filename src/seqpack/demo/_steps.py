@@ -3,9 +3,9 @@
 Every step returns what it produced plus the ``seqpack`` command line that does the same by hand, so the
 report can show a newcomer how to run each step on their own data::
 
-    tokenizer  seqpack.data.toy_tokenizer.build_tokenizer   (word-level, digits split; nothing downloaded)
-    pack       seqpack.data.pack_files                      seqpack pack ...
-    inspect    seqpack.data.inspection.inspect_packed       seqpack inspect ...
+    tokenizer  seqpack.demo._toy_tokenizer.build_tokenizer   (word-level, digits split; nothing downloaded)
+    pack       seqpack.data.pipeline.pack_files              seqpack pack ...
+    inspect    seqpack.data.packed.inspect_packed            seqpack inspect ...
     doctor     seqpack.doctor.check/suggest_fixes            seqpack doctor ... --fix
     train x2   seqpack.train.train (packed, then padded)     seqpack train --data / --padded-from ...
     curves     seqpack.curves.compare_curves                 seqpack curves compare ...
@@ -25,10 +25,10 @@ import yaml
 
 from seqpack._io import atomic_write_bytes, read_bytes
 from seqpack.curves import LOSS, Comparison, Curves, Profile, compare_curves, read_curves
-from seqpack.data import (
+from seqpack.data.packed import MetadataMismatch, PackedStats, inspect_packed
+from seqpack.data.pipeline import (
     InputOptions,
     LengthPolicy,
-    PackedStats,
     PackOptions,
     PackResult,
     PackSize,
@@ -36,14 +36,12 @@ from seqpack.data import (
     TooLong,
     pack_files,
 )
-from seqpack.data.inspection import inspect_packed
-from seqpack.data.packed_stats import MetadataMismatch
-from seqpack.data.text import load_tokenizer
-from seqpack.data.toy_tokenizer import build_tokenizer
+from seqpack.data.samples.text import load_tokenizer
 from seqpack.demo._layout import Layout
 from seqpack.demo._remap import Remap, remap_packs
 from seqpack.demo._resources import EXPECTED_FINDING
 from seqpack.demo._sizes import DemoSizes, model_vocab
+from seqpack.demo._toy_tokenizer import build_tokenizer
 from seqpack.doctor import (
     DoctorOptions,
     LoadedConfig,

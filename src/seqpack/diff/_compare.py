@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from seqpack.data.token_ids import check_eos_id
+from seqpack.data.format import check_eos_id
 from seqpack.diff._batch_diff import diff_batches, is_batch_dump
 from seqpack.diff._packed_diff import diff_packed
 from seqpack.errors import UsageError

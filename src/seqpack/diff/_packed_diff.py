@@ -8,7 +8,7 @@ The report answers, in order:
 3. **sequences** -- is the multiset of sequences (tokens) the same? Then only the assignment to packs
    differs. If not: how many are only in A / only in B, with a readable excerpt of the first few;
 4. **loss masks** -- for sequences with the same tokens but another mask, the supervised positions that
-   changed, summed by kind (:data:`seqpack.fingerprint._hash.MASK_KINDS`), e.g. "positions whose input is EOS:
+   changed, summed by kind (:data:`seqpack.fingerprint.MASK_KINDS`), e.g. "positions whose input is EOS:
    supervised in B, not in A: 48,210 tokens";
 5. **boundaries** -- packs at the same index with the same tokens but other sequence starts or masks;
 6. **first differing pack** -- its index and both sides' excerpts, with the first differing position.
@@ -27,14 +27,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.data.metadata import SEQPACK_KEY, MetadataEntry, PackingMetadata, find_metadata, packed_names
-from seqpack.data.packed import PackedRow, resolve_packed_paths
-from seqpack.data.packed_source import PackedSource, infer_eos_id, scan_blocks
-from seqpack.data.runs import check_run_ids
+from seqpack.data.format import (
+    SEQPACK_KEY,
+    MetadataEntry,
+    PackingMetadata,
+    check_run_ids,
+    find_metadata,
+    packed_names,
+)
+from seqpack.data.packed import PackedRow, PackedSource, infer_eos_id, resolve_packed_paths, scan_blocks
 from seqpack.diff._match import match_sequences
 from seqpack.errors import InputError
-from seqpack.fingerprint import PackTable, SequenceTable
-from seqpack.fingerprint._hash import MASK_KINDS
+from seqpack.fingerprint import MASK_KINDS, PackTable, SequenceTable
 from seqpack.packing import packing_efficiency
 
 ProgressHook = Callable[[int], None] | None

@@ -19,10 +19,10 @@ from seqpack.doctor._doctor import (
     default_lang,
     suggest_fixes,
 )
-from seqpack.doctor._findings import Finding, Rule
-from seqpack.doctor._load import LoadedConfig, LoadProblem, load_config, parse_override
+from seqpack.doctor._findings import Rule
+from seqpack.doctor._load import LoadedConfig, LoadProblem, load_config, parse_override, range_problem
 from seqpack.doctor._rules import RULES
-from seqpack.doctor._versions import parse_stack
+from seqpack.doctor._versions import known_versions, parse_stack
 from seqpack.doctor._view import ConfigView, DatasetKind
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
     "DatasetKind",
     "Defect",
     "DoctorOptions",
-    "Finding",
     "LoadProblem",
     "LoadedConfig",
     "Report",
@@ -47,8 +46,10 @@ __all__ = [
     "check",
     "checked_lang",
     "default_lang",
+    "known_versions",
     "load_config",
     "parse_override",
     "parse_stack",
+    "range_problem",
     "suggest_fixes",
 ]

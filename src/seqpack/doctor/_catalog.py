@@ -2,7 +2,7 @@
 
 Templates use ``str.format`` with the parameters the rule's check returns. Bridge's own wording
 is never copied:
-these are seqpack's words for the same conditions (spec §8).
+these are seqpack's words for the same conditions (bridge-format §8).
 """
 
 from __future__ import annotations

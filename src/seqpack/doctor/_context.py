@@ -27,7 +27,7 @@ class Context:
 
     @property
     def pad_needed(self) -> int:
-        """The ``pad_seq_to_mult`` the topology needs: ``lcm(2*CP, CP*TP with SP)`` (spec §7)."""
+        """The ``pad_seq_to_mult`` the topology needs: ``lcm(2*CP, CP*TP with SP)`` (bridge-format §7)."""
         m = self.view.model
         return pad_multiple(
             cp=max(m.context_parallel_size, 1),

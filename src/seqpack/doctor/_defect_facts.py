@@ -15,7 +15,7 @@ affected collate silently drops::
     inputs     a  b  EOS  c  d
     hit              ^ input EOS whose next-token loss is trained
 
-The count comes from the doctor's one scan of the packed split (:class:`seqpack.data.packed_scan.PackedScan`,
+The count comes from the doctor's one scan of the packed split (:class:`seqpack.data.packed.PackedScan`,
 one row group at a time, vectorised: no Python loop per token).
 """
 

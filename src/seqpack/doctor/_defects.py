@@ -40,7 +40,7 @@ ON_BOTH = ON_BRIDGE | ON_MLM
 
 
 @dataclass(frozen=True)
-class Fingerprint:
+class WheelMarker:
     """A line of code that tells an affected release's wheel from a fixed one.
 
     ``present_when`` says whether ``text`` appears in ``path`` (relative to the wheel's root; the first of
@@ -73,7 +73,7 @@ class Defect:
     established: str
     #: ``{"en": (title, why), "zh": (...)}``: what goes wrong, and the way round it in words.
     text: dict[str, tuple[str, str]]
-    fingerprint: Fingerprint | None = None
+    fingerprint: WheelMarker | None = None
 
 
 BRIDGE_REPO = "NVIDIA-NeMo/Megatron-Bridge"
@@ -245,7 +245,7 @@ DEFECTS: list[Defect] = [
                 "报告中各基准下降 10-20 分。",
             ),
         },
-        Fingerprint(("megatron/bridge/training/gpt_step.py",), "_middle_pp_stage_needs_batch", "fixed"),
+        WheelMarker(("megatron/bridge/training/gpt_step.py",), "_middle_pp_stage_needs_batch", "fixed"),
     ),
     Defect(
         "SP202",
@@ -274,7 +274,7 @@ DEFECTS: list[Defect] = [
                 "报维度不匹配错误。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/training/utils.py", "megatron/core/utils.py"),
             "Broadcast required THD metadata",
             "fixed",
@@ -309,7 +309,7 @@ DEFECTS: list[Defect] = [
                 "该修复源于一次实际出现的故障。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/bridge/training/gpt_step.py",),
             "_trim_padded_cu_seqlens_for_cp",
             "fixed",
@@ -345,7 +345,7 @@ DEFECTS: list[Defect] = [
                 "不打包训练，或使用包含 PR #5213 的 Bridge。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/bridge/data/packing/gpt_sft.py", "megatron/bridge/data/datasets/sft.py"),
             "loss_mask[tokens == self.tokenizer.eos_id] = 0",
             "affected",
@@ -375,7 +375,7 @@ DEFECTS: list[Defect] = [
                 "3）每段对话多出一个计入损失的目标词元，推理时并不存在。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/bridge/data/datasets/utils.py",), "input_ids += [tokenizer.eos_id]", "affected"
         ),
     ),
@@ -406,7 +406,7 @@ DEFECTS: list[Defect] = [
                 "为 false）时，CP 切分访问其不存在的序列维度并抛出 IndexError。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/bridge/data/packing/gpt_sft.py", "megatron/bridge/data/datasets/sft.py"),
             '"attention_mask": None',
             "fixed",
@@ -460,7 +460,7 @@ DEFECTS: list[Defect] = [
                 "或定宽行加入的填充词元像真实词元一样参与路由，扭曲负载均衡损失和专家使用统计。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/bridge/data/packing/gpt_sft.py", "megatron/bridge/data/datasets/sft.py"),
             '"padding_mask"',
             "fixed",
@@ -493,7 +493,7 @@ DEFECTS: list[Defect] = [
                 "长度不是 2*CP 倍数时 MTP 目标错位到错误的词元（很短的序列会报 IndexError）。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/core/transformer/multi_token_prediction.py",),
             "cu_seqlens_q_padded",
             "fixed",
@@ -525,7 +525,7 @@ DEFECTS: list[Defect] = [
                 "序列末尾 id 为 0 的真实词元连同其损失被截掉。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/bridge/training/vlm_step.py",),
             "length = int(padding_mask[i].sum().item())",
             "fixed",
@@ -555,7 +555,7 @@ DEFECTS: list[Defect] = [
                 "重计算的 MTP 前向没有拿到打包序列参数。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/core/transformer/multi_token_prediction.py",),
             "def _checkpointed_forward(self, forward_func",
             "affected",
@@ -639,7 +639,7 @@ DEFECTS: list[Defect] = [
                 "短，打包报错或生成不规则数组。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/bridge/data/packing/offline.py", "megatron/bridge/data/datasets/packed_sequence.py"),
             "_pre_pad_data_point",
             "fixed",
@@ -669,7 +669,7 @@ DEFECTS: list[Defect] = [
                 "第一个 CP 块按填充坐标从有效词元中切取；行的有效长度小于填充时切片为空，赋值失败。",
             ),
         },
-        Fingerprint(
+        WheelMarker(
             ("megatron/bridge/models/qwen_vl/modelling_qwen3_vl/utils.py",),
             "first_end = min(half_seqlen * (cp_rank + 1)",
             "fixed",

@@ -19,7 +19,7 @@ from seqpack.doctor._defects import DEFECT_IDS, DEFECTS
 from seqpack.doctor._family import infer_family
 from seqpack.doctor._findings import ERROR, SEVERITY_ORDER, Finding, Hit
 from seqpack.doctor._load import LoadedConfig, _build_view, parse_override, set_key, to_plain
-from seqpack.doctor._packed_facts import packed_spec_exists, read_packed_facts
+from seqpack.doctor._packed_facts import packed_location_exists, read_packed_facts
 from seqpack.doctor._rules import RULES
 from seqpack.errors import UsageError
 
@@ -101,8 +101,8 @@ def _packed_spec(loaded: LoadedConfig, options: DoctorOptions) -> str | None:
     if specs.packed_train_data_path:
         return specs.packed_train_data_path
     if dataset.dataset_root and specs.packed_sequence_size > 0:
-        # Bridge's default place (spec §3): <root>/packed/<tokenizer>_pad_seq_to_mult<m>_sft_<fp12>/; the
-        # fingerprint is not recomputed here, so only a single candidate directory is taken.
+        # Bridge's default place (bridge-format §3): <root>/packed/<tokenizer>_pad_seq_to_mult<m>_sft_<fp12>/;
+        # the fingerprint is not recomputed here, so only a single candidate directory is taken.
         pattern = os.path.join(
             glob.escape(str(dataset.dataset_root)),
             "packed",
@@ -128,7 +128,7 @@ def build_context(loaded: LoadedConfig, options: DoctorOptions) -> Context:
         kernel_chunk=options.kernel_chunk,
     )
     spec = _packed_spec(loaded, options)
-    if spec is not None and not options.packed and not packed_spec_exists(spec):
+    if spec is not None and not options.packed and not packed_location_exists(spec):
         # The config's own path may live on the cluster's file system only: report it, check the rest.
         ctx.missing_packed = spec
     elif spec is not None:

@@ -1,4 +1,5 @@
-"""Infer the model family (for Bridge's per-family packing opt-outs, spec §8) from names in the config.
+"""Infer the model family (for Bridge's per-family packing opt-outs, bridge-format §8) from names in the
+config.
 
 Names are compared with case and punctuation removed: ``Qwen/Qwen3-Next-80B-A3B-Instruct`` ->
 ``qwenqwen3next80ba3binstruct`` contains ``qwen3next``. The first source that names a family wins, in the

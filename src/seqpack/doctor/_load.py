@@ -32,12 +32,12 @@ from seqpack.doctor._view import SECTION_CLASSES, ConfigView, DatasetKind, Datas
 from seqpack.errors import InputError, UsageError, shown
 from seqpack.translate import Translation
 
-#: v0.5 name -> v0.6 name inside ``dataset`` (spec §1).
+#: v0.5 name -> v0.6 name inside ``dataset`` (bridge-format §1).
 LEGACY_DATASET_NAMES: Mapping[str, str] = {
     "packed_sequence_specs": "offline_packing_specs",
     "pack_sequences_in_batch": "enable_in_batch_packing",
 }
-#: Names that exist only from v0.6 on (spec §1).
+#: Names that exist only from v0.6 on (bridge-format §1).
 V06_DATASET_NAMES = frozenset(
     {
         "enable_offline_packing",

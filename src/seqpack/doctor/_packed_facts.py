@@ -1,4 +1,4 @@
-"""Facts about packed data on disk that the data-aware rules compare with the config (spec §3).
+"""Facts about packed data on disk that the data-aware rules compare with the config (bridge-format §3).
 
 The files are read through the shared readers of :mod:`seqpack.data`:
 
@@ -7,14 +7,14 @@ The files are read through the shared readers of :mod:`seqpack.data`:
 * the metadata sidecar ``{N}_metadata.jsonl`` (one JSON *array*; seqpack's record under ``"seqpack"``).
 
 Sequence lengths come straight from the Arrow list offsets, without a Python loop per token or sequence,
-in the one scan :class:`~seqpack.data.packed_scan.PackedScan` that ``inspect`` and the trainer share (it
+in the one scan :class:`~seqpack.data.packed.PackedScan` that ``inspect`` and the trainer share (it
 also counts EOS inputs inside trained spans, which a known-defect trigger reads).
 For one row of stored length 11 with ``seq_start_id = [0, 7]``::
 
     starts  [0, 7]        ends [7, 11]   (the next start, or the row length for the last sequence)
     stored  [7, 4]   ->   runtime = stored - 1 = [6, 3]
 
-Every runtime length must be a multiple of the pad multiple the topology needs (spec §2, §7).
+Every runtime length must be a multiple of the pad multiple the topology needs (bridge-format §2, §7).
 """
 
 from __future__ import annotations
@@ -23,10 +23,8 @@ import glob
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seqpack.data.metadata import PackingMetadata, find_metadata
-from seqpack.data.packed_scan import PackedScan
-from seqpack.data.packed_source import PackedSource
-from seqpack.data.runs import check_run_ids
+from seqpack.data.format import PackingMetadata, check_run_ids, find_metadata
+from seqpack.data.packed import PackedScan, PackedSource
 
 
 @dataclass
@@ -65,28 +63,30 @@ class PackedFacts:
         return self.metadata.record_values(*names)
 
 
-def packed_spec_exists(spec: str) -> bool:
-    """Whether a packed-data spec (file, directory or glob) names anything on this machine."""
-    return Path(spec).exists() or (any(ch in spec for ch in "*?[") and bool(glob.glob(spec)))
+def packed_location_exists(location: str) -> bool:
+    """Whether a packed-data location (file, directory or glob) names anything on this machine."""
+    return Path(location).exists() or (any(ch in location for ch in "*?[") and bool(glob.glob(location)))
 
 
-def _sidecar(spec: str, first_file: str, pack_size: int, explicit: str | None) -> str | None:
+def _sidecar(location: str, first_file: str, pack_size: int, explicit: str | None) -> str | None:
     """The metadata sidecar: the explicit path (if it exists), else ``{N}_metadata.jsonl`` beside the data."""
     if explicit:
         return explicit if Path(explicit).exists() else None
-    found = find_metadata([spec if Path(spec).is_dir() else first_file], pack_size if pack_size > 0 else None)
+    found = find_metadata(
+        [location if Path(location).is_dir() else first_file], pack_size if pack_size > 0 else None
+    )
     return None if found is None else str(found)
 
 
 def read_packed_facts(
-    spec: str, *, multiple: int, pack_size: int, metadata_path: str | None = None
+    location: str, *, multiple: int, pack_size: int, metadata_path: str | None = None
 ) -> PackedFacts:
-    """Read the facts of the packed split at ``spec``; count runtime lengths missing ``multiple``."""
+    """Read the facts of the packed split at ``location``; count runtime lengths missing ``multiple``."""
 
-    source = PackedSource(spec)
+    source = PackedSource(location)
     try:
         facts = PackedFacts(files=list(source.paths), multiple=multiple)
-        facts.metadata_path = _sidecar(spec, source.paths[0], pack_size, metadata_path)
+        facts.metadata_path = _sidecar(location, source.paths[0], pack_size, metadata_path)
         if facts.metadata_path is not None:
             facts.metadata = PackingMetadata.read(facts.metadata_path)
             check_run_ids(source.paths, facts.metadata_path, facts.metadata)

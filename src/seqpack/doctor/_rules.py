@@ -1,4 +1,4 @@
-"""The rule table: every packing and long-context rule, one small function each (spec §7, §8).
+"""The rule table: every packing and long-context rule, one small function each (bridge-format §7, §8).
 
 Each rule is registered with :func:`rule` under a fixed id, severity, the fields it reads and the upstream
 behaviour it mirrors; its message and why live in ``_catalog`` (English and Chinese). A rule Bridge
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from seqpack.data.text import eos_disagreement, tokenizer_eos_id
+from seqpack.data.samples.text import eos_disagreement, tokenizer_eos_id
 from seqpack.doctor._context import Context
 from seqpack.doctor._family import ASR, GLM45, QWEN3_NEXT, QWEN35_VL, QWEN_OMNI
 from seqpack.doctor._findings import (
@@ -92,7 +92,7 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-# ---------------------------------------------------------------- packing switches (spec §1, §8)
+# ---------------------------------------------------------------- packing switches (bridge-format §1, §8)
 
 
 @rule("SP001", ERROR, (OFFLINE, IN_BATCH), RAISES)
@@ -222,7 +222,7 @@ def pad_cu_needs_metadata(ctx: Context) -> CheckResult:
     return None
 
 
-# ---------------------------------------------------------------- context parallelism (spec §7, §8)
+# ---------------------------------------------------------------- context parallelism (bridge-format §7, §8)
 
 
 @rule("SP011", ERROR, (MODEL_SEQ, CP), RAISES)
@@ -326,7 +326,7 @@ def world_size_divisible(ctx: Context) -> CheckResult:
     return None
 
 
-# ---------------------------------------------------------------- pad multiple (spec §2, §7)
+# ---------------------------------------------------------------- pad multiple (bridge-format §2, §7)
 
 
 @rule("SP019", ERROR, (PAD_MULT, CP, TP, SP), RUNTIME)
@@ -481,7 +481,7 @@ def peft_needs_checkpoint(ctx: Context) -> CheckResult:
     return None
 
 
-# ---------------------------------------------------------------- packed data on disk (spec §3)
+# ---------------------------------------------------------------- packed data on disk (bridge-format §3)
 
 
 @rule("SP032", WARNING, (f"{SPECS}.packed_train_data_path",), RAISES)

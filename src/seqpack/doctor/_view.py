@@ -46,7 +46,7 @@ class ModelView:
 
 @dataclass
 class PackedSpecsView:
-    """``PackedSequenceSpecs`` (spec §4)."""
+    """``PackedSequenceSpecs`` (bridge-format §4)."""
 
     packed_sequence_size: int = -1
     max_single_sequence_length: int | None = None

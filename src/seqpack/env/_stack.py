@@ -40,13 +40,13 @@ REPORTED_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 #: THD (packed) context-parallel partitioning of a batch is available from this megatron-core on.
 MCORE_THD_CP_MIN = (0, 18)
-#: megatron-core from this release on requires Python >= 3.12 (spec §1 target stack).
+#: megatron-core from this release on requires Python >= 3.12 (bridge-format §1 target stack).
 MCORE_PY312_FROM = (0, 17)
 #: megatron-bridge from this release on requires Python >= 3.12 (tests/_support/peers.py).
 BRIDGE_PY312_FROM = (0, 4)
 #: The Python those releases need.
 PY_REQUIRED = (3, 12)
-#: Bridge renamed the packing switches in this release (spec §1 "Names by release").
+#: Bridge renamed the packing switches in this release (bridge-format §1 "Names by release").
 BRIDGE_OFFLINE_NAMES_FROM = (0, 6)
 
 

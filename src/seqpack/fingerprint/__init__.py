@@ -2,7 +2,7 @@
 
 ``content`` hashes the multiset of sequences with their loss masks (same data?), ``packs`` the packs as
 stored (same packing?). The pack writer computes them row group by row group as it writes; the file-level
-entry point, :func:`seqpack.data.packed_source.fingerprint_packed`, streams a packed set through them.
+entry point, :func:`seqpack.data.packed.fingerprint_packed`, streams a packed set through them.
 """
 
 from seqpack.fingerprint._fingerprint import (

@@ -13,7 +13,7 @@ metadata record (``"seqpack": {"fingerprint": {...}}``), and CI can assert "same
 without reading the packs again.
 
 This package is a leaf (numpy and numba only): the pack writer hashes row groups with it as it writes them,
-and the readers of packed files (:mod:`seqpack.data.packed_source`) feed it blocks they read.
+and the readers of packed files (:mod:`seqpack.data.packed._source`) feed it blocks they read.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Numba kernels that hash packed data straight from Arrow's flat buffers, one pass, no per-token Python.
 
-A packed batch arrives as the three list columns of spec §3, each a flat ``values`` buffer plus row
+A packed batch arrives as the three list columns of bridge-format §3, each a flat ``values`` buffer plus row
 ``offsets``. For every *sequence* (the stored slice ``[seq_start[k], seq_start[k+1])`` of a pack, the last
 one running to the end of the pack) the scan computes
 
@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 #: Kinds of loss-mask positions in *stored* packed data, in column order of ``kinds``. Stored
-#: ``loss_mask[j]`` supervises the label at ``j`` (token ``j+1``), spec §2, so:
+#: ``loss_mask[j]`` supervises the label at ``j`` (token ``j+1``), bridge-format §2, so:
 #: ``last`` -- the last stored position of a sequence (Bridge always stores 0 there);
 #: ``eos_input`` -- positions whose input token is EOS (what Bridge 0.6.2's collate zeroes);
 #: ``eos_label`` -- positions whose label is EOS (supervising the end of a turn);
@@ -94,7 +94,7 @@ def hash_packs(
 
     Returns ``(seq_hashes[n_seq, 4], seq_lengths[n_seq], seq_kinds[n_seq, 4], pack_hashes[n_pack, 3],
     pack_nseq[n_pack])``; ``seq_hashes`` columns are ``tok1, tok2, mask1, mask2``; ``eos_id < 0`` means
-    unknown (no position counts as an EOS kind). The block must satisfy spec §3's row invariants
+    unknown (no position counts as an EOS kind). The block must satisfy bridge-format §3's row invariants
     (``seqpack.data.packed.validate_block``): the kernel trusts the offsets.
     """
     n_pack = id_offsets.shape[0] - 1

@@ -5,7 +5,7 @@ One place for the names, so no other module spells an algorithm as a string lite
 
 from __future__ import annotations
 
-#: Bridge's two offline algorithms (spec §2, its PACKING_ALGOS); compat mode runs only these.
+#: Bridge's two offline algorithms (bridge-format §2, its PACKING_ALGOS); compat mode runs only these.
 FIRST_FIT_SHUFFLE = "first_fit_shuffle"
 FIRST_FIT_DECREASING = "first_fit_decreasing"
 #: seqpack's tightest packing: lengths descending, each into the fullest pack that still holds it.
@@ -22,5 +22,6 @@ DEFAULT_ALGORITHM = BALANCED
 BRIDGE_DEFAULT_ALGORITHM = FIRST_FIT_SHUFFLE
 #: The seed Bridge 0.6.2 packs with when the user sets none (``--bridge-compat``'s default): its recipe
 #: presets build the SFT dataset with ``GPTSFTDatasetConfig(seed=5678)`` (``recipes/utils/dataset_utils.py``:
-#: the prompt-completion JSONL and HF presets, spec §13); a config built by hand keeps the field's 1234.
+#: the prompt-completion JSONL and HF presets, bridge-format §13); a config built by hand keeps the field's
+#: 1234.
 BRIDGE_DEFAULT_SEED = 5678

@@ -3,7 +3,8 @@
 Two families of algorithms:
 
 * **Bridge's** ``first_fit_shuffle`` (its default) and ``first_fit_decreasing`` reproduce Megatron-Bridge
-  0.6.2's offline path (spec §2) item for item: for the same examples and seed, every pack holds the same
+  0.6.2's offline path (bridge-format §2) item for item: for the same examples and seed, every pack holds the
+  same
   examples in the same order. Bridge draws from NumPy's legacy global RNG after ``np.random.seed(seed)``::
 
       create_hist            buckets by length, input order inside a bucket (no RNG)

@@ -1,7 +1,7 @@
 """Balanced packing: packs whose estimated step cost is as even as token capacity allows.
 
 Why in the packs: Bridge's batch sampler draws a fresh random permutation of the rows every epoch and deals
-each global batch to the data-parallel ranks interleaved (spec §5), so which packs meet on a step is
+each global batch to the data-parallel ranks interleaved (bridge-format §5), so which packs meet on a step is
 random and an order on disk does not survive. What a rank waits for is the sum of its packs' costs, and
 with random dealing the spread of that sum is the spread of single pack costs (times sqrt(packs per
 rank)). So the goal is a low spread of pack costs, with (almost) no more packs than the tightest packing.

@@ -88,7 +88,7 @@ def first_fit(seq: IntArray, pack_size: int) -> tuple[IntArray, int]:
     """Lowest-index first fit over ``seq`` (lengths in the order they arrive): ``(bin_of_position, n_bins)``.
 
     Each length goes to the lowest-index open bin whose remaining capacity is >= the length, else opens a
-    new bin -- the rule of Bridge's ``first_fit`` (spec §2), with its segment tree in a flat array
+    new bin -- the rule of Bridge's ``first_fit`` (bridge-format §2), with its segment tree in a flat array
     (unopened bins hold -1 so that even a zero length never lands in one).
 
     The tree needs a leaf per bin that can ever open: at most ``2 * sum // pack_size + 1``, because a
@@ -200,7 +200,7 @@ def group_by_bin(bin_of: IntArray, n_bins: int) -> tuple[IntArray, IntArray]:
 def fill_like_bridge(
     seq: IntArray, positions: IntArray, order: IntArray, counts: IntArray, perms: IntArray
 ) -> IntArray:
-    """Which example fills each slot, the way Bridge's ``fill_packing_strategy`` picks it (spec §2).
+    """Which example fills each slot, the way Bridge's ``fill_packing_strategy`` picks it (bridge-format §2).
 
     ``order``/``counts`` are the ascending buckets of :func:`order_by_length`; ``perms`` holds, bucket by
     bucket, the permutation Bridge draws for that bucket. Bridge reorders bucket ``L`` by its permutation

@@ -1,4 +1,4 @@
-"""The pre-padding multiple a parallel topology needs (spec §7): one formula for ``pack``, ``plan``,
+"""The pre-padding multiple a parallel topology needs (bridge-format §7): one formula for ``pack``, ``plan``,
 ``doctor`` and the collators."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from seqpack.errors import UsageError
 
 
 def pad_multiple(cp: int = 1, tp: int = 1, sequence_parallel: bool = False) -> int:
-    """The ``pad_seq_to_mult`` a (CP, TP, SP) topology needs: ``lcm(cp_mult, sp_mult)`` (spec §7).
+    """The ``pad_seq_to_mult`` a (CP, TP, SP) topology needs: ``lcm(cp_mult, sp_mult)`` (bridge-format §7).
 
     >>> pad_multiple(cp=1, tp=4, sequence_parallel=True), pad_multiple(cp=8)
     (4, 16)

@@ -12,7 +12,7 @@ from seqpack.errors import DataError
 
 IntArray = npt.NDArray[np.int64]
 
-# Bridge's pack metadata keys, in the order ``create_packing_strategy`` writes them (spec §3).
+# Bridge's pack metadata keys, in the order ``create_packing_strategy`` writes them (bridge-format §3).
 BRIDGE_METADATA_KEYS = (
     "dataset_max_seqlen",
     "max_samples_per_bin",
@@ -21,7 +21,7 @@ BRIDGE_METADATA_KEYS = (
     "pack_size",
     "min_packed_seqlen",
 )
-# Bridge rounds packing_factor and packing_efficiency with round(x, 2) (spec §3).
+# Bridge rounds packing_factor and packing_efficiency with round(x, 2) (bridge-format §3).
 BRIDGE_METADATA_DIGITS = 2
 
 
@@ -49,7 +49,7 @@ def bridge_metadata_values(
     pack_size: int,
     min_pack_sum: int,
 ) -> dict[str, Any]:
-    """Bridge's six metadata values (spec §3) in its key order, from the counts of a packing: the one
+    """Bridge's six metadata values (bridge-format §3) in its key order, from the counts of a packing: the one
     formula behind the plan's values (what ``pack`` writes) and the rows' (what ``inspect`` recomputes).
 
     Python ints and the same float operations as Bridge's ``create_packing_strategy``, so the rounded
@@ -72,7 +72,7 @@ class PackPlan:
 
     ``items[pack_offsets[p]:pack_offsets[p+1]]`` are the indices (into ``lengths``) of pack ``p``'s
     sequences in the order the pack stores them. Runtime lengths 4,2,6,3,2,5, pack 10, Bridge's
-    ``first_fit_shuffle`` with seed 0 (spec §2)::
+    ``first_fit_shuffle`` with seed 0 (bridge-format §2)::
 
         lengths       [4, 2, 6, 3, 2, 5]        index 0..5
         pack_offsets  [0, 2, 5, 6]

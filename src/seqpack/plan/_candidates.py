@@ -1,16 +1,16 @@
 """Pack-size candidates evaluated on the user's own lengths, a recommendation and its Bridge overrides.
 
-For each candidate pack size ``N`` (runtime tokens) and the topology's pad multiple ``m`` (spec §7)::
+For each candidate pack size ``N`` (runtime tokens) and the topology's pad multiple ``m`` (bridge-format §7)::
 
     cap        = floor(N / m) * m              longest runtime length a sample may keep
     rejected   = #{r > cap}                    not packed (``seqpack pack`` default; or truncated)
-    r'         = ceil(r / m) * m               CP/SP pre-padding of every kept sample (spec §2)
+    r'         = ceil(r / m) * m               CP/SP pre-padding of every kept sample (bridge-format §2)
     packs      = best_fit_decreasing(r', N)    the tightest packing (the default, balanced, uses as many)
     efficiency = sum(r) / (packs * N)          real tokens per token slot (pre-padding counts as waste)
     pad cost   = sum(r' - r) / sum(r)          extra tokens the pad multiple costs
     saved      = (kept - packs) * N            token slots saved versus one padded row per sample
-    GBS        = token_slots // N              same tokens per step for every candidate (MBS 1, spec §8)
-    steps      = packs // GBS                  optimizer steps per epoch (the last partial batch drops)
+    GBS        = token_slots // N              same tokens per step for every candidate (MBS 1, bridge-format
+    §8) steps      = packs // GBS                  optimizer steps per epoch (the last partial batch drops)
 
 Worked example, lengths 3 5 2 7 (runtime), m = 1, N = 8, token slots 16: cap 8, nothing rejected,
 best_fit_decreasing packs [7] [5, 3] [2] -> 3 packs, efficiency 17/24 = 70.8%, saved (4-3)*8 = 8 slots,
@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack._ranges import SIZE
-from seqpack.data.overrides import offline_packing_overrides
+from seqpack.data.format import offline_packing_overrides
 from seqpack.errors import UsageError, param
 from seqpack.packing import (
     BEST_FIT_DECREASING,
@@ -301,8 +301,9 @@ def balance_worthwhile(candidate: Candidate) -> bool:
     return plain is not None and balanced is not None and balanced.mean <= plain.mean - BALANCE_WORTHWHILE
 
 
-def bridge_overrides(candidate: Candidate, topology: Topology) -> list[str]:
-    """The Megatron-Bridge 0.6.2 overrides for training on packs of ``candidate`` (spec §1, §4, §7, §8)."""
+def overrides_for_candidate(candidate: Candidate, topology: Topology) -> list[str]:
+    """The Megatron-Bridge 0.6.2 overrides for training on packs of ``candidate`` (bridge-format §1, §4, §7,
+    §8)."""
     return offline_packing_overrides(
         candidate.pack_size,
         candidate.pad_multiple,

@@ -1,4 +1,4 @@
-"""Per-step load imbalance across data-parallel ranks under Bridge's batch sampler (spec §5).
+"""Per-step load imbalance across data-parallel ranks under Bridge's batch sampler (bridge-format §5).
 
 Every step, each DP rank processes the GBS/DP packs the sampler deals it and the step lasts as long as
 the slowest rank. With ``c`` the cost of each pack, the step's imbalance is::

@@ -1,1 +1,1 @@
-"""Package data: the small example SFT dataset (see ``seqpack.data._example_data``)."""
+"""Package data: the small example SFT dataset (see ``seqpack.data.samples._example_data``)."""

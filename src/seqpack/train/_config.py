@@ -59,7 +59,8 @@ class TrainConfig:
     pad_multiple: int | None = None
     #: Padded mode: row length (``None``: the pack size).
     pad_to: int | None = None
-    #: Width multiple of packed rows, Bridge's ``pad_seq_length_to_mult`` (spec §5; 16 by default there).
+    #: Width multiple of packed rows, Bridge's ``pad_seq_length_to_mult`` (bridge-format §5; 16 by default
+    #: there).
     width_multiple: int = 16
     weight_decay: float = 0.01
     clip_grad: float = 1.0
@@ -88,7 +89,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class StepRecord:
-    """One optimizer step as every rank agrees on it (loss is the global per-token mean, spec §9)."""
+    """One optimizer step as every rank agrees on it (loss is the global per-token mean, bridge-format §9)."""
 
     iteration: int
     total_iterations: int

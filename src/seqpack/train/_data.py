@@ -1,8 +1,8 @@
 """Open packed Parquet for training and check it against what the run was told (pack size, pad multiple).
 
-The whole file is scanned once, a row group at a time (the reader checks the spec §3 invariants of each
-group as it decodes it), by the scan ``inspect`` and the doctor share
-(:class:`~seqpack.data.packed_scan.PackedScan`), to learn each pack's runtime size, the largest token id,
+The whole file is scanned once, a row group at a time (the reader checks the bridge-format §3 invariants of
+each group as it decodes it), by the scan ``inspect`` and the doctor share
+(:class:`~seqpack.data.packed.PackedScan`), to learn each pack's runtime size, the largest token id,
 the longest sequence and, when the metadata does not record it, the EOS id;
 packs are read again by index (:class:`~seqpack.batching.PackedDataset`) when a step needs them, through
 the reader's row-group cache, so memory stays bounded by a few row groups.
@@ -18,10 +18,8 @@ from typing import Any
 import numpy as np
 
 from seqpack.batching import PackedDataset
-from seqpack.data.metadata import PackingMetadata, find_metadata
-from seqpack.data.packed_scan import PackedScan
-from seqpack.data.packed_stats import check_pack_capacity
-from seqpack.data.runs import check_run_ids
+from seqpack.data.format import PackingMetadata, check_run_ids, find_metadata
+from seqpack.data.packed import PackedScan, check_pack_capacity
 from seqpack.errors import DataError, UsageError, where
 
 
@@ -29,7 +27,8 @@ from seqpack.errors import DataError, UsageError, where
 class TrainingData:
     """A packed dataset ready for training, with the facts the steps need.
 
-    ``runtime_sizes[i]`` is pack ``i``'s runtime tokens (stored tokens minus one per sequence, spec §2).
+    ``runtime_sizes[i]`` is pack ``i``'s runtime tokens (stored tokens minus one per sequence, bridge-format
+    §2).
     """
 
     dataset: PackedDataset
@@ -50,17 +49,17 @@ class TrainingData:
 
 
 def load_training_data(
-    spec: str | os.PathLike[str],
+    location: str | os.PathLike[str],
     *,
     pack_size: int | None,
     pad_multiple: int | None,
     vocab: int,
 ) -> TrainingData:
-    """Open ``spec`` and check it: metadata vs flags, every pack within the pack size, ids below ``vocab``.
+    """Open ``location`` and check it: metadata vs flags, packs within the pack size, ids below ``vocab``.
 
     Raises :class:`DataError` (exit 1) on a mismatch, naming the file, the row and the two values.
     """
-    dataset = PackedDataset(spec)
+    dataset = PackedDataset(location)
     reader = dataset.reader
     meta_path = find_metadata(reader.paths)
     combined: dict[str, Any] | None = None
@@ -80,7 +79,7 @@ def load_training_data(
         if pad_multiple is not None and meta_mult is not None and int(meta_mult) != pad_multiple:
             raise DataError(
                 f"{meta_path}: packed with pad_seq_to_mult={meta_mult}, but --pad-multiple is {pad_multiple} "
-                "(changing CP/TP/SP means re-packing, spec §7)"
+                "(changing CP/TP/SP means re-packing, docs/bridge-format.md §7)"
             )
         if pad_multiple is None and meta_mult is not None:
             pad_multiple = int(meta_mult)
@@ -115,7 +114,7 @@ def load_training_data(
         pack_size = int(runtime_sizes.max())
     longest = scan.stats.dataset_max_seqlen
     if longest < 1:
-        raise DataError(f"{reader.spec}: every sequence is a lone EOS (nothing to train on)")
+        raise DataError(f"{reader.location}: every sequence is a lone EOS (nothing to train on)")
     eos_id = scan.eos_id
     assert eos_id is not None
     return TrainingData(

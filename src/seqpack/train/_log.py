@@ -1,4 +1,5 @@
-"""Megatron-LM training log lines (spec §10) and TensorBoard scalars, so ``seqpack curves`` reads the run.
+"""Megatron-LM training log lines (bridge-format §10) and TensorBoard scalars, so ``seqpack curves`` reads the
+run.
 
 One line per logged iteration, field widths as Megatron-LM prints them::
 

@@ -1,6 +1,6 @@
 """The reference training loop: per-token loss over the global batch, AdamW, data parallel by hand.
 
-Loss (spec §9, ``calculate_per_token_loss``): every micro-batch contributes ``sum(loss * mask)``; the
+Loss (bridge-format §9, ``calculate_per_token_loss``): every micro-batch contributes ``sum(loss * mask)``; the
 gradient of each is divided by the masked-token count of the *whole global batch* (all micro-batches, all
 ranks, summed with one all-reduce before the forward passes), and the ranks' gradients are summed. So the
 step minimises the exact global per-token mean, independent of how the tokens are split into rows,
@@ -150,12 +150,13 @@ def _forward_backward(
 
 
 def _plan_steps(config: TrainConfig, num_rows: int, world: int) -> int:
-    """The number of steps, after the batch-divisibility rules of spec §8."""
+    """The number of steps, after the batch-divisibility rules of bridge-format §8."""
     if config.gbs < 1 or config.mbs < 1:
         raise UsageError(f"--gbs and --mbs must be >= 1, got {config.gbs} and {config.mbs}")
     if config.gbs % (config.mbs * world):
         raise UsageError(
-            f"--gbs {config.gbs} must be a multiple of --mbs x processes = {config.mbs} x {world} (spec §8)"
+            f"--gbs {config.gbs} must be a multiple of --mbs x processes = {config.mbs} x {world} "
+            "(docs/bridge-format.md §8)"
         )
     per_epoch = num_rows // config.gbs
     if per_epoch == 0:

@@ -1,8 +1,8 @@
 """What each optimizer step trains on, in packed and in padded mode, so both modes see the same samples.
 
 A step is one global batch of ``gbs`` **packs**, drawn by :class:`~seqpack.batching.GlobalBatchSampler`
-(Bridge's sampler, spec §5: a ``randperm`` of all packs per epoch seeded ``seed + epoch``, rank ``r`` of
-``DP`` taking ``batch[r::DP]``, the last incomplete batch dropped). The rank's packs go through
+(Bridge's sampler, bridge-format §5: a ``randperm`` of all packs per epoch seeded ``seed + epoch``, rank ``r``
+of ``DP`` taking ``batch[r::DP]``, the last incomplete batch dropped). The rank's packs go through
 :class:`~seqpack.batching.PackedCollator` at once (Bridge's 0.6.2 collate: the width spans the rank's
 global batch) and the collated rows are cut into micro-batches of ``mbs`` rows. Then:
 
@@ -11,7 +11,8 @@ global batch) and the collated rows are cut into micro-batches of ``mbs`` rows. 
   own row, right-padded with EOS (loss 0) to a fixed length.
 
 So micro-batch ``i`` of rank ``r`` at step ``s`` holds the same tokens, labels and loss mask in both modes;
-with the per-token loss (spec §9) the step's loss and gradient are the same sums, only the layout differs.
+with the per-token loss (bridge-format §9) the step's loss and gradient are the same sums, only the layout
+differs.
 Two packs of runtime lengths ``[3, 2]`` and ``[4]`` (pack size 6, padded length 6)::
 
     packed rows (width: ceil to 16, capped at 6)   padded rows (length 6)
@@ -70,7 +71,7 @@ def _micro(
 
 
 def _runtime_lengths(item: PackedItem) -> np.ndarray:
-    """Input tokens per sequence of a pack: stored length minus one (spec §2)."""
+    """Input tokens per sequence of a pack: stored length minus one (bridge-format §2)."""
     return np.diff(np.asarray(item["seq_boundaries"], dtype=np.int64)) - 1
 
 

@@ -1,4 +1,4 @@
-"""Megatron-LM flags <-> Megatron-Bridge overrides: one mapping table, two directions (spec §12)."""
+"""Megatron-LM flags <-> Megatron-Bridge overrides: one mapping table, two directions (bridge-format §12)."""
 
 from seqpack.translate._convert import (
     ReverseTranslation,

@@ -1,4 +1,4 @@
-"""The one mapping table between Megatron-LM flags and Megatron-Bridge override keys (spec §12).
+"""The one mapping table between Megatron-LM flags and Megatron-Bridge override keys (bridge-format §12).
 
 Each :class:`FlagMapping` says how one Megatron-LM flag becomes Bridge overrides and back:
 

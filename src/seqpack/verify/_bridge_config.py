@@ -1,10 +1,10 @@
 """The ``config`` part of ``seqpack verify --bridge``: doctor's rules against Bridge's ``ConfigContainer``.
 
 Each :class:`RuleCase` names one doctor rule that mirrors a check Bridge makes while building or validating a
-config (spec §8), and gives two small configs as overrides on a valid base: one that breaks the rule and its
-passing twin. Each config is written once; doctor reads it through its own loader, and the very same merged
-mapping (``LoadedConfig.raw``) is built into Bridge's own classes (``GPTModelProvider``, ``TrainingConfig``,
-``GPTSFTDatasetConfig`` with ``PackedSequenceSpecs``, ...) and validated by
+config (bridge-format §8), and gives two small configs as overrides on a valid base: one that breaks the rule
+and its passing twin. Each config is written once; doctor reads it through its own loader, and the very same
+merged mapping (``LoadedConfig.raw``) is built into Bridge's own classes (``GPTModelProvider``,
+``TrainingConfig``, ``GPTSFTDatasetConfig`` with ``PackedSequenceSpecs``, ...) and validated by
 :mod:`seqpack.verify._bridge_config_child` in a separate interpreter. The verdicts are then compared::
 
     SP011 bad  (CP 2, seq 510)  doctor: SP011 error  Bridge: AssertionError "...2 * context parallel..."
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from seqpack.doctor import DoctorOptions, check, load_config
-from seqpack.doctor._findings import ERROR
+from seqpack.findings import ERROR
 from seqpack.verify._bridge_peer import unpack_wheel
 
 #: The child script, run by path so it imports nothing from seqpack.
@@ -54,7 +54,7 @@ COMMON = (
     "tokenizer.vocab_size=128",
     "dataset.seq_length=512",
 )
-#: SFT from local files with offline packing (Bridge >= 0.6 names, spec §1).
+#: SFT from local files with offline packing (Bridge >= 0.6 names, bridge-format §1).
 OFFLINE = (
     *COMMON,
     "dataset.dataset_root=/data/sft",
@@ -93,7 +93,7 @@ class RuleCase:
         }
 
 
-#: The rules whose conditions Bridge checks when it builds or validates a config (spec §8).
+#: The rules whose conditions Bridge checks when it builds or validates a config (bridge-format §8).
 CASES: tuple[RuleCase, ...] = (
     RuleCase(
         "SP001", ("dataset.enable_offline_packing=true", f"{SPECS}.packed_sequence_size=512"), base=IN_BATCH

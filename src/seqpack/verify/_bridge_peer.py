@@ -26,7 +26,7 @@ from typing import Any
 
 from seqpack.errors import InputError, UsageError
 
-#: Where the packing code lives inside the ``megatron-bridge`` distribution (spec §2).
+#: Where the packing code lives inside the ``megatron-bridge`` distribution (bridge-format §2).
 PACKING_DIR = Path("megatron") / "bridge" / "data" / "packing"
 PACKING_FILES = ("algorithms.py", "offline.py")
 

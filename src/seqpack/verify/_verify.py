@@ -28,19 +28,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from seqpack.data import InputOptions, PackOptions, PackSize, RunSettings, pack_files
-from seqpack.data.metadata import BRIDGE_METADATA_KEYS, PackingMetadata
-from seqpack.diff._packed_diff import diff_packed
-from seqpack.env._stack import parse_version
+from seqpack.data.format import BRIDGE_METADATA_KEYS, PackingMetadata
+from seqpack.data.pipeline import InputOptions, PackOptions, PackSize, RunSettings, pack_files
+from seqpack.diff import diff_packed
+from seqpack.env import parse_version
 from seqpack.verify._bridge_config import config_source, run_config_part
 from seqpack.verify._bridge_peer import bridge_available, load_offline_packing, temporary_workdir
 
 if TYPE_CHECKING:
     from seqpack.batching.collate import Variant
 
-#: EOS id of the generated dataset (any id works; 2 matches the spec's worked examples).
+#: EOS id of the generated dataset (any id works; 2 matches the worked examples of bridge-format §2).
 VERIFY_EOS = 2
-#: Bridge's default offline packing algorithm (spec §2), the one ``--bridge-compat`` reproduces.
+#: Bridge's default offline packing algorithm (bridge-format §2), the one ``--bridge-compat`` reproduces.
 BRIDGE_ALGORITHM = "first_fit_shuffle"
 #: Share of generated samples that get an EOS inside the answer (a multi-turn chat): what Bridge 0.6.2's
 #: collate silences and main's keeps, so the collate part sees the difference between releases.
@@ -179,8 +179,8 @@ def _packing_part(opts: VerifyOptions, work: Path) -> tuple[PartResult, Path]:
 
 
 def collate_variant(version: str) -> Variant:
-    """seqpack's collate variant for a Bridge release (spec §1, §5): < 0.6 legacy keys, 0.6.x EOS zeroing,
-    later releases main's behaviour (masks kept as stored, ``padding_mask``)."""
+    """seqpack's collate variant for a Bridge release (bridge-format §1, §5): < 0.6 legacy keys, 0.6.x EOS
+    zeroing, later releases main's behaviour (masks kept as stored, ``padding_mask``)."""
     release = parse_version(version)[:2]
     if release < (0, 6):
         return "legacy"

@@ -1,0 +1,359 @@
+"""The packing metadata sidecar ``{N}_metadata.jsonl`` (bridge-format §3).
+
+Despite its name the file is **one JSON array**, one dict appended per split (train first, then
+validation). Bridge writes six keys in this order::
+
+    [{"dataset_max_seqlen": 6, "max_samples_per_bin": 3, "packing_factor": 2.0,
+      "packing_efficiency": 73.33, "pack_size": 10, "min_packed_seqlen": 5}]
+
+Bridge's readers take the max (or, for ``min_packed_seqlen``, the min) across entries. seqpack adds one key
+of its own after the six, ``"seqpack"``, holding its record of how the split was made (version, split,
+mode, algorithm, seed, pad multiple, tokenizer, counts); readers ignore keys they do not know.
+
+:class:`PackingMetadata` (the file) and :class:`MetadataEntry` (one split) are the one reader and writer of
+the sidecar: ``pack`` writes through them, and ``inspect``, the doctor, the trainer, ``diff``, ``verify``,
+batch dumps and the run-id check read through them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import orjson
+
+from seqpack._io import atomic_write_bytes, read_bytes
+from seqpack.errors import DataError, InputError, shown
+from seqpack.packing import BRIDGE_METADATA_KEYS
+
+#: The key under which seqpack keeps its own record in each entry (CONVENTIONS: data and files).
+SEQPACK_KEY = "seqpack"
+#: The key of the run id in seqpack's record (and in every rejects record, :mod:`seqpack.data.format._runs`).
+RUN_ID = "run_id"
+#: Keys whose combined value across entries is the minimum; every other Bridge key combines by max.
+_MIN_KEYS = frozenset({"min_packed_seqlen"})
+
+
+def metadata_filename(pack_size: int) -> str:
+    """Bridge's default sidecar name for packs of ``pack_size`` tokens: ``{N}_metadata.jsonl``."""
+    return f"{pack_size}_metadata.jsonl"
+
+
+def packed_filename(split: str, pack_size: int) -> str:
+    """Bridge's default packed-data name for a split: ``{split}_{N}.idx.parquet``."""
+    return f"{split}_{pack_size}.idx.parquet"
+
+
+#: The flattened Hugging Face layout's split names, as ``datasets`` names them.
+HF_SPLITS = {"training": "train", "validation": "validation"}
+#: The HF layout's metadata sidecar: beside ``data/``, named so that no split pattern of ``datasets``
+#: (nor Bridge's ``*_metadata.jsonl`` glob) picks it up.
+HF_METADATA = "metadata.hf.jsonl"
+
+
+def hf_filename(split: str) -> str:
+    """The HF layout's data file, relative to the output directory: ``data/train-00000-of-00001.parquet``.
+
+    The Hub's shard naming under ``data/`` is the first split pattern ``datasets`` tries, so
+    ``load_dataset(D)``, ``load_dataset("parquet", data_dir=D)`` and ``data_files=`` find the splits
+    and nothing else (the sidecar and the rejects files sit beside ``data/``). One pack size per
+    directory: the pack size is in the metadata, not the name.
+    """
+    return f"data/{HF_SPLITS[split]}-00000-of-00001.parquet"
+
+
+_HF_NAME = re.compile(r"^(?P<split>[a-z]+)-\d{5}-of-\d{5}\.parquet$")
+
+
+def hf_split(path: str | os.PathLike[str]) -> str | None:
+    """The split of an HF-layout data file (``data/train-00000-of-00001.parquet`` -> ``training``)."""
+    match = _HF_NAME.match(Path(path).name)
+    names = {hf: split for split, hf in HF_SPLITS.items()}
+    return names.get(match.group("split")) if match else None
+
+
+def hf_metadata_path(data_file: str | os.PathLike[str]) -> Path:
+    """The sidecar of an HF-layout data file: ``D/data/train-....parquet`` -> ``D/metadata.hf.jsonl``."""
+    return Path(data_file).parent.parent / HF_METADATA
+
+
+def hf_data_dir(location: str | os.PathLike[str]) -> str:
+    """Where an HF-layout output directory keeps its data (``D`` -> ``D/data``); any other as given."""
+    path = Path(location)
+    if path.is_dir() and (path / HF_METADATA).is_file() and (path / "data").is_dir():
+        return os.fspath(path / "data")
+    return os.fspath(location)
+
+
+#: Bridge's packed file names, ``{split}_{N}.idx.parquet`` (or legacy ``{split}_{N}.npy``), bridge-format §3.
+_PACKED_NAME = re.compile(
+    r"^(?P<split>.+)_(?P<size>\d+)(\.idx\.parquet|\.idx\.pq|\.parquet|\.pq|\.npy)$", re.I
+)
+#: The order Bridge appends metadata entries in: training first, then validation (bridge-format §3).
+SPLIT_ORDER = ("training", "validation")
+
+
+@dataclass(frozen=True)
+class PackedNames:
+    """What Bridge-style file names say about packed data: its split and pack size (``None`` if unknown)."""
+
+    split: str | None
+    pack_size: int | None
+
+
+def packed_names(paths: Sequence[str | os.PathLike[str]]) -> PackedNames:
+    """The split and pack size all ``paths`` agree on, from names like ``training_4096.idx.parquet``.
+
+    >>> packed_names(["out/training_4096.idx.parquet"])
+    PackedNames(split='training', pack_size=4096)
+    """
+    parsed = [_PACKED_NAME.match(Path(p).name) for p in paths]
+    complete = bool(parsed) and all(parsed)
+    splits = {m.group("split").lower() for m in parsed if m}
+    sizes = {int(m.group("size")) for m in parsed if m}
+    return PackedNames(
+        split=splits.pop() if complete and len(splits) == 1 else None,
+        pack_size=sizes.pop() if complete and len(sizes) == 1 else None,
+    )
+
+
+def find_metadata(paths: Sequence[str | os.PathLike[str]], pack_size: int | None = None) -> Path | None:
+    """The sidecar beside packed data: ``{N}_metadata.jsonl`` in the data's directory.
+
+    ``paths`` are the packed files (or one directory holding them); ``N`` is ``pack_size`` when given,
+    else what the file names say. Without an ``N``, the directory's only ``*_metadata.jsonl`` is taken.
+    ``None`` when there is no such file (or several candidates and no ``N``).
+    """
+    if not paths:
+        return None
+    first = Path(paths[0])
+    directory = first if first.is_dir() else first.parent
+    size = pack_size if pack_size is not None else packed_names(paths).pack_size
+    if size is not None:
+        candidate = directory / metadata_filename(size)
+        return candidate if candidate.is_file() else None
+    found = sorted(directory.glob("*_metadata.jsonl"))
+    return found[0] if len(found) == 1 else None
+
+
+@dataclass(frozen=True)
+class MetadataEntry:
+    """One split's entry of the sidecar: Bridge's six values (bridge-format §3) and seqpack's record of the
+    run.
+
+    Values are kept as written (Bridge writes ints and floats rounded to two decimals), and so are keys of
+    other writers (``extra``) and the order of the keys read, so re-writing an entry gives the same bytes.
+    ``record`` is ``None`` for an entry without seqpack's key (Bridge's own files).
+    """
+
+    dataset_max_seqlen: int
+    max_samples_per_bin: int
+    packing_factor: float
+    packing_efficiency: float
+    pack_size: int
+    min_packed_seqlen: int
+    record: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    key_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any], record: Mapping[str, Any] | None = None) -> MetadataEntry:
+        """An entry from Bridge's six values (:func:`seqpack.packing.bridge_metadata_values`) and a record."""
+        frozen = None if record is None else MappingProxyType(dict(record))
+        return cls(**{key: values[key] for key in BRIDGE_METADATA_KEYS}, record=frozen)
+
+    @classmethod
+    def from_dict(
+        cls, doc: object, *, index: int, path: str | os.PathLike[str] | None = None
+    ) -> MetadataEntry:
+        """Check one parsed entry: an object holding Bridge's six keys as numbers. The :class:`DataError`
+        names the file (or ``packing metadata`` for entries given in memory), the entry and the key."""
+        prefix = (
+            f"{os.fspath(path)}: entry {index}" if path is not None else f"packing metadata entry {index}"
+        )
+        if not isinstance(doc, Mapping):
+            raise DataError(f"{prefix}: expected an object, found {type(doc).__name__}")
+        for key in BRIDGE_METADATA_KEYS:
+            if key not in doc:
+                raise DataError(f"{prefix}: missing key '{key}'")
+            value = doc[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise DataError(f"{prefix}: key '{key}': expected a number, found {shown(value)}")
+        value = doc.get(SEQPACK_KEY)
+        record = MappingProxyType(dict(value)) if isinstance(value, Mapping) else None
+        return cls(
+            **{key: doc[key] for key in BRIDGE_METADATA_KEYS},
+            record=record,
+            # a "seqpack" key that is not seqpack's record (another tool's) is kept as it is
+            extra=MappingProxyType(
+                {
+                    k: v
+                    for k, v in doc.items()
+                    if k not in BRIDGE_METADATA_KEYS and (k != SEQPACK_KEY or record is None)
+                }
+            ),
+            key_order=tuple(doc),
+        )
+
+    def bridge_values(self) -> dict[str, int | float]:
+        """Bridge's six values in its key order."""
+        return {key: getattr(self, key) for key in BRIDGE_METADATA_KEYS}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as written: Bridge's six keys, seqpack's record, other keys (in the order read)."""
+        out: dict[str, Any] = {**self.bridge_values()}
+        if self.record is not None:
+            out[SEQPACK_KEY] = dict(self.record)
+        out.update(self.extra)
+        if self.key_order and set(self.key_order) == set(out):
+            return {key: out[key] for key in self.key_order}
+        return out
+
+    def recorded(self, name: str) -> Any:
+        """The value seqpack recorded under ``name`` (``None`` when absent or without a record)."""
+        return None if self.record is None else self.record.get(name)
+
+    @property
+    def split(self) -> str | None:
+        """The split seqpack recorded (``None`` for entries written by other tools)."""
+        split = self.recorded("split")
+        return split if isinstance(split, str) else None
+
+    @property
+    def run_id(self) -> str | None:
+        """The id of the pack run that wrote the entry (``None`` for other tools)."""
+        value = self.recorded(RUN_ID)
+        return value if isinstance(value, str) else None
+
+    @property
+    def eos_id(self) -> int | None:
+        """The EOS id the pack was made with, as recorded (``None`` when not recorded)."""
+        value = self.recorded("eos_id")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def pad_seq_to_mult(self) -> int | None:
+        """The pre-padding multiple the pack was made with, as recorded (``None`` when not recorded)."""
+        value = self.recorded("pad_seq_to_mult")
+        return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class PackingMetadata:
+    """The sidecar ``{N}_metadata.jsonl``: its entries, one per split, in the file's order."""
+
+    entries: tuple[MetadataEntry, ...] = ()
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> PackingMetadata:
+        """Read and check a sidecar: a JSON array of entries, each holding at least Bridge's six keys.
+
+        Raises :class:`InputError` when the file is missing or not JSON, :class:`DataError` when it is JSON
+        of the wrong shape (naming the entry and key).
+        """
+        raw = read_bytes(path)
+        try:
+            doc = orjson.loads(raw)  # nesting is bounded (1024 levels), unlike json.loads' recursion
+        except orjson.JSONDecodeError as exc:
+            raise InputError(
+                f"{os.fspath(path)}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})"
+            ) from None
+        if not isinstance(doc, list):
+            raise DataError(
+                f"{os.fspath(path)}: expected a JSON array of metadata entries, found {type(doc).__name__}"
+            )
+        return cls(tuple(MetadataEntry.from_dict(entry, index=i, path=path) for i, entry in enumerate(doc)))
+
+    def write(self, path: str | os.PathLike[str], *, overwrite: bool = True) -> None:
+        """Write the sidecar atomically, as Bridge writes it (``json.dump``'s default separators);
+        ``overwrite=False`` refuses an existing file."""
+        doc = [entry.to_dict() for entry in self.entries]
+        atomic_write_bytes(path, json.dumps(doc).encode(), overwrite=overwrite)
+
+    def with_entry(self, entry: MetadataEntry) -> PackingMetadata:
+        """The entries with ``entry`` appended, replacing an entry of the same split.
+
+        Bridge only ever appends; seqpack replaces the entry of a split it re-packs (with ``--overwrite``)
+        so the file keeps one entry per split.
+        """
+        kept = (
+            self.entries if entry.split is None else tuple(e for e in self.entries if e.split != entry.split)
+        )
+        return PackingMetadata((*kept, entry))
+
+    def pick(self, split: str | None) -> tuple[int, MetadataEntry] | None:
+        """The entry describing ``split``: by seqpack's record, else Bridge's append order, else the
+        only one."""
+        for index, entry in enumerate(self.entries):
+            if split is not None and entry.split == split:
+                return index, entry
+        if split in SPLIT_ORDER and SPLIT_ORDER.index(split) < len(self.entries):
+            index = SPLIT_ORDER.index(split)
+            return index, self.entries[index]
+        if len(self.entries) == 1:
+            return 0, self.entries[0]
+        return None
+
+    def combined(self) -> dict[str, int | float]:
+        """Bridge's values across entries as its readers combine them: max of every key, min of
+        ``min_packed_seqlen``."""
+        if not self.entries:
+            raise DataError("metadata holds no entries")
+        combined: dict[str, int | float] = {}
+        for key in BRIDGE_METADATA_KEYS:
+            values = [getattr(entry, key) for entry in self.entries]
+            combined[key] = min(values) if key in _MIN_KEYS else max(values)
+        return combined
+
+    def record(self) -> Mapping[str, Any]:
+        """seqpack's record of the first entry holding one (every split of a run records the same
+        settings); empty without one."""
+        return next((e.record for e in self.entries if e.record is not None), {})
+
+    @property
+    def eos_id(self) -> int | None:
+        """The EOS id recorded by the first entry that records one (every split of a run shares it)."""
+        return next((e.eos_id for e in self.entries if e.eos_id is not None), None)
+
+    def record_values(self, *names: str) -> set[str]:
+        """Distinct values seqpack recorded under any of ``names`` across the entries, as strings."""
+        return {
+            str(value)
+            for entry in self.entries
+            for name in names
+            if (value := entry.recorded(name)) is not None
+        }
+
+
+def read_metadata(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The sidecar's entries as dicts (:meth:`PackingMetadata.read`, for callers that want plain JSON)."""
+    return [entry.to_dict() for entry in PackingMetadata.read(path).entries]
+
+
+def combine_metadata(entries: Sequence[Mapping[str, Any] | MetadataEntry]) -> dict[str, int | float]:
+    """Combine entries (dicts or :class:`MetadataEntry`) as Bridge's readers do
+    (:meth:`PackingMetadata.combined`)."""
+    return as_metadata(entries).combined()
+
+
+def as_metadata(entries: Sequence[Mapping[str, Any] | MetadataEntry]) -> PackingMetadata:
+    """Entries given in memory (dicts are checked as a file's would be) as :class:`PackingMetadata`."""
+    return PackingMetadata(
+        tuple(
+            e if isinstance(e, MetadataEntry) else MetadataEntry.from_dict(e, index=i)
+            for i, e in enumerate(entries)
+        )
+    )
+
+
+def write_metadata_entry(path: str | os.PathLike[str], entry: Mapping[str, Any] | MetadataEntry) -> None:
+    """Append ``entry`` to the sidecar at ``path`` (creating it), replacing an entry of the same split;
+    the file is rewritten atomically (:meth:`PackingMetadata.with_entry`, :meth:`PackingMetadata.write`)."""
+    existing = PackingMetadata.read(path) if Path(path).exists() else PackingMetadata()
+    existing.with_entry(as_metadata([entry]).entries[0]).write(path)

@@ -1,0 +1,46 @@
+"""Reading packed data: Bridge's packed Parquet and the legacy ``.npy``, one open source over either,
+the one-pass scan and statistics, ``inspect``'s checked pass, and decoding sequences back to text.
+"""
+
+from seqpack.data.packed._decode import Piece, decode_pieces
+from seqpack.data.packed._inspection import CONSISTENT, MISMATCH, EosCheck, Inspection, inspect_packed
+from seqpack.data.packed._legacy_npy import read_legacy_npy
+from seqpack.data.packed._reader import (
+    PackedBlock,
+    PackedReader,
+    PackedRow,
+    resolve_packed_paths,
+    validate_block,
+)
+from seqpack.data.packed._scan import PackedScan, collect_stats
+from seqpack.data.packed._source import PackedSource, fingerprint_packed, infer_eos_id, scan_blocks
+from seqpack.data.packed._stats import MetadataMismatch, PackedStats, check_pack_capacity, compare_metadata
+from seqpack.data.packed._supervised import PackedSequence, first_sequences
+
+__all__ = [
+    "CONSISTENT",
+    "MISMATCH",
+    "EosCheck",
+    "Inspection",
+    "MetadataMismatch",
+    "PackedBlock",
+    "PackedReader",
+    "PackedRow",
+    "PackedScan",
+    "PackedSequence",
+    "PackedSource",
+    "PackedStats",
+    "Piece",
+    "check_pack_capacity",
+    "collect_stats",
+    "compare_metadata",
+    "decode_pieces",
+    "fingerprint_packed",
+    "first_sequences",
+    "infer_eos_id",
+    "inspect_packed",
+    "read_legacy_npy",
+    "resolve_packed_paths",
+    "scan_blocks",
+    "validate_block",
+]

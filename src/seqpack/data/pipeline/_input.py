@@ -1,0 +1,51 @@
+"""Resolve an input before it is read: the EOS id and where it came from, and the text step (if any).
+
+One rule for ``pack`` and for the lengths ``plan`` reads, so both see the same samples.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from seqpack.data.pipeline._options import InputOptions
+from seqpack.data.samples import text_fields
+from seqpack.data.samples.text import ResolvedText, tokenizer_eos_id
+from seqpack.errors import UsageError, param
+
+
+@dataclass(frozen=True)
+class ResolvedInput:
+    """``eos_id`` None: pre-tokenized input without a given EOS (pass 1 infers it from the rows)."""
+
+    eos_id: int | None
+    eos_source: str  # --eos-id | tokenizer | inferred (recorded in the metadata as is)
+    text: ResolvedText | None  # None: pre-tokenized input
+
+
+def resolve_input(options: InputOptions) -> ResolvedInput:
+    """The EOS (given, else the tokenizer's) and, for text records, the text step with detected fields.
+
+    Pre-tokenized input with a tokenizer: the tokenizer only names the EOS (#15: rows made by a chat
+    template end with its end token and a newline, so "the rows' last token" would pad with "\\n").
+    """
+    eos_id = options.eos_id
+    source = "--eos-id" if eos_id is not None else "inferred"
+    if options.tokenizer is None:
+        return ResolvedInput(eos_id, source, None)
+    if eos_id is None:
+        eos_id, source = tokenizer_eos_id(options.tokenizer), "tokenizer"
+        if eos_id is None:
+            raise UsageError(
+                f"{options.tokenizer}: the tokenizer has no EOS (nor SEP) token; pass {param('eos_id')}"
+            )
+    text = options.text
+    is_text, prompt, completion = text_fields(
+        list(options.paths), text.prompt_field, text.completion_field, text.messages_field
+    )
+    if not is_text:
+        return ResolvedInput(int(eos_id), source, None)
+    spec = ResolvedText.of(
+        text, os.fspath(options.tokenizer), int(eos_id), prompt_field=prompt, completion_field=completion
+    )
+    return ResolvedInput(int(eos_id), source, spec)

@@ -1,0 +1,55 @@
+"""Runtime lengths of a dataset, read through ``seqpack pack``'s streaming ingest (pass 1 only).
+
+What ``seqpack plan`` (and anything else that decides from lengths alone) reads.
+
+Pre-tokenized records give their lengths directly; text records are tokenized with the same chat
+template / prompt-completion rules ``seqpack pack`` uses, so the plan sees exactly the lengths the packer
+will pack. Only an int64 array of lengths is kept (8 bytes per sample), never the tokens.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from seqpack._progress import progress
+from seqpack.data.pipeline._input import resolve_input
+from seqpack.data.pipeline._options import InputOptions, resolve_workers
+from seqpack.data.samples import ChunkToExamples, as_paths, chunk_rows_for, convert_all, iter_chunks
+from seqpack.data.samples.text import TextOptions
+from seqpack.errors import DataError
+
+IntArray = npt.NDArray[np.int64]
+
+
+def read_lengths(
+    inputs: list[Path],
+    *,
+    tokenizer: Path | None = None,
+    eos_id: int | None = None,
+    prompt_field: str | None = None,
+    completion_field: str | None = None,
+    messages_field: str = "messages",
+    workers: int | None = None,
+    quiet: bool = False,
+) -> IntArray:
+    """Runtime lengths ``r = len(input_ids) - 1`` of every sample of ``inputs``, in input order."""
+    fields = TextOptions(
+        prompt_field=prompt_field, completion_field=completion_field, messages_field=messages_field
+    )
+    options = InputOptions(tuple(inputs), tokenizer, eos_id, fields)
+    options.check()
+    text = resolve_input(options).text
+    n_workers = resolve_workers(workers)
+    converter = ChunkToExamples(as_paths(inputs), text)
+    parts: list[IntArray] = []
+    with progress(quiet) as bar:
+        task = bar.add_task("read lengths", total=None)
+        for examples in convert_all(iter_chunks(inputs, chunk_rows_for(text, None)), converter, n_workers):
+            parts.append(examples.lengths - 1)
+            bar.advance(task, len(examples.lengths))
+    if not parts:
+        raise DataError(f"{', '.join(converter.paths)}: empty input (no samples)")
+    return np.concatenate(parts).astype(np.int64, copy=False)

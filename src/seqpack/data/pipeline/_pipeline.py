@@ -1,0 +1,578 @@
+"""``pack_files``: the streaming pack pipeline behind ``seqpack pack``.
+
+::
+
+    inputs --pass 1--> stored examples --shape--> scratch store (disk)     + lengths (RAM, O(samples))
+                                  \\--> rejects file (too long: rejected / truncated / split / dropped)
+    lengths --pack_lengths--> PackPlan (integer arrays only)
+    scratch store + plan --pass 2--> {split}_{N}.idx.parquet (row groups of 500) + {N}_metadata.jsonl
+
+Every output is written under a temporary name and renamed at the end; the scratch store is removed on
+success, error and Ctrl-C alike, so an interrupted run leaves nothing that looks complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import orjson
+
+from seqpack import __version__
+from seqpack._faults import fault_point
+from seqpack._io import atomic_path, disk_full_error, is_disk_full
+from seqpack._progress import progress
+from seqpack.data.format import (
+    HF_METADATA,
+    PARQUET_RUN_ID,
+    RUN_ID,
+    SEQPACK_KEY,
+    MetadataEntry,
+    PackingMetadata,
+    hf_filename,
+    metadata_filename,
+    most_common_last_token,
+    new_run_id,
+    offline_packing_overrides,
+    packed_filename,
+    rejects_filename,
+    write_metadata_entry,
+)
+from seqpack.data.pipeline._input import resolve_input
+from seqpack.data.pipeline._lock import OutputLock, claim_output_dir
+from seqpack.data.pipeline._options import PackOptions, resolve_workers
+from seqpack.data.pipeline._scratch import ScratchStore, default_scratch_dir
+from seqpack.data.pipeline._shape import Action, Shaped, Shaping, shape
+from seqpack.data.pipeline._write import write_packed
+from seqpack.data.samples import (
+    IDS_FIELD,
+    ChunkToExamples,
+    Examples,
+    RawChunk,
+    as_paths,
+    chunk_rows_for,
+    convert_all,
+    iter_chunks,
+    known_rows,
+)
+from seqpack.data.samples.text import ResolvedText, chat_options, load_tokenizer, text_record, tokenizer_hash
+from seqpack.errors import DataError, InputError, UsageError, param
+from seqpack.fingerprint import PackedFingerprinter
+from seqpack.packing import BALANCED, CostModel, PackPlan, pack_lengths
+
+#: Keys of the seqpack record that must agree between the splits of one output directory.
+_SPLIT_AGREEMENT = ("pack_size", "pad_seq_to_mult", "seed", "tokenizer_sha256")
+
+
+@dataclass
+class Counts:
+    """Samples in and what became of them: each sample is ``packed`` (truncated and split ones included, also
+    counted in ``truncated`` / ``split``) or ``rejected`` or ``dropped``; the sequences that were packed (a
+    split sample packs as several) and the tokens read."""
+
+    samples_in: int = 0
+    packed: int = 0
+    rejected: int = 0
+    truncated: int = 0
+    split: int = 0
+    dropped: int = 0
+    sequences: int = 0
+    tokens_in: int = 0
+
+
+@dataclass
+class PackResult:
+    """What ``pack_files`` wrote and measured."""
+
+    packed_path: Path
+    metadata_path: Path
+    rejects_path: Path
+    metadata: dict[str, Any]
+    counts: Counts
+    num_packs: int
+    runtime_tokens: int
+    pack_size: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def padding_saved(self) -> int:
+        """Padding tokens saved versus padding every packed sample to N: ``(sequences - packs) * N``."""
+        return (self.counts.sequences - self.num_packs) * self.pack_size
+
+    @property
+    def padding_tokens(self) -> int:
+        return self.num_packs * self.pack_size - self.runtime_tokens
+
+
+class _BackgroundHash:
+    """:func:`_hash_inputs` on a daemon thread (hashlib releases the GIL), overlapping with the passes.
+
+    A daemon thread never delays the exit of a failed or interrupted run.
+    """
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._result: list[str | BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(paths,), daemon=True, name="seqpack-hash")
+        self._thread.start()
+
+    def _run(self, paths: list[Path]) -> None:
+        try:
+            self._result.append(_hash_inputs(paths))
+        except BaseException as exc:  # reported by result()
+            self._result.append(exc)
+
+    def result(self) -> str:
+        self._thread.join()
+        value = self._result[0]
+        if isinstance(value, BaseException):
+            raise InputError(f"cannot hash the inputs ({value})")
+        return value
+
+
+def _hash_inputs(paths: list[Path]) -> str:
+    """SHA-256 over every input's bytes (directories: their files, sorted), in input order."""
+    digest = hashlib.sha256()
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            with open(file, "rb") as handle:
+                for block in iter(lambda h=handle: h.read(1 << 20), b""):  # type: ignore[misc]
+                    digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: dict[str, Any]) -> None:
+    if packed.exists() and not opts.run.overwrite:
+        raise UsageError(f"{packed}: already exists (pass {param('overwrite')} to replace it)")
+    if not meta_path.exists():
+        return
+    for entry in PackingMetadata.read(meta_path).entries:
+        other = entry.record
+        if other is None or other.get("split") == opts.run.split:
+            continue
+        for key in _SPLIT_AGREEMENT:
+            if other.get(key) != record[key]:
+                raise UsageError(
+                    f"{meta_path}: the {other.get('split')} split was packed with {key}={other.get(key)!r}, "
+                    f"this run has {record[key]!r}; use another {param('out_dir')} directory"
+                )
+
+
+def check_rows_end_with_eos(examples: Examples, eos_id: int, paths: tuple[str, ...]) -> None:
+    """Pre-tokenized input without a given EOS: every row must end with the same token."""
+    last = examples.tokens[np.cumsum(examples.lengths) - 1]
+    bad = np.flatnonzero(last != eos_id)
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(
+            f"{examples.where(paths[examples.source], i, IDS_FIELD)}: last token {int(last[i])} "
+            f"differs from {eos_id}, the EOS inferred as the most common last token of the first rows "
+            f"(pass {param('eos_id')} or {param('tokenizer')}, or fix the row)"
+        )
+
+
+@dataclass(frozen=True)
+class _ShapeChunk:
+    """A worker's whole share of pass 1 for one chunk: convert, check the EOS, shape.
+
+    Picklable (it runs in processes for text). It returns the examples without their tokens: the shaped
+    pieces carry them, and only those go to the scratch store.
+    """
+
+    converter: ChunkToExamples
+    spec: Shaping
+    infer_eos: bool
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return self.converter.paths
+
+    @property
+    def needs_processes(self) -> bool:
+        return self.converter.needs_processes
+
+    def __call__(self, chunk: RawChunk) -> tuple[Examples, Shaped]:
+        return self.shape(self.converter(chunk))
+
+    def shape(self, examples: Examples) -> tuple[Examples, Shaped]:
+        if self.infer_eos:
+            check_rows_end_with_eos(examples, self.spec.eos_id, self.paths)
+        return examples.without_tokens(), shape(examples.tokens, examples.mask, examples.lengths, self.spec)
+
+
+class _SpoolToScratch:
+    """Consumes shaped chunks in input order: appends them to the store, writes rejects, counts."""
+
+    def __init__(self, paths: tuple[str, ...], store: ScratchStore, rejects: BinaryIO, run_id: str) -> None:
+        self.paths = paths
+        self.run_id = run_id
+        self.store = store
+        self.rejects = rejects
+        self.counts = Counts()
+        self.lengths: list[np.ndarray] = []
+
+    def add(self, examples: Examples, shaped: Shaped, spec: Shaping) -> None:
+        """Store one chunk's shaped pieces (in input order), count them, list what was not kept as is."""
+        self.store.append(shaped.tokens, shaped.mask, shaped.lengths)
+        self.lengths.append(spec.counted(shaped.lengths))
+        c = self.counts
+        c.samples_in += len(examples.lengths)
+        c.tokens_in += int(examples.lengths.sum())
+        c.sequences += len(shaped.lengths)
+        actions = shaped.actions
+        c.packed += int(np.count_nonzero(shaped.pieces > 0))
+        c.rejected += int(np.count_nonzero(actions == Action.rejected))
+        c.truncated += int(np.count_nonzero(actions == Action.truncated))
+        c.split += int(np.count_nonzero(actions == Action.split))
+        c.dropped += int(np.count_nonzero(actions == Action.dropped))
+        cut = examples.cut_by_text_step()
+        cut = cut[actions[cut] == Action.kept]
+        c.truncated += len(cut)
+        for i in np.union1d(np.flatnonzero(actions != Action.kept), cut):
+            self._reject_line(examples, spec, int(i), Action(int(actions[i])), int(shaped.pieces[i]))
+
+    def _reject_line(self, examples: Examples, spec: Shaping, i: int, action: Action, pieces: int) -> None:
+        before = examples.lengths if examples.lengths_before is None else examples.lengths_before
+        runtime = int(spec.counted(before[i]))
+        kept = int(spec.counted(examples.lengths[i]))
+        unit = "tokens" if spec.counts_stored else "runtime tokens"
+        what = {
+            # cut by the text step only (compat: Bridge truncates long prompt-completion rows as it tokenizes)
+            Action.kept: f"truncated to {kept} {unit} while tokenizing, as Bridge does",
+            Action.rejected: "rejected (not packed)",
+            Action.truncated: f"truncated to {spec.cap} {unit}",
+            Action.split: f"split into {pieces} pieces",
+            Action.dropped: "dropped (not packed, as Bridge does with pad_seq_to_mult=1)",
+        }[action]
+        record = {
+            "source": self.paths[examples.source],
+            "line" if examples.line_based else "row": int(examples.locs[i]),
+            "reason": f"too long: {runtime} {unit} > {spec.cap}",
+            "length": runtime,
+            "action": what,
+            RUN_ID: self.run_id,
+        }
+        self.rejects.write(orjson.dumps(record) + b"\n")
+
+
+@dataclass(frozen=True)
+class _Outputs:
+    """The files of one set, named by split, pack size and layout (the HF layout never shares a Bridge
+    set's names)."""
+
+    packed: Path
+    metadata: Path
+    rejects: Path
+
+    @classmethod
+    def of(cls, opts: PackOptions) -> _Outputs:
+        out, split, n = opts.run.out_dir, opts.run.split, opts.size.pack_size
+        if opts.run.layout == "hf":
+            return cls(out / hf_filename(split), out / HF_METADATA, out / rejects_filename(split))
+        return cls(out / packed_filename(split, n), out / metadata_filename(n), out / rejects_filename(split))
+
+
+@dataclass
+class _Run:
+    """One run, resolved from its options before anything is written; ``record`` (the metadata record)
+    and ``seconds`` fill in as the steps go."""
+
+    opts: PackOptions
+    inputs: list[Path]
+    eos_id: int | None  # None: inferred in pass 1
+    text: ResolvedText | None  # None: pre-tokenized input
+    outputs: _Outputs
+    record: dict[str, Any]
+    workers: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def pack_files(opts: PackOptions) -> PackResult:
+    """Pack ``opts``' inputs into its output directory (see the module docstring), step by step:
+    resolve the inputs, pass 1 (read, shape, spool), plan, pass 2 (write), commit."""
+    run = _resolve(opts)
+    lock, store = _claim_output_dir(run)
+    try:
+        with contextlib.ExitStack() as stack:
+            # Commit order (the stack exits in reverse): metadata, then rejects, then the packed file last,
+            # so a run killed at any point leaves no packed file under its final name that inspect accepts
+            # (inspect reads a lone packed file without its sidecar).
+            packed_tmp = stack.enter_context(atomic_path(run.outputs.packed, overwrite=True))
+            stack.callback(fault_point, "rename")
+            rejects_tmp = stack.enter_context(atomic_path(run.outputs.rejects, overwrite=True))
+            bar = stack.enter_context(progress(opts.run.quiet))
+            rejects = stack.enter_context(open(rejects_tmp, "wb"))
+            input_hash = _BackgroundHash(run.inputs)
+            spool = _pass1(run, store, rejects, bar)
+            plan = _plan(run, spool)
+            _pass2(run, store, plan, packed_tmp, bar)
+            entry = _commit(run, spool.counts, plan, input_hash)
+    except OSError as exc:  # ENOSPC, EFBIG (a file-size limit), EDQUOT: the directory, in one line
+        if not is_disk_full(exc):
+            raise
+        raise disk_full_error(Path(exc.filename).parent if exc.filename else opts.run.out_dir, exc) from None
+    finally:
+        store.remove()
+        lock.release()
+    outputs = run.outputs
+    return PackResult(
+        outputs.packed,
+        outputs.metadata,
+        outputs.rejects,
+        entry,
+        spool.counts,
+        plan.num_packs,
+        int(plan.total_length),
+        opts.size.pack_size,
+        run.seconds,
+    )
+
+
+def _resolve(opts: PackOptions) -> _Run:
+    """Check the options, resolve the EOS and the text step, name the outputs and start the metadata
+    record; refuse to replace a set (or join one packed differently) before anything is written."""
+    opts.check()
+    tokenizer = opts.input.tokenizer
+    tok_sha = None
+    if tokenizer is not None:
+        load_tokenizer(tokenizer)  # refused here if it cannot load, also where it only names the EOS
+        tok_sha = tokenizer_hash(tokenizer)
+    resolved = resolve_input(opts.input)
+    text = None if resolved.text is None else _text_spec(opts, resolved.text)
+    outputs = _Outputs.of(opts)
+    max_len, size = opts.max_seq_length, opts.size
+    record: dict[str, Any] = {
+        "version": __version__,
+        "split": opts.run.split,
+        "mode": "bridge-compat" if opts.bridge_compat else "seqpack",
+        "layout": opts.run.layout,
+        "algorithm": opts.algorithm,
+        "seed": opts.packing_seed,
+        "pack_size": size.pack_size,
+        "pad_seq_to_mult": size.pad_seq_to_mult,
+        "max_seq_length": max_len,
+        "too_long": None if opts.bridge_compat else opts.too_long.value,
+        "eos_id": resolved.eos_id,
+        "eos_source": resolved.eos_source,  # --eos-id | tokenizer | inferred (the rows' most common last)
+        "tokenizer": os.fspath(tokenizer) if tokenizer else None,
+        "tokenizer_sha256": tok_sha,
+        RUN_ID: new_run_id(),  # carried by every file of the set (seqpack.data.format._runs)
+    }
+    if text is not None:
+        record["text"] = text_record(text)
+    _check_existing(opts, outputs.packed, outputs.metadata, record)
+    inputs = list(opts.input.paths)
+    record["inputs"] = [os.fspath(p) for p in inputs]
+    return _Run(opts, inputs, resolved.eos_id, text, outputs, record, resolve_workers(opts.run.workers))
+
+
+def _text_spec(opts: PackOptions, spec: ResolvedText) -> ResolvedText:
+    """The text step's settings, checked; compat truncates long prompt-completion rows as Bridge does while
+    it tokenizes: to the max length, + 1 with a pad multiple > 1 (``tokenize_dataset``'s stored length)."""
+    compat = opts.bridge_compat
+    spec = replace(
+        spec,
+        max_length=(opts.max_seq_length + int(opts.size.pad_seq_to_mult > 1)) if compat else None,
+        allow_missing_completion=compat,
+        chat=chat_options(opts.input.chat_template, opts.input.tool_schemas, compat),
+    )
+    if spec.is_chat:
+        spec.check_chat()
+    else:
+        spec.check_prompt_completion()
+    return spec
+
+
+def _claim_output_dir(run: _Run) -> tuple[OutputLock, ScratchStore]:
+    """Make the output directory and take it with its scratch store: one run per output directory; a
+    killed run's leftovers are reclaimed (docs/failure-behaviour.md)."""
+    out, scratch_dir = run.opts.run.out_dir, run.opts.run.scratch_dir
+    data_dir = run.outputs.packed.parent
+    out.mkdir(parents=True, exist_ok=True)
+    if data_dir != out:  # the HF layout's data/ folder: never a link out of the directory
+        if data_dir.is_symlink():
+            raise UsageError(f"{data_dir}: a symbolic link; seqpack writes a real folder here")
+        data_dir.mkdir(exist_ok=True)
+    lock = claim_output_dir(out, scratch_dir, data_dir)
+    try:
+        store = ScratchStore((scratch_dir or out) / default_scratch_dir(out).name)
+    except BaseException:
+        lock.release()
+        raise
+    return lock, store
+
+
+def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _SpoolToScratch:
+    """Read, convert and shape every chunk on the workers; spool the pieces to the scratch store, the
+    too-long samples to the rejects file, and keep only the lengths in memory."""
+    opts = run.opts
+    t0 = time.perf_counter()
+    spool = _SpoolToScratch(as_paths(run.inputs), store, rejects, run.record[RUN_ID])
+    task = bar.add_task("read", total=known_rows(run.inputs))
+    spec: Shaping | None = None
+
+    def spec_for(eos: int) -> Shaping:
+        return Shaping(
+            opts.max_seq_length,
+            opts.size.pad_seq_to_mult,
+            eos,
+            opts.too_long,
+            opts.bridge_compat,
+            opts.run.layout == "hf",
+        )
+
+    chunks = iter_chunks(run.inputs, chunk_rows_for(run.text, opts.input.chunk_rows))
+    converter = ChunkToExamples(spool.paths, run.text)
+    for examples, shaped, spec in _shaped_chunks(chunks, converter, spec_for, run.eos_id, run.workers):
+        spool.add(examples, shaped, spec)
+        fault_point("read")
+        bar.advance(task, len(examples.lengths))
+        _rate(bar, task, spool.counts, t0)
+    run.seconds["read"] = time.perf_counter() - t0
+    counts = spool.counts
+    if counts.samples_in == 0:
+        raise DataError(f"{', '.join(spool.paths)}: empty input (no samples)")
+    if counts.sequences == 0:
+        raise DataError(
+            f"{', '.join(spool.paths)}: no sample fits max length {opts.max_seq_length}; see the rejects"
+        )
+    assert spec is not None
+    run.record["eos_id"] = spec.eos_id
+    return spool
+
+
+def _plan(run: _Run, spool: _SpoolToScratch) -> PackPlan:
+    """The packs, from the lengths alone."""
+    opts = run.opts
+    t1 = time.perf_counter()
+    lengths = np.concatenate(spool.lengths)
+    plan = pack_lengths(
+        lengths,
+        opts.size.pack_size,
+        algorithm=opts.algorithm,
+        seed=opts.packing_seed,
+        cost=opts.size.cost_model,
+    )
+    run.record["algorithm"] = plan.algorithm
+    if opts.algorithm == BALANCED:
+        run.record["cost_model"] = (opts.size.cost_model or CostModel.default()).to_record()
+    run.seconds["plan"] = time.perf_counter() - t1
+    fault_point("plan")
+    return plan
+
+
+def _pass2(run: _Run, store: ScratchStore, plan: PackPlan, packed_tmp: Path, bar: Any) -> None:
+    """Build the packs' row groups from the scratch store and write them (fingerprinted for Bridge's
+    layout)."""
+    t2 = time.perf_counter()
+    write_task = bar.add_task("write", total=plan.num_packs)
+    store.offsets()  # computed once, here: pass 2 reads the store from several threads
+
+    def on_row_group(packs: int, _tokens: int) -> None:
+        bar.advance(write_task, packs)
+        fault_point("write")
+
+    layout = run.opts.run.layout
+    fingerprinter = PackedFingerprinter() if layout == "bridge" else None
+    write_packed(
+        packed_tmp,
+        store.read,
+        plan.items,
+        plan.pack_offsets,
+        on_row_group=on_row_group,
+        layout=layout,
+        fingerprinter=fingerprinter,
+        threads=run.workers,
+        key_value={PARQUET_RUN_ID: run.record[RUN_ID].encode()},
+    )
+    if fingerprinter is not None:
+        run.record["fingerprint"] = fingerprinter.result().to_dict()
+    run.seconds["write"] = time.perf_counter() - t2
+
+
+def _commit(run: _Run, counts: Counts, plan: PackPlan, input_hash: _BackgroundHash) -> dict[str, Any]:
+    """Complete the record and write the metadata entry; the caller's exit renames the rejects and then
+    the packed file into place."""
+    record = run.record
+    record["input_sha256"] = input_hash.result()
+    record["counts"] = {
+        "samples_in": counts.samples_in,
+        "packed": counts.packed,
+        "rejected": counts.rejected,
+        "truncated": counts.truncated,
+        "split": counts.split,
+        "dropped": counts.dropped,
+        "sequences": counts.sequences,
+        "packs": plan.num_packs,
+    }
+    entry = MetadataEntry.from_values(plan.bridge_metadata(), record)
+    write_metadata_entry(run.outputs.metadata, entry)
+    fault_point("commit")
+    return entry.to_dict()
+
+
+def _shaped_chunks(
+    chunks: Iterator[RawChunk],
+    converter: ChunkToExamples,
+    spec_for: Callable[[int], Shaping],
+    eos_id: int | None,
+    workers: int,
+) -> Iterator[tuple[Examples, Shaped, Shaping]]:
+    """Pass 1's chunks, converted and shaped on the workers, in input order.
+
+    Without a known EOS (pre-tokenized input, no ``--eos-id``) the first chunk is converted here: its rows'
+    most common last token (:func:`~seqpack.data.format.most_common_last_token`) is the EOS every row
+    must end with, and the shaping pads with it.
+    """
+    if eos_id is None:
+        first_chunk = next(chunks, None)
+        if first_chunk is None:
+            return
+        first = converter(first_chunk)
+        eos = most_common_last_token(first.tokens, np.cumsum(first.lengths))
+        job = _ShapeChunk(converter, spec_for(eos), infer_eos=True)
+        yield (*job.shape(first), job.spec)
+    else:
+        job = _ShapeChunk(converter, spec_for(int(eos_id)), infer_eos=False)
+    for examples, shaped in convert_all(chunks, job, workers):
+        yield examples, shaped, job.spec
+
+
+def _rate(bar: Any, task: Any, counts: Counts, t0: float) -> None:
+    elapsed = max(time.perf_counter() - t0, 1e-9)
+    bar.update(
+        task,
+        description=(
+            f"read {counts.samples_in / elapsed:,.0f} samples/s {counts.tokens_in / elapsed:,.0f} tokens/s"
+        ),
+    )
+
+
+def overrides_for_result(
+    result: PackResult, *, cp: int = 1, tp: int = 1, sequence_parallel: bool = False
+) -> list[str]:
+    """The Megatron-Bridge 0.6.2 overrides that train on this output directory (bridge-format §1, §4)."""
+    record = result.metadata[SEQPACK_KEY]
+    if record.get("layout") == "hf":
+        return []
+    n = result.pack_size
+    out = result.packed_path.parent
+    paths = {split: out / packed_filename(split, n) for split in ("training", "validation")}
+    return offline_packing_overrides(
+        n,
+        int(record["pad_seq_to_mult"]),
+        cp=cp,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        train_path=paths["training"] if paths["training"].exists() else None,
+        val_path=paths["validation"] if paths["validation"].exists() else None,
+        metadata_path=result.metadata_path,
+    )
