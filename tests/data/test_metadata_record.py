@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqpack.data.format import BRIDGE_METADATA_KEYS, MetadataEntry, PackingMetadata, read_metadata
+from seqpack.data.format import MetadataEntry, PackingMetadata, read_metadata
 from seqpack.errors import DataError
+from seqpack.packing import BRIDGE_METADATA_KEYS
 
 _INT_KEYS = {"dataset_max_seqlen", "max_samples_per_bin", "pack_size", "min_packed_seqlen"}
 _json = st.recursive(

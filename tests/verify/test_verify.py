@@ -53,7 +53,7 @@ def test_a_different_bridge_packing_fails(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     wheel = bridge_wheel()
-    monkeypatch.setattr(_verify, "BRIDGE_ALGORITHM", "first_fit_decreasing")
+    monkeypatch.setattr(_verify, "BRIDGE_DEFAULT_ALGORITHM", "first_fit_decreasing")
     code = main(
         [
             "verify",

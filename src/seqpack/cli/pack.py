@@ -20,7 +20,7 @@ from seqpack.cli._common import (
     number_option,
     out_console,
 )
-from seqpack.data.format import SEQPACK_KEY
+from seqpack.data.format import SEQPACK_KEY, SPLITS, TRAINING
 from seqpack.data.pipeline import (
     InputOptions,
     LengthPolicy,
@@ -126,7 +126,7 @@ def pack(
         range=SIZE,
     ),
     example: bool = typer.Option(False, "--example", help="Pack the small SFT dataset seqpack ships."),
-    split: str = typer.Option("training", "--split", help="training or validation."),
+    split: str = typer.Option(TRAINING, "--split", help=" or ".join(SPLITS) + "."),
     max_seq_length: int = number_option(
         None, "--max-seq-length", help="Longest sample kept (default N).", range=SIZE
     ),

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqpack.data.format import metadata_filename, packed_filename
+from seqpack.data.format import TRAINING, metadata_filename, packed_filename
 from seqpack.errors import UsageError
 
 DEFAULT_PREFIX = "seqpack-demo-"
@@ -50,7 +50,7 @@ class Layout:
 
     @property
     def train_packed(self) -> Path:
-        return self.train_dir / packed_filename("training", self.pack_size)
+        return self.train_dir / packed_filename(TRAINING, self.pack_size)
 
     @property
     def packed_dir(self) -> Path:
@@ -58,7 +58,7 @@ class Layout:
 
     @property
     def packed(self) -> Path:
-        return self.packed_dir / packed_filename("training", self.pack_size)
+        return self.packed_dir / packed_filename(TRAINING, self.pack_size)
 
     @property
     def metadata(self) -> Path:

@@ -18,6 +18,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from seqpack._bridge_keys import (
+    CHAT,
+    CP,
+    GRAPH_IMPL,
+    IN_BATCH,
+    LEGACY_IN_BATCH,
+    LOSS_MODE,
+    MTP,
+    OFFLINE,
+    PAD_MULT,
+    PAD_TO_MAX,
+    PP,
+    TP,
+)
 from seqpack.doctor._defect_facts import BRIDGE_LAUNCHER, MLM_LAUNCHER, DefectContext
 from seqpack.doctor._findings import override
 from seqpack.doctor._rules import _full_iteration_graph
@@ -79,18 +93,6 @@ class Defect:
 BRIDGE_REPO = "NVIDIA-NeMo/Megatron-Bridge"
 MLM_REPO = "NVIDIA/Megatron-LM"
 TE_REPO = "NVIDIA/TransformerEngine"
-
-PP = "model.pipeline_model_parallel_size"
-TP = "model.tensor_model_parallel_size"
-CP = "model.context_parallel_size"
-MTP = "model.mtp_num_layers"
-OFFLINE = "dataset.enable_offline_packing"
-IN_BATCH = "dataset.enable_in_batch_packing"
-SPECS = "dataset.offline_packing_specs"
-PAD_MULT = f"{SPECS}.pad_seq_to_mult"
-CHAT = "dataset.dataset_kwargs.chat"
-LOSS_MODE = "dataset.preprocessing.loss_mode"
-GRAPH_IMPL = "model.cuda_graph_impl"
 
 
 # ---------------------------------------------------------------- trigger pieces
@@ -442,7 +444,7 @@ DEFECTS: list[Defect] = [
         ON_BRIDGE,
         Affected(None, None),
         "silent",
-        ("model.num_moe_experts", PAD_MULT, "dataset.dataset_kwargs.pad_to_max_length"),
+        ("model.num_moe_experts", PAD_MULT, PAD_TO_MAX),
         _moe_packed_padding,
         (override(PAD_MULT, 1),),
         f"{BRIDGE_REPO} PR #5470",
@@ -506,7 +508,7 @@ DEFECTS: list[Defect] = [
         ON_BRIDGE,
         Affected("0.3.0", "0.4.0"),
         "silent",
-        (IN_BATCH, "dataset.pack_sequences_in_batch"),
+        (IN_BATCH, LEGACY_IN_BATCH),
         _in_batch_packing,
         (),
         f"{BRIDGE_REPO} PR #2932",

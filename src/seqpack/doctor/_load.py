@@ -25,6 +25,28 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from seqpack._bridge_keys import (
+    AVG_COLL,
+    CP,
+    DATA_SEQ,
+    EP,
+    GBS,
+    GRAPH_IMPL,
+    IN_BATCH,
+    MBS,
+    MODEL_SEQ,
+    MTP,
+    OFFLINE,
+    PACK_SIZE,
+    PAD_CU,
+    PAD_MULT,
+    PAD_TO_MAX,
+    PER_TOKEN,
+    PP,
+    SP,
+    SPECS,
+    TP,
+)
 from seqpack._ranges import COUNT0, RANKS, SIZE, Range
 from seqpack._yaml import load_yaml
 from seqpack.doctor import _bridge_fields as bf
@@ -68,29 +90,29 @@ _KNOWN_FIELDS: Mapping[str, frozenset[str]] = {
     "optimizer": bf.OPTIMIZER_FIELDS,
     "scheduler": bf.SCHEDULER_FIELDS,
     "dataset": bf.DATASET_FIELDS,
-    "dataset.offline_packing_specs": bf.PACKED_SPECS_FIELDS,
+    SPECS: bf.PACKED_SPECS_FIELDS,
 }
-_COMPLETE_FIELD_LISTS = frozenset({"dataset.offline_packing_specs"})
+_COMPLETE_FIELD_LISTS = frozenset({SPECS})
 
 #: Plain CLI option -> the Bridge keys it sets (``seqpack doctor --cp 2 --mbs 1 ...``).
 PLAIN_OPTIONS: Mapping[str, tuple[str, ...]] = {
-    "tp": ("model.tensor_model_parallel_size",),
-    "pp": ("model.pipeline_model_parallel_size",),
-    "cp": ("model.context_parallel_size",),
-    "ep": ("model.expert_model_parallel_size",),
-    "sequence_parallel": ("model.sequence_parallel",),
-    "mbs": ("train.micro_batch_size",),
-    "gbs": ("train.global_batch_size",),
-    "seq_length": ("dataset.seq_length", "model.seq_length"),
-    "pack_size": ("dataset.enable_offline_packing", "dataset.offline_packing_specs.packed_sequence_size"),
-    "pad_seq_to_mult": ("dataset.offline_packing_specs.pad_seq_to_mult",),
-    "pad_cu_seqlens": ("dataset.offline_packing_specs.pad_cu_seqlens",),
-    "pad_to_max_length": ("dataset.dataset_kwargs.pad_to_max_length",),
-    "in_batch_packing": ("dataset.enable_in_batch_packing",),
-    "per_token_loss": ("model.calculate_per_token_loss",),
-    "average_in_collective": ("ddp.average_in_collective",),
-    "mtp_num_layers": ("model.mtp_num_layers",),
-    "cuda_graph_impl": ("model.cuda_graph_impl",),
+    "tp": (TP,),
+    "pp": (PP,),
+    "cp": (CP,),
+    "ep": (EP,),
+    "sequence_parallel": (SP,),
+    "mbs": (MBS,),
+    "gbs": (GBS,),
+    "seq_length": (DATA_SEQ, MODEL_SEQ),
+    "pack_size": (OFFLINE, PACK_SIZE),
+    "pad_seq_to_mult": (PAD_MULT,),
+    "pad_cu_seqlens": (PAD_CU,),
+    "pad_to_max_length": (PAD_TO_MAX,),
+    "in_batch_packing": (IN_BATCH,),
+    "per_token_loss": (PER_TOKEN,),
+    "average_in_collective": (AVG_COLL,),
+    "mtp_num_layers": (MTP,),
+    "cuda_graph_impl": (GRAPH_IMPL,),
 }
 
 

@@ -11,6 +11,31 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from seqpack._bridge_keys import (
+    AVG_COLL,
+    CP,
+    DATA_SEQ,
+    DEFER,
+    GBS,
+    GRAPH_IMPL,
+    GRAPH_SCOPE,
+    IN_BATCH,
+    LEGACY_IN_BATCH,
+    LEGACY_SPECS,
+    MBS,
+    MODEL_SEQ,
+    MTP,
+    OFFLINE,
+    PACK_SIZE,
+    PAD_CU,
+    PAD_MULT,
+    PAD_TO_MAX,
+    PER_TOKEN,
+    PP,
+    SP,
+    SPECS,
+    TP,
+)
 from seqpack.data.samples.text import eos_disagreement, tokenizer_eos_id
 from seqpack.doctor._context import Context
 from seqpack.doctor._family import ASR, GLM45, QWEN3_NEXT, QWEN35_VL, QWEN_OMNI
@@ -32,28 +57,6 @@ from seqpack.doctor._findings import (
 from seqpack.errors import InputError
 
 RULES: list[Rule] = []
-
-SPECS = "dataset.offline_packing_specs"
-PACK_SIZE = f"{SPECS}.packed_sequence_size"
-PAD_MULT = f"{SPECS}.pad_seq_to_mult"
-PAD_CU = f"{SPECS}.pad_cu_seqlens"
-PAD_TO_MAX = "dataset.dataset_kwargs.pad_to_max_length"
-OFFLINE = "dataset.enable_offline_packing"
-IN_BATCH = "dataset.enable_in_batch_packing"
-DEFER = "dataset.defer_in_batch_packing_to_step"
-MBS = "train.micro_batch_size"
-GBS = "train.global_batch_size"
-CP = "model.context_parallel_size"
-TP = "model.tensor_model_parallel_size"
-PP = "model.pipeline_model_parallel_size"
-SP = "model.sequence_parallel"
-PER_TOKEN = "model.calculate_per_token_loss"
-AVG_COLL = "ddp.average_in_collective"
-MODEL_SEQ = "model.seq_length"
-DATA_SEQ = "dataset.seq_length"
-MTP = "model.mtp_num_layers"
-GRAPH_IMPL = "model.cuda_graph_impl"
-GRAPH_SCOPE = "model.cuda_graph_scope"
 
 #: The cuda_graph_impl values that capture whole training iterations or TE layers (cuda_graph.py).
 FULL_ITERATION_IMPL = "full_iteration"
@@ -630,7 +633,7 @@ def mixed_era(ctx: Context) -> CheckResult:
     return list(_problems(ctx, "mixed-era"))
 
 
-@rule("SP105", INFO, ("dataset.packed_sequence_specs", "dataset.pack_sequences_in_batch"), RAISES)
+@rule("SP105", INFO, (LEGACY_SPECS, LEGACY_IN_BATCH), RAISES)
 def legacy_names(ctx: Context) -> CheckResult:
     if ctx.view.era != "<=v0.5":
         return None

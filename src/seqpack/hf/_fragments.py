@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.packing import pack_lengths
+from seqpack.packing import BEST_FIT_DECREASING, pack_lengths
 
 IntArray = npt.NDArray[np.int64]
 
@@ -60,7 +60,7 @@ def plan_fragments(row_lengths: IntArray, seq_length: int, strategy: str) -> Fra
         skips = (np.arange(first.shape[0], dtype=np.int64) - first) * seq_length
         rows = np.repeat(rows, pieces)
         lengths = np.minimum(np.repeat(lengths, pieces) - skips, seq_length)
-    plan = pack_lengths(lengths, seq_length, algorithm="best_fit_decreasing")
+    plan = pack_lengths(lengths, seq_length, algorithm=BEST_FIT_DECREASING)
     items = plan.items
     return Fragments(rows[items], skips[items], lengths[items], plan.pack_offsets)
 

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from seqpack.data.format import BRIDGE_METADATA_KEYS, PackingMetadata
+from seqpack.data.format import PackingMetadata
 from seqpack.data.pipeline import InputOptions, PackOptions, PackSize, RunSettings, pack_files
 from seqpack.diff import diff_packed
 from seqpack.env import parse_version
+from seqpack.packing import BRIDGE_DEFAULT_ALGORITHM, BRIDGE_METADATA_KEYS
 from seqpack.verify._bridge_config import config_source, run_config_part
 from seqpack.verify._bridge_peer import bridge_available, load_offline_packing, temporary_workdir
 
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
 
 #: EOS id of the generated dataset (any id works; 2 matches the worked examples of bridge-format §2).
 VERIFY_EOS = 2
-#: Bridge's default offline packing algorithm (bridge-format §2), the one ``--bridge-compat`` reproduces.
-BRIDGE_ALGORITHM = "first_fit_shuffle"
 #: Share of generated samples that get an EOS inside the answer (a multi-turn chat): what Bridge 0.6.2's
 #: collate silences and main's keeps, so the collate part sees the difference between releases.
 INNER_EOS_SHARE = 0.2
@@ -147,7 +146,7 @@ def _packing_part(opts: VerifyOptions, work: Path) -> tuple[PartResult, Path]:
         tokenizer=_Tokenizer(),
         max_seq_length=opts.pack_size,
         seed=opts.seed,
-        packing_algorithm=BRIDGE_ALGORITHM,
+        packing_algorithm=BRIDGE_DEFAULT_ALGORITHM,
         pad_seq_to_mult=opts.pad_seq_to_mult,
         num_tokenizer_workers=1,
         dataset_builder=builder,

@@ -1,15 +1,24 @@
-"""The on-disk format of a pack set: the metadata record, run ids, file and split names, the packed
-schema and the rules of token ids (docs/bridge-format.md §3). Writers and readers both build on it.
+"""The on-disk format of a pack set: the metadata record, run ids, the names of its files and splits, the
+packed schema and the rules of token ids (bridge-format §3). Writers and readers both build on it.
 """
 
 from seqpack.data.format._metadata import (
-    BRIDGE_METADATA_KEYS,
-    HF_METADATA,
+    RUN_ID,
     SEQPACK_KEY,
     MetadataEntry,
     PackingMetadata,
     as_metadata,
     combine_metadata,
+    read_metadata,
+    write_metadata_entry,
+)
+from seqpack.data.format._names import (
+    HF_METADATA,
+    HF_SPLITS,
+    SPLITS,
+    TRAINING,
+    VALIDATION,
+    PackedNames,
     find_metadata,
     hf_data_dir,
     hf_filename,
@@ -18,11 +27,10 @@ from seqpack.data.format._metadata import (
     metadata_filename,
     packed_filename,
     packed_names,
-    read_metadata,
-    write_metadata_entry,
+    rejects_filename,
 )
 from seqpack.data.format._overrides import offline_packing_overrides
-from seqpack.data.format._runs import PARQUET_RUN_ID, RUN_ID, check_run_ids, new_run_id, rejects_filename
+from seqpack.data.format._runs import PARQUET_RUN_ID, check_run_ids, new_run_id
 from seqpack.data.format._schema import (
     COMPRESSION,
     HF_SCHEMA,
@@ -35,10 +43,10 @@ from seqpack.data.format._schema import (
 from seqpack.data.format._token_ids import MAX_TOKEN_ID, check_eos_id, most_common_last_token
 
 __all__ = [
-    "BRIDGE_METADATA_KEYS",
     "COMPRESSION",
     "HF_METADATA",
     "HF_SCHEMA",
+    "HF_SPLITS",
     "IGNORE_INDEX",
     "MAX_TOKEN_ID",
     "PACKED_SCHEMA",
@@ -48,7 +56,11 @@ __all__ = [
     "ROW_GROUP_SIZE",
     "RUN_ID",
     "SEQPACK_KEY",
+    "SPLITS",
+    "TRAINING",
+    "VALIDATION",
     "MetadataEntry",
+    "PackedNames",
     "PackingMetadata",
     "as_metadata",
     "check_eos_id",

@@ -11,7 +11,23 @@ from __future__ import annotations
 
 import os
 
-_SPECS = "dataset.offline_packing_specs"
+from seqpack._bridge_keys import (
+    AVG_COLL,
+    CP,
+    DATA_SEQ,
+    GBS,
+    MBS,
+    METADATA_PATH,
+    MODEL_SEQ,
+    OFFLINE,
+    PACK_SIZE,
+    PAD_MULT,
+    PER_TOKEN,
+    SP,
+    TP,
+    TRAIN_PATH,
+    VAL_PATH,
+)
 
 
 def offline_packing_overrides(
@@ -29,30 +45,30 @@ def offline_packing_overrides(
     """``key=value`` overrides: offline packing on, lengths equal to the pack size, MBS 1 (bridge-format §8),
     the pad multiple, the parallel sizes given, and the data paths given."""
     lines = [
-        "dataset.enable_offline_packing=true",
-        f"dataset.seq_length={pack_size}",
-        f"model.seq_length={pack_size}",
-        "train.micro_batch_size=1",
+        f"{OFFLINE}=true",
+        f"{DATA_SEQ}={pack_size}",
+        f"{MODEL_SEQ}={pack_size}",
+        f"{MBS}=1",
     ]
     if global_batch_size is not None:
-        lines.append(f"train.global_batch_size={global_batch_size}")
-    lines += [f"{_SPECS}.packed_sequence_size={pack_size}", f"{_SPECS}.pad_seq_to_mult={pad_seq_to_mult}"]
+        lines.append(f"{GBS}={global_batch_size}")
+    lines += [f"{PACK_SIZE}={pack_size}", f"{PAD_MULT}={pad_seq_to_mult}"]
     if tp > 1:
-        lines.append(f"model.tensor_model_parallel_size={tp}")
+        lines.append(f"{TP}={tp}")
     if sequence_parallel:
-        lines.append("model.sequence_parallel=true")
+        lines.append(f"{SP}=true")
     if cp > 1:
         # bridge-format §8: CP with SFT data needs per-token loss and no collective averaging
         lines += [
-            f"model.context_parallel_size={cp}",
-            "model.calculate_per_token_loss=true",
-            "ddp.average_in_collective=false",
+            f"{CP}={cp}",
+            f"{PER_TOKEN}=true",
+            f"{AVG_COLL}=false",
         ]
     for key, path in (
-        ("packed_train_data_path", train_path),
-        ("packed_val_data_path", val_path),
-        ("packed_metadata_path", metadata_path),
+        (TRAIN_PATH, train_path),
+        (VAL_PATH, val_path),
+        (METADATA_PATH, metadata_path),
     ):
         if path is not None:
-            lines.append(f"{_SPECS}.{key}={os.fspath(path)}")
+            lines.append(f"{key}={os.fspath(path)}")
     return lines

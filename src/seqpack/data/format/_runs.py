@@ -28,7 +28,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from seqpack.data.format._metadata import RUN_ID, PackingMetadata, hf_split, packed_names
+from seqpack.data.format._metadata import RUN_ID, PackingMetadata
+from seqpack.data.format._names import hf_split, packed_names, rejects_filename
 from seqpack.errors import DataError, SeqpackError
 
 #: The Parquet key/value metadata key holding the run id.
@@ -38,11 +39,6 @@ PARQUET_RUN_ID = b"seqpack.run_id"
 def new_run_id() -> str:
     """A fresh run id (random: two runs never share one, whatever their host or PID)."""
     return uuid.uuid4().hex
-
-
-def rejects_filename(split: str) -> str:
-    """The rejects file of a split: ``rejects_{split}.jsonl`` beside the metadata sidecar."""
-    return f"rejects_{split}.jsonl"
 
 
 def parquet_run_id(path: str | os.PathLike[str]) -> str | None:

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from seqpack.data.format import BRIDGE_METADATA_KEYS, MetadataEntry
+from seqpack.data.format import MetadataEntry
 from seqpack.data.packed._reader import PackedBlock
 from seqpack.errors import DataError, where
-from seqpack.packing import bridge_metadata_values
+from seqpack.packing import BRIDGE_METADATA_KEYS, bridge_metadata_values
 
 #: Keys Bridge rounds to two decimals; compared with this tolerance (the stored value is the rounded one).
 _ROUNDED_KEYS = frozenset({"packing_factor", "packing_efficiency"})

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from seqpack.data.format import check_eos_id
+from seqpack.data.format import SPLITS, TRAINING, check_eos_id
 from seqpack.data.pipeline._shape import TooLong, check_lengths
 from seqpack.data.samples import default_workers
 from seqpack.data.samples.text import TextOptions
@@ -26,7 +26,6 @@ from seqpack.packing import (
     CostModel,
 )
 
-SPLITS = ("training", "validation")
 #: ``bridge``: Bridge's packed Parquet (bridge-format §3); ``hf``: the flattened padding-free layout.
 LAYOUTS = ("bridge", "hf")
 
@@ -81,7 +80,7 @@ class RunSettings:
     """Where the set is written and how the run behaves; nothing here changes the packs."""
 
     out_dir: Path
-    split: str = "training"
+    split: str = TRAINING
     layout: str = "bridge"
     workers: int | None = None  # None: all cores
     scratch_dir: Path | None = None

@@ -35,6 +35,9 @@ from seqpack.data.format import (
     PARQUET_RUN_ID,
     RUN_ID,
     SEQPACK_KEY,
+    SPLITS,
+    TRAINING,
+    VALIDATION,
     MetadataEntry,
     PackingMetadata,
     hf_filename,
@@ -565,14 +568,14 @@ def overrides_for_result(
         return []
     n = result.pack_size
     out = result.packed_path.parent
-    paths = {split: out / packed_filename(split, n) for split in ("training", "validation")}
+    paths = {split: out / packed_filename(split, n) for split in SPLITS}
     return offline_packing_overrides(
         n,
         int(record["pad_seq_to_mult"]),
         cp=cp,
         tp=tp,
         sequence_parallel=sequence_parallel,
-        train_path=paths["training"] if paths["training"].exists() else None,
-        val_path=paths["validation"] if paths["validation"].exists() else None,
+        train_path=paths[TRAINING] if paths[TRAINING].exists() else None,
+        val_path=paths[VALIDATION] if paths[VALIDATION].exists() else None,
         metadata_path=result.metadata_path,
     )
