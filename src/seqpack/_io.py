@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from seqpack.errors import InputError, UsageError
+from seqpack.errors import InputError, UsageError, param
 
 TEMP_PREFIX = ".seqpack-tmp-"
 #: errno values that mean "the disk (or this process's file-size or quota limit) is full".
@@ -74,7 +74,7 @@ def atomic_path(
     """
     final_path = Path(final)
     if final_path.exists() and not overwrite:
-        raise UsageError(f"{os.fspath(final)}: already exists (pass --overwrite to replace it)")
+        raise UsageError(f"{os.fspath(final)}: already exists (pass {param('overwrite')} to replace it)")
     directory = final_path.parent
     directory.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=final_path.suffix, dir=directory)

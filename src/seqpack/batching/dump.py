@@ -23,7 +23,7 @@ from seqpack.batching.collate import VARIANTS, PackedCollator, Variant
 from seqpack.batching.dataset import PackedDataset
 from seqpack.data.format import MetadataEntry
 from seqpack.data.packed import PackedSource, infer_eos_id
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 
 #: The key under which a dump stores the EOS id it was collated with (``seqpack diff`` reads it).
 EOS_KEY = "eos_id"
@@ -67,15 +67,15 @@ def dump_batches(
     the EOS id (else P = 1 and the EOS id is inferred from the sequences' last tokens).
     """
     if count < 1 or batch_size < 1:
-        raise UsageError("--dump-batches and --batch-size must be >= 1")
+        raise UsageError(f"{param('count')} and {param('batch_size')} must be >= 1")
     if out is None or not os.fspath(out).lower().endswith(".npz"):
-        raise UsageError("--dump-batches needs --out F.npz (a batch dump is an .npz file)")
+        raise UsageError(f"{param('count')} needs {param('out')} F.npz (a batch dump is an .npz file)")
     if pack_size is None:
         raise UsageError(
-            f"{spec}: pack size unknown (no metadata sidecar, no _N in the name): pass --metadata"
+            f"{spec}: pack size unknown (no metadata sidecar, no _N in the name): pass {param('metadata')}"
         )
     if variant not in VARIANTS:
-        raise UsageError(f"--collate-variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+        raise UsageError(f"{param('variant')} must be one of {', '.join(VARIANTS)}, got {variant!r}")
     pad, eos_id = _settings(metadata, spec)
     dataset = PackedDataset(spec)
     collate = PackedCollator(eos_id, pack_size, pad_seq_to_mult=pad, variant=cast(Variant, variant))

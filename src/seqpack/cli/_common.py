@@ -67,7 +67,15 @@ def emit_json(payload: dict[str, Any], schema_version: int = 1) -> None:
 
 
 #: Library parameters whose flag is not ``--`` + the name in kebab case.
-_FLAGS = {"cost_model": "--model", "out_dir": "--out"}
+_FLAGS = {
+    "cost_model": "--model",
+    "out_dir": "--out",
+    "profile": "--tolerance",
+    "runs": "--run",
+    "count": "--dump-batches",
+    "variant": "--collate-variant",
+    "sequences": "--decode",
+}
 
 
 def flag(parameter: str) -> str:

@@ -38,7 +38,7 @@ import numpy as np
 
 from seqpack.curves._names import LOSS, canonical
 from seqpack.curves._series import BoolArray, Curves, FloatArray, IntArray, Series
-from seqpack.errors import DataError, UsageError
+from seqpack.errors import DataError, UsageError, param
 
 PROFILES: tuple[str, ...] = ("exact", "bf16", "golden", "trend")
 DEFAULT_PROFILE = "bf16"
@@ -70,9 +70,10 @@ class Profile:
 
     def __post_init__(self) -> None:
         if self.name not in PROFILES:
-            raise UsageError(f"--tolerance: expected one of {', '.join(PROFILES)}, found {self.name!r}")
+            expected = ", ".join(PROFILES)
+            raise UsageError(f"{param('profile')}: expected one of {expected}, found {self.name!r}")
         if self.ulps < 0:
-            raise UsageError(f"--ulps: expected a non-negative integer, found {self.ulps}")
+            raise UsageError(f"{param('ulps')}: expected a non-negative integer, found {self.ulps}")
 
 
 @dataclass

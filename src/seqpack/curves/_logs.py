@@ -49,7 +49,7 @@ from seqpack.curves._kernel import (
 )
 from seqpack.curves._names import GPU_UTILIZATION, LOG_KEYS, LOSS, NAN_ITERS, SKIPPED, STEP_TIME
 from seqpack.curves._series import Curves, FloatArray, IntArray, Segment, resolve
-from seqpack.errors import InputError
+from seqpack.errors import InputError, param
 
 BLOCK_BYTES = 16 << 20  # bounds memory: the kernel keeps ~10 arrays of 8 bytes per ':' of a block
 MAX_NOTES = 20
@@ -328,7 +328,7 @@ def read_log(
         raise InputError(
             f"{source}: no training iteration line found (tried formats: mlm, bridge, nemo; "
             "expected e.g. ' iteration 10/ 100 | ... | lm loss: 9.87E+00 |'); "
-            "force another with --input-format golden|csv|jsonl|tensorboard"
+            f"force another with {param('input_format')} golden|csv|jsonl|tensorboard"
         )
     return _finish(state, source, input_format)
 

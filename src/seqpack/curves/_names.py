@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 
 if TYPE_CHECKING:
     from seqpack.curves._series import Curves
@@ -85,7 +85,7 @@ def parse_metric_map(pairs: list[str]) -> dict[str, str]:
         src, sep, dst = pair.partition("=")
         if not sep or not src.strip() or not dst.strip():
             raise UsageError(
-                f"--metric-map: expected NAME=CANONICAL (e.g. 'train/loss=lm loss'), found {pair!r}"
+                f"{param('metric_map')}: expected NAME=CANONICAL (e.g. 'train/loss=lm loss'), found {pair!r}"
             )
         mapping[canonical(src)] = canonical(dst)
     return mapping

@@ -19,7 +19,7 @@ from seqpack.curves._hf import is_trainer_run, read_trainer_state
 from seqpack.curves._logs import read_log
 from seqpack.curves._series import FORMATS, Curves
 from seqpack.curves._tables import read_csv, read_golden, read_jsonl, read_tensorboard
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 
 _HEAD_BYTES = 4096
 
@@ -65,7 +65,8 @@ def read_runs(
     a name the file does not hold is a usage error listing the runs it does hold.
     """
     if input_format is not None and input_format not in FORMATS:
-        raise UsageError(f"--input-format: expected one of {', '.join(FORMATS)}, found {input_format!r}")
+        expected = ", ".join(FORMATS)
+        raise UsageError(f"{param('input_format')}: expected one of {expected}, found {input_format!r}")
     fmt = input_format or detect_format(path)
     if fmt in ("mlm", "bridge", "nemo"):
         return [read_log(path, input_format, progress=progress)]
@@ -80,7 +81,7 @@ def read_runs(
         return list(by_run.values())
     unknown = [r for r in runs if r not in by_run]
     if unknown:
-        raise UsageError(f"--run {unknown[0]!r}: {os.fspath(path)} {_holds(by_run)}")
+        raise UsageError(f"{param('runs')} {unknown[0]!r}: {os.fspath(path)} {_holds(by_run)}")
     return [by_run[r] for r in runs]
 
 
@@ -94,7 +95,7 @@ def one_run(path: str | os.PathLike[str], found: list[Curves]) -> Curves:
     if len(found) == 1:
         return found[0]
     names = ", ".join(repr(c.run) for c in found)
-    raise UsageError(f"{os.fspath(path)} holds {len(found)} runs ({names}): choose with --run NAME")
+    raise UsageError(f"{os.fspath(path)} holds {len(found)} runs ({names}): choose with {param('runs')} NAME")
 
 
 def read_curves(

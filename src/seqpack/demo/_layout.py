@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqpack.data.format import TRAINING, metadata_filename, packed_filename
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 
 DEFAULT_PREFIX = "seqpack-demo-"
 
@@ -106,10 +106,11 @@ def prepare_out_dir(out: Path, *, overwrite: bool) -> None:
     """Create ``out``; refuse a file, or a non-empty directory unless ``overwrite`` (then files are replaced
     one by one as the steps write them; nothing else in the directory is touched)."""
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {os.fspath(out)}: is a file, expected a directory")
+        raise UsageError(f"{param('out')} {os.fspath(out)}: is a file, expected a directory")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise UsageError(
-            f"--out {os.fspath(out)}: directory is not empty (choose a new one, or pass --overwrite to "
+            f"{param('out')} {os.fspath(out)}: directory is not empty (choose a new one, or pass "
+            f"{param('overwrite')} to "
             "replace the demo's files in it)"
         )
     out.mkdir(parents=True, exist_ok=True)

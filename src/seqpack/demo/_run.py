@@ -32,7 +32,7 @@ from seqpack.demo._report import render_packing_png, render_report
 from seqpack.demo._resources import EXPECTED_FINDING, config_path, dataset_path
 from seqpack.demo._result import DemoResult, StepResult, relative
 from seqpack.demo._sizes import FULL, QUICK
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 from seqpack.train import DataMode, StepRecord
 
 #: The steps in order, with the title progress displays show.
@@ -323,7 +323,7 @@ def check_extras() -> None:
 def run_demo(options: DemoOptions, reporter: Reporter | None = None) -> DemoResult:
     """Run every step on the bundled data under ``options.out`` and return what happened."""
     if options.threads < 1:
-        raise UsageError(f"--threads must be >= 1, got {options.threads}")
+        raise UsageError(f"{param('threads')} must be >= 1, got {options.threads}")
     check_extras()
     sizes = QUICK if options.quick else FULL
     out = options.out if options.out is not None else default_out_dir()

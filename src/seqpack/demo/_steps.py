@@ -51,7 +51,7 @@ from seqpack.doctor import (
     load_config,
     suggest_fixes,
 )
-from seqpack.errors import DataError, UsageError
+from seqpack.errors import DataError, UsageError, param
 from seqpack.packing import ModelDims
 from seqpack.train import DataMode, StepRecord, TrainConfig, TrainResult, train
 
@@ -119,7 +119,9 @@ def user_tokenizer(path: Path) -> TokenizerOut:
     """The user's tokenizer, checked before anything is written: it loads and has a chat template."""
     tokenizer = load_tokenizer(path)
     if not getattr(tokenizer, "chat_template", None):
-        raise UsageError(f"--tokenizer {os.fspath(path)}: no chat template (the demo's data is chats)")
+        raise UsageError(
+            f"{param('tokenizer')} {os.fspath(path)}: no chat template (the demo's data is chats)"
+        )
     size = len(tokenizer)
     return TokenizerOut(path, size, model_vocab(size))
 

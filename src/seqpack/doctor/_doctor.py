@@ -21,7 +21,7 @@ from seqpack.doctor._findings import ERROR, SEVERITY_ORDER, Finding, Hit
 from seqpack.doctor._load import LoadedConfig, _build_view, parse_override, set_key, to_plain
 from seqpack.doctor._packed_facts import packed_location_exists, read_packed_facts
 from seqpack.doctor._rules import RULES
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 
 SCHEMA_VERSION = 1
 #: Rounds of "apply the fixes, check again" behind ``--fix`` (each round only adds keys not yet fixed).
@@ -154,7 +154,7 @@ def _hits(result: Hit | Iterable[Hit] | None) -> list[Hit]:
 def checked_lang(lang: str) -> str:
     """``lang`` when the catalog has it, else the usage error (the demo asks before its first step)."""
     if lang not in LANGS:
-        raise UsageError(f"--lang {lang!r}: expected one of {', '.join(LANGS)}")
+        raise UsageError(f"{param('lang')} {lang!r}: expected one of {', '.join(LANGS)}")
     return lang
 
 
@@ -182,7 +182,7 @@ def _rule_findings(loaded: LoadedConfig, options: DoctorOptions) -> tuple[Contex
     unknown = [a for a in options.allow if a not in known]
     if unknown:
         ids = f"SP001..{RULES[-1].id}, {DEFECTS[0].id}..{DEFECTS[-1].id}"
-        raise UsageError(f"--allow {', '.join(unknown)}: no such rule (ids: {ids})")
+        raise UsageError(f"{param('allow')} {', '.join(unknown)}: no such rule (ids: {ids})")
     ctx = build_context(loaded, options)
     findings: list[Finding] = []
     for rule in RULES:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from seqpack.env import parse_version
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 
 #: The components a defect can live in, named as ``seqpack env`` reports them.
 BRIDGE = "megatron-bridge"
@@ -74,7 +74,8 @@ def parse_stack(items: Iterable[str]) -> dict[str, str]:
             name = name.strip().lower().replace("_", "-")
             if not sep or name not in COMPONENTS or release(version) is None:
                 raise UsageError(
-                    f"--stack {part!r}: expected NAME==VERSION with NAME one of {', '.join(COMPONENTS)}"
+                    f"{param('stack')} {part!r}: expected NAME==VERSION with NAME one of "
+                    f"{', '.join(COMPONENTS)}"
                 )
             stack[name] = version.strip()
     return stack

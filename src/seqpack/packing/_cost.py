@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack._ranges import SIZE
-from seqpack.errors import UsageError, shown
+from seqpack.errors import UsageError, param, shown
 from seqpack.packing._plan import PackPlan
 
 FloatArray = npt.NDArray[np.float64]
@@ -89,7 +89,8 @@ class ModelDims:
         parts = [p.strip() for p in text.split(",")]
         if len(parts) not in (5, 6) or not all(p.isdigit() for p in parts):
             raise UsageError(
-                f"--model expects hidden,layers,heads,ffn,vocab[,query_groups] as integers, got {text!r}"
+                f"{param('cost_model')} expects hidden,layers,heads,ffn,vocab[,query_groups] as integers, "
+                f"got {text!r}"
             )
         values = [int(p) for p in parts]
         hidden, layers, heads, ffn, vocab = values[:5]

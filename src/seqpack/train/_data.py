@@ -20,7 +20,7 @@ import numpy as np
 from seqpack.batching import PackedDataset
 from seqpack.data.format import PackingMetadata, check_run_ids, find_metadata
 from seqpack.data.packed import PackedScan, check_pack_capacity
-from seqpack.errors import DataError, UsageError, where
+from seqpack.errors import DataError, UsageError, param, where
 
 
 @dataclass(frozen=True)
@@ -71,14 +71,15 @@ def load_training_data(
         meta_size = int(combined["pack_size"])
         if pack_size is not None and pack_size != meta_size:
             raise DataError(
-                f"{meta_path}: packed for pack_size={meta_size}, but --pack-size is {pack_size} "
+                f"{meta_path}: packed for pack_size={meta_size}, but {param('pack_size')} is {pack_size} "
                 "(re-pack for the new size or fix the flag)"
             )
         pack_size = meta_size
         meta_mult = sidecar.record().get("pad_seq_to_mult")
         if pad_multiple is not None and meta_mult is not None and int(meta_mult) != pad_multiple:
             raise DataError(
-                f"{meta_path}: packed with pad_seq_to_mult={meta_mult}, but --pad-multiple is {pad_multiple} "
+                f"{meta_path}: packed with pad_seq_to_mult={meta_mult}, but {param('pad_multiple')} is "
+                f"{pad_multiple} "
                 "(changing CP/TP/SP means re-packing, docs/bridge-format.md §7)"
             )
         if pad_multiple is None and meta_mult is not None:
@@ -96,8 +97,8 @@ def load_training_data(
             k = int(facts.multiple_misses[0])
             raise DataError(
                 f"{where(block.path, row=block.first_row + facts.sequence_row(k), field='seq_start_id')}: a "
-                f"sequence of {int(facts.runtime[k])} runtime tokens is not a multiple of --pad-multiple "
-                f"{pad_multiple} "
+                f"sequence of {int(facts.runtime[k])} runtime tokens is not a multiple of "
+                f"{param('pad_multiple')} {pad_multiple} "
                 "(the data was packed with another pad_seq_to_mult)"
             )
         if pack_size is not None:
@@ -107,7 +108,7 @@ def load_training_data(
             row = block.first_row + facts.token_row(pos)
             raise DataError(
                 f"{where(block.path, row=row, field='input_ids')}: token id "
-                f"{int(block.input_ids[pos])} does not fit --vocab {vocab}"
+                f"{int(block.input_ids[pos])} does not fit {param('vocab')} {vocab}"
             )
     runtime_sizes = np.concatenate(scan.pack_runtime)
     if pack_size is None:
@@ -137,6 +138,7 @@ def check_pad_to(data: TrainingData, pad_to: int | None) -> int:
     length = data.pack_size if pad_to is None else pad_to
     if length < data.longest_sequence:
         raise UsageError(
-            f"--pad-to {length} is shorter than the longest sequence ({data.longest_sequence} runtime tokens)"
+            f"{param('pad_to')} {length} is shorter than the longest sequence "
+            f"({data.longest_sequence} runtime tokens)"
         )
     return length

@@ -31,7 +31,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from seqpack.batching import GlobalBatchSampler, PackedCollator
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 from seqpack.train._config import DataMode, StepRecord, TrainConfig, TrainResult
 from seqpack.train._data import check_pad_to, load_training_data
 from seqpack.train._log import RunLog
@@ -73,10 +73,10 @@ def _device(name: str) -> torch.device:
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda":
         if not torch.cuda.is_available():
-            raise UsageError("--device cuda: no CUDA device is available (use --device cpu or auto)")
+            raise UsageError(f"{param('device')} cuda: no CUDA device is available (use cpu or auto)")
         return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     if name != "cpu":
-        raise UsageError(f"--device must be cpu, cuda or auto, got {name!r}")
+        raise UsageError(f"{param('device')} must be cpu, cuda or auto, got {name!r}")
     return torch.device("cpu")
 
 
@@ -152,34 +152,34 @@ def _forward_backward(
 def _plan_steps(config: TrainConfig, num_rows: int, world: int) -> int:
     """The number of steps, after the batch-divisibility rules of bridge-format §8."""
     if config.gbs < 1 or config.mbs < 1:
-        raise UsageError(f"--gbs and --mbs must be >= 1, got {config.gbs} and {config.mbs}")
+        raise UsageError(f"{param('gbs')} and {param('mbs')} must be >= 1, got {config.gbs} and {config.mbs}")
     if config.gbs % (config.mbs * world):
         raise UsageError(
-            f"--gbs {config.gbs} must be a multiple of --mbs x processes = {config.mbs} x {world} "
-            "(docs/bridge-format.md §8)"
+            f"{param('gbs')} {config.gbs} must be a multiple of {param('mbs')} x processes = "
+            f"{config.mbs} x {world} (docs/bridge-format.md §8)"
         )
     per_epoch = num_rows // config.gbs
     if per_epoch == 0:
-        raise UsageError(f"--gbs {config.gbs} is larger than the {num_rows} packs of {config.data}")
+        raise UsageError(f"{param('gbs')} {config.gbs} is larger than the {num_rows} packs of {config.data}")
     if config.steps is not None and config.epochs is not None:
-        raise UsageError("give --steps or --epochs, not both")
+        raise UsageError(f"give {param('steps')} or {param('epochs')}, not both")
     if config.steps is not None:
         if config.steps < 1:
-            raise UsageError(f"--steps must be >= 1, got {config.steps}")
+            raise UsageError(f"{param('steps')} must be >= 1, got {config.steps}")
         return config.steps
     epochs = 1 if config.epochs is None else config.epochs
     if epochs < 1:
-        raise UsageError(f"--epochs must be >= 1, got {epochs}")
+        raise UsageError(f"{param('epochs')} must be >= 1, got {epochs}")
     return epochs * per_epoch
 
 
 def _check_outputs(config: TrainConfig) -> None:
     if config.log is not None and config.log.exists() and not config.overwrite:
-        raise UsageError(f"{config.log}: exists (pass --overwrite to replace it)")
+        raise UsageError(f"{config.log}: exists (pass {param('overwrite')} to replace it)")
     if config.log_interval < 1:
-        raise UsageError(f"--log-interval must be >= 1, got {config.log_interval}")
+        raise UsageError(f"{param('log_interval')} must be >= 1, got {config.log_interval}")
     if config.dtype not in ("float32", "bfloat16"):
-        raise UsageError(f"--dtype must be float32 or bfloat16, got {config.dtype!r}")
+        raise UsageError(f"{param('dtype')} must be float32 or bfloat16, got {config.dtype!r}")
 
 
 def train(

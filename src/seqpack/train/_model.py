@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 from seqpack.packing import ModelDims
 
 #: Share of the available memory a run may plan to use; the rest is headroom for the allocator and Python.
@@ -85,7 +85,8 @@ def check_memory(estimate: MemoryEstimate, available: int, *, what: str) -> None
             f"{_gib(estimate.state_bytes)} (weights, gradients, AdamW) plus "
             f"{_gib(estimate.activation_bytes)} "
             f"of activations for {what} = {_gib(estimate.total_bytes)}, but {_gib(available)} is available; "
-            "use smaller --hidden/--layers/--ffn/--vocab or a smaller --mbs"
+            f"use smaller {'/'.join(param(n) for n in ('hidden', 'layers', 'ffn', 'vocab'))} or a smaller "
+            f"{param('mbs')}"
         )
 
 
@@ -100,7 +101,8 @@ def build_model(dims: ModelDims, *, max_positions: int, seed: int) -> torch.nn.M
     head_size = dims.hidden // dims.heads
     if head_size % 2:  # rotary embeddings rotate pairs of channels
         raise UsageError(
-            f"--hidden {dims.hidden} / --heads {dims.heads} = {head_size}: the head size must be even"
+            f"{param('hidden')} {dims.hidden} / {param('heads')} {dims.heads} = {head_size}: the head size "
+            "must be even"
         )
     config = LlamaConfig(
         vocab_size=dims.vocab,

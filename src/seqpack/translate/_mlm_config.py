@@ -11,7 +11,7 @@ import shlex
 from typing import Any
 
 from seqpack._yaml import load_yaml
-from seqpack.errors import InputError, UsageError
+from seqpack.errors import InputError, UsageError, param
 from seqpack.translate._convert import mlm_to_bridge
 
 
@@ -44,4 +44,4 @@ def split_mlm_args(text: str) -> list[str]:
     try:
         return shlex.split(text)
     except ValueError as exc:
-        raise UsageError(f"--mlm-args: cannot split the argument string ({exc})") from None
+        raise UsageError(f"{param('mlm_args')}: cannot split the argument string ({exc})") from None

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seqpack.errors import InputError, UsageError
+from seqpack.errors import InputError, UsageError, param
 
 #: Where the packing code lives inside the ``megatron-bridge`` distribution (bridge-format §2).
 PACKING_DIR = Path("megatron") / "bridge" / "data" / "packing"
@@ -178,7 +178,9 @@ def load_offline_packing(wheel: str | os.PathLike[str] | None, workdir: Path) ->
     else:
         found = _installed_root()
         if found is None:
-            raise UsageError("megatron-bridge is not installed here; pass --bridge-wheel PATH (a .whl file)")
+            raise UsageError(
+                f"megatron-bridge is not installed here; pass {param('bridge_wheel')} PATH (a .whl file)"
+            )
         root, version = found
         origin = f"installed at {root}"
     stand_ins = {

@@ -39,7 +39,7 @@ from seqpack.data.packed._reader import (
     resolve_packed_paths,
     validate_block,
 )
-from seqpack.errors import DataError, InputError, UsageError, where
+from seqpack.errors import DataError, InputError, UsageError, param, where
 
 #: The columns of the flattened layout that say where sequences end and what they train on.
 HF_COLUMNS: tuple[str, ...] = ("input_ids", "labels", "seq_lengths")
@@ -159,19 +159,20 @@ def _hf_sequences(path: str, handle: pq.ParquetFile) -> Iterator[PackedSequence]
                 )
 
 
-def first_sequences(location: str | os.PathLike[str], k: int) -> list[PackedSequence]:
-    """The first ``k`` sequences of the packed files ``location`` names (files sorted, rows in order)."""
-    if k < 0:
-        raise UsageError(f"--decode must be >= 0, got {k}")
+def first_sequences(location: str | os.PathLike[str], sequences: int) -> list[PackedSequence]:
+    """The first ``sequences`` sequences of the packed files ``location`` names (files sorted, rows in
+    order)."""
+    if sequences < 0:
+        raise UsageError(f"{param('sequences')} must be >= 0, got {sequences}")
     out: list[PackedSequence] = []
     for path in resolve_packed_paths(hf_data_dir(location)):
-        if len(out) >= k:
+        if len(out) >= sequences:
             break
         handle = _open(path)
         try:
             reader = _bridge_sequences if layout_of(path, handle.schema_arrow) == "bridge" else _hf_sequences
             for sequence in reader(path, handle):
-                if len(out) >= k:
+                if len(out) >= sequences:
                     break
                 out.append(sequence)
         finally:

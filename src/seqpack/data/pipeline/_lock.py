@@ -30,7 +30,7 @@ import socket
 from pathlib import Path
 
 from seqpack._io import TEMP_PREFIX
-from seqpack.errors import UsageError
+from seqpack.errors import UsageError, param
 
 LOCK_NAME = ".seqpack-pack.lock"
 SCRATCH_PREFIX = ".seqpack-scratch-"
@@ -70,7 +70,7 @@ class OutputLock:
                 who = f"pid {owner[0]} on {owner[1]}" if len(owner) >= 2 else "another process"
                 raise UsageError(
                     f"{self.directory}: another seqpack pack ({who}) is writing here; "
-                    "wait for it to finish or use another --out"
+                    f"wait for it to finish or use another {param('out_dir')}"
                 ) from None
             try:
                 same = os.fstat(fd).st_ino == os.stat(self.path, follow_symlinks=False).st_ino

@@ -39,7 +39,7 @@ from seqpack.data.samples.text._chat._rows import conversation_of, tools_of
 from seqpack.data.samples.text._chat._scan import boundary_scan, turn_spans
 from seqpack.data.samples.text._settings import ChatOptions, ResolvedText
 from seqpack.data.samples.text._tokenizer import skipped_token_ids
-from seqpack.errors import DataError, InputError
+from seqpack.errors import DataError, InputError, param
 
 
 @dataclass
@@ -65,7 +65,9 @@ def chat(
     own = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
     template = options.template if options.template is not None else own
     if not template:
-        raise InputError(f"{spec.tokenizer}: the tokenizer has no chat template; pass --chat-template FILE")
+        raise InputError(
+            f"{spec.tokenizer}: the tokenizer has no chat template; pass {param('chat_template')} FILE"
+        )
     renderer = Renderer(tokenizer, options.template)
     conversations = [conversation_of(path, chunk, i, r, spec.messages_field) for i, r in enumerate(records)]
     tools = [tools_of(r, options.tool_schemas) for r in records]
@@ -288,7 +290,8 @@ def _refuse_unsupervised(rows: _Rows, mask: np.ndarray) -> None:
         r = int(empty[0])
         raise DataError(
             f"{rows.where(r)}: no token to train on (no assistant text under this loss mode); "
-            "fix the row, use --loss-mode full, or --bridge-compat to keep it as Bridge does"
+            f"fix the row, use {param('loss_mode')} full, or {param('bridge_compat')} to keep it as Bridge "
+            "does"
         )
 
 

@@ -1,0 +1,82 @@
+"""Library errors name the library's parameters, never the command line's flags.
+
+A Python user who calls ``seqpack.compare_curves(..., profile="x")`` must read ``profile``, not
+``--tolerance``; the CLI renders the same error with its flag (:func:`seqpack.errors.param`,
+``seqpack.cli._common.flag``). The walk reads every ``raise`` outside ``seqpack.cli`` and refuses a
+``--flag`` spelled in its message; Megatron-LM's own flags (``translate``'s subject) are not seqpack's.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import seqpack
+from seqpack.cli._common import flag
+from seqpack.errors import UsageError, param
+
+SRC = Path(seqpack.__file__).parent
+#: A seqpack flag inside a message: ``--name`` after a space, quote or parenthesis.
+_FLAG = re.compile(r"(?:^|[\s(\"'])--[a-z][a-z-]+")
+
+
+def _message_strings(node: ast.Raise) -> list[str]:
+    if not isinstance(node.exc, ast.Call):
+        return []
+    return [
+        part.value
+        for arg in node.exc.args
+        for part in ast.walk(arg)
+        if isinstance(part, ast.Constant) and isinstance(part.value, str)
+    ]
+
+
+def flags_in_library_errors(src: Path = SRC) -> list[str]:
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        relative = path.relative_to(src)
+        if relative.parts[0] in ("cli", "translate"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise):
+                found += [
+                    f"{relative}:{node.lineno}: {text!r}"
+                    for text in _message_strings(node)
+                    if _FLAG.search(text)
+                ]
+    return found
+
+
+def test_no_library_error_spells_a_flag() -> None:
+    found = flags_in_library_errors()
+    assert not found, "library errors that name a CLI flag (use seqpack.errors.param):\n" + "\n".join(found)
+
+
+def test_the_walk_sees_a_flag(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text('def f():\n    raise ValueError(f"--pack-size must be > 0, got {1}")\n')
+    assert flags_in_library_errors(tmp_path) == ["m.py:2: '--pack-size must be > 0, got '"]
+
+
+@pytest.mark.parametrize(
+    ("call", "library", "cli"),
+    [
+        (
+            lambda: seqpack.compare_curves([1.0], [1.0], profile="x"),
+            "profile: expected",
+            "--tolerance: expected",
+        ),
+    ],
+)
+def test_one_error_two_spellings(call, library: str, cli: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UsageError) as caught:
+        call()
+    assert str(caught.value).startswith(library)
+    assert caught.value.render(flag).startswith(cli)
+
+
+def test_param_renders_as_the_flag() -> None:
+    error = UsageError(f"{param('runs')} 'a': no such run")
+    assert (str(error), error.render(flag)) == ("runs 'a': no such run", "--run 'a': no such run")
