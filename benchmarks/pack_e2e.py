@@ -113,7 +113,7 @@ def run_seqpack(source: Path, out: Path, pack: int, compat: bool, workers: int) 
     return {
         "seconds": seconds,
         "packs": result.num_packs,
-        "efficiency": result.metadata["packing_efficiency"],
+        "efficiency": result.metadata.packing_efficiency,
         "phases": result.seconds,
     }
 

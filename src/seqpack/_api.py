@@ -38,7 +38,7 @@ def pack(
     >>> from seqpack.data.samples import example_dataset_path
     >>> out = tempfile.mkdtemp()
     >>> result = seqpack.pack(example_dataset_path(), out, 1024, bridge_compat=True)
-    >>> result.counts.samples_in, result.num_packs, result.metadata["packing_efficiency"]
+    >>> result.counts.samples_in, result.num_packs, result.metadata.packing_efficiency
     (1000, 162, 99.05)
     >>> result.packed_path.name, result.metadata_path.name
     ('training_1024.idx.parquet', '1024_metadata.jsonl')

@@ -195,6 +195,6 @@ def test_pack_output_is_identical_for_any_number_of_workers(
         out = tmp_path / f"w{workers}"
         opts = PackOptions.from_flat([source], out, 8, workers=workers, quiet=True, chunk_rows=64)
         result = pack_files(opts)
-        outputs.append((result.packed_path.read_bytes(), result.metadata["seqpack"]["fingerprint"]))
+        outputs.append((result.packed_path.read_bytes(), result.record.fingerprint))
     assert outputs[0] == outputs[1]
     assert pq.ParquetFile(tmp_path / "w3" / "training_8.idx.parquet").num_row_groups >= 3

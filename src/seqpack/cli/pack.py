@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +19,15 @@ from seqpack.cli._common import (
     number_option,
     out_console,
 )
-from seqpack.data.format import SEQPACK_KEY, SPLITS, TRAINING
+from seqpack.data.format import SPLITS, TRAINING, PackRecord
 from seqpack.data.pipeline import (
-    InputOptions,
-    LengthPolicy,
     PackOptions,
     PackResult,
-    PackSize,
-    RunSettings,
     TooLong,
     overrides_for_result,
     pack_files,
 )
 from seqpack.data.samples import example_dataset_path
-from seqpack.data.samples.text import TextOptions
 from seqpack.errors import UsageError
 from seqpack.packing import CostModel, ModelDims, pad_multiple
 
@@ -49,30 +43,6 @@ def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_par
 
 def _cost_model(model: str | None) -> CostModel | None:
     return None if model is None else CostModel.from_dims(ModelDims.parse(model))
-
-
-def _summary(result: PackResult, overrides: list[str]) -> dict[str, Any]:
-    c = result.counts
-    meta = {k: v for k, v in result.metadata.items() if k != "seqpack"}
-    return {
-        "packed_path": os.fspath(result.packed_path),
-        "metadata_path": os.fspath(result.metadata_path),
-        "rejects_path": os.fspath(result.rejects_path),
-        "samples_in": c.samples_in,
-        "samples_packed": c.packed,
-        "rejected": c.rejected,
-        "truncated": c.truncated,
-        "split": c.split,
-        "dropped": c.dropped,
-        "sequences": c.sequences,
-        "packs": result.num_packs,
-        "efficiency_percent": meta["packing_efficiency"],
-        "padding_tokens": result.padding_tokens,
-        "padding_tokens_saved": result.padding_saved,
-        "bridge_metadata": meta,
-        "overrides": overrides,
-        "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
-    }
 
 
 def _print_text(summary: dict[str, Any]) -> None:
@@ -104,13 +74,13 @@ def _print_text(summary: dict[str, Any]) -> None:
         out_console.print("Flattened layout: input_ids, position_ids, labels (-100 off-target), seq_lengths.")
 
 
-def _warn_inferred_eos(record: dict[str, Any]) -> None:
+def _warn_inferred_eos(record: PackRecord) -> None:
     """An EOS guessed from the rows' last tokens that pads samples deserves a warning: rows rendered by a chat
     template end with the template's end token and a newline, not with the tokenizer's EOS."""
-    if record.get("eos_source") == "inferred" and int(record.get("pad_seq_to_mult") or 1) > 1:
+    if record.eos_source == "inferred" and record.pad_seq_to_mult > 1:
         err_console.print(
-            f"warning: EOS id {record['eos_id']} was inferred from the rows' most common last token and pads "
-            f"every sample to a multiple of {record['pad_seq_to_mult']}; pass --eos-id ID or --tokenizer DIR "
+            f"warning: EOS id {record.eos_id} was inferred from the rows' most common last token and pads "
+            f"every sample to a multiple of {record.pad_seq_to_mult}; pass --eos-id ID or --tokenizer DIR "
             "to set it"
         )
 
@@ -212,7 +182,15 @@ def pack(
         inputs = [example_dataset_path()]
     if not inputs:
         raise UsageError("give input files (or --example for the shipped dataset)")
-    text = TextOptions(
+    opts = PackOptions.from_flat(
+        inputs,
+        out,
+        pack_size,
+        tokenizer=tokenizer,
+        eos_id=eos_id,
+        chat_template=chat_template,
+        tool_schemas=tool_schemas,
+        chunk_rows=chunk_rows,
         prompt_field=prompt_field,
         completion_field=completion_field,
         messages_field=messages_field,
@@ -224,44 +202,28 @@ def pack(
         add_sep=add_sep,
         add_eos=add_eos,
         truncation_method=truncation_method,
-    )
-    opts = PackOptions(
-        InputOptions(
-            tuple(inputs),
-            tokenizer=tokenizer,
-            eos_id=eos_id,
-            text=text,
-            chat_template=chat_template,
-            tool_schemas=tool_schemas,
-            chunk_rows=chunk_rows,
-        ),
-        PackSize(
-            pack_size,
-            pad_seq_to_mult=_pad_multiple(pad_seq_to_mult, cp, tp, sequence_parallel),
-            algorithm=algorithm,
-            cost_model=_cost_model(model),
-            seed=seed,
-        ),
-        RunSettings(
-            out,
-            split=split,
-            layout=layout,
-            workers=workers,
-            scratch_dir=scratch_dir,
-            overwrite=overwrite,
-            quiet=quiet or output_format is OutputFormat.json,
-        ),
-        LengthPolicy(max_seq_length=max_seq_length, too_long=too_long),
+        pad_seq_to_mult=_pad_multiple(pad_seq_to_mult, cp, tp, sequence_parallel),
+        algorithm=algorithm,
+        cost_model=_cost_model(model),
+        seed=seed,
+        split=split,
+        layout=layout,
+        workers=workers,
+        scratch_dir=scratch_dir,
+        overwrite=overwrite,
+        quiet=quiet or output_format is OutputFormat.json,
+        max_seq_length=max_seq_length,
+        too_long=too_long,
         bridge_compat=bridge_compat,
     )
     result = pack_files(opts)
     overrides = overrides_for_result(result, cp=cp or 1, tp=tp or 1, sequence_parallel=sequence_parallel)
-    summary = _summary(result, overrides)
+    summary = result.to_dict(overrides)
     if output_format is OutputFormat.json:
-        emit_json(summary)
+        emit_json(summary, PackResult.SCHEMA_VERSION)
     else:
         _print_text(summary)
-    _warn_inferred_eos(result.metadata[SEQPACK_KEY])
+    _warn_inferred_eos(result.record)
     not_packed = result.counts.rejected + result.counts.dropped
     if not quiet and not_packed:
         err_console.print(f"{not_packed} sample(s) not packed: see {result.rejects_path}")

@@ -248,8 +248,8 @@ def _packing(result: DemoResult, packing_png: bytes) -> str:
         ("conversations in", _num(pack.counts.samples_in)),
         ("truncated to fit (listed in the rejects file)", _num(pack.counts.truncated)),
         ("packs", f"{_num(pack.num_packs)} of {pack.pack_size} tokens"),
-        ("sequences per pack", f"{meta['packing_factor']} on average, up to {s.max_samples_per_bin}"),
-        ("packing efficiency", f"{meta['packing_efficiency']}% of the pack capacity holds tokens"),
+        ("sequences per pack", f"{meta.packing_factor} on average, up to {s.max_samples_per_bin}"),
+        ("packing efficiency", f"{meta.packing_efficiency}% of the pack capacity holds tokens"),
         ("runtime tokens", _num(s.runtime_tokens)),
         (
             "sample length (runtime tokens)",

@@ -166,7 +166,7 @@ class _Run:
             dataset_path(), self.layout, self.result.sizes, overwrite=self.options.overwrite
         )
         self.result.artefacts.pack = result
-        c, meta = result.counts, result.metadata
+        c, meta = result.counts, result.metadata.bridge_values()
         fit = "all fit" if not c.truncated else f"{c.truncated} truncated to fit"
         summary = (
             f"{c.samples_in:,} chats -> {result.num_packs} packs of {result.pack_size}, "

@@ -30,6 +30,7 @@ from seqpack.data.format._names import (
     rejects_filename,
 )
 from seqpack.data.format._overrides import offline_packing_overrides
+from seqpack.data.format._record import PackCounts, PackRecord
 from seqpack.data.format._runs import PARQUET_RUN_ID, check_run_ids, new_run_id
 from seqpack.data.format._schema import (
     COMPRESSION,
@@ -39,6 +40,7 @@ from seqpack.data.format._schema import (
     PARQUET_SUFFIXES,
     REQUIRED_COLUMNS,
     ROW_GROUP_SIZE,
+    Layout,
 )
 from seqpack.data.format._token_ids import MAX_TOKEN_ID, check_eos_id, most_common_last_token
 
@@ -59,7 +61,10 @@ __all__ = [
     "SPLITS",
     "TRAINING",
     "VALIDATION",
+    "Layout",
     "MetadataEntry",
+    "PackCounts",
+    "PackRecord",
     "PackedNames",
     "PackingMetadata",
     "as_metadata",

@@ -6,7 +6,31 @@ schema lives below both (docs/bridge-format.md §3).
 
 from __future__ import annotations
 
+import enum
+
 import pyarrow as pa
+
+from seqpack.errors import UsageError, param
+
+
+class Layout(enum.Enum):
+    """How a pack set's rows are laid out on disk (``seqpack pack --layout``)."""
+
+    #: Bridge's packed Parquet: ``input_ids``, ``loss_mask``, ``seq_start_id`` (bridge-format §3).
+    bridge = "bridge"
+    #: The Hugging Face padding-free layout: ``input_ids``, ``position_ids``, ``labels``, ``seq_lengths``.
+    hf = "hf"
+
+    @classmethod
+    def named(cls, name: str | Layout) -> Layout:
+        """The layout called ``name`` (a usage error naming the ``layout`` parameter otherwise)."""
+        if isinstance(name, Layout):
+            return name
+        names = [layout.value for layout in cls]
+        if name not in names:
+            raise UsageError(f"{param('layout')} must be one of {', '.join(names)}, got {name!r}")
+        return cls(name)
+
 
 #: Bridge's packed Parquet schema, column order and types (bridge-format §3).
 PACKED_SCHEMA = pa.schema(

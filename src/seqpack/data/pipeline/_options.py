@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from seqpack.data.format import SPLITS, TRAINING, check_eos_id
+from seqpack.data.format import SPLITS, TRAINING, Layout, check_eos_id
 from seqpack.data.pipeline._shape import TooLong, check_lengths
 from seqpack.data.samples import default_workers
 from seqpack.data.samples.text import TextOptions
@@ -25,9 +25,6 @@ from seqpack.packing import (
     DEFAULT_ALGORITHM,
     CostModel,
 )
-
-#: ``bridge``: Bridge's packed Parquet (bridge-format §3); ``hf``: the flattened padding-free layout.
-LAYOUTS = ("bridge", "hf")
 
 
 @dataclass(frozen=True)
@@ -81,11 +78,14 @@ class RunSettings:
 
     out_dir: Path
     split: str = TRAINING
-    layout: str = "bridge"
+    layout: Layout = Layout.bridge  # a name (``"hf"``) is taken too
     workers: int | None = None  # None: all cores
     scratch_dir: Path | None = None
     overwrite: bool = False
     quiet: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layout", Layout.named(self.layout))
 
 
 def resolve_workers(workers: int | None) -> int:
@@ -183,9 +183,7 @@ class PackOptions:
         if self.bridge_compat and self.algorithm not in BRIDGE_ALGORITHMS:
             raise UsageError(f"{compat} needs one of Bridge's algorithms ({', '.join(BRIDGE_ALGORITHMS)})")
         layout = param("layout")
-        if run.layout not in LAYOUTS:
-            raise UsageError(f"{layout} must be one of {', '.join(LAYOUTS)}, got {run.layout!r}")
-        if run.layout == "hf":  # the HF layout counts stored tokens (docs/pack.md); Bridge's bins do not
+        if run.layout is Layout.hf:  # the HF layout counts stored tokens (docs/pack.md); Bridge's bins do not
             if self.bridge_compat:
                 raise UsageError(f"{compat} builds Bridge's packs; it cannot be combined with {layout} hf")
             if self.too_long is TooLong.split and max_len // size.pad_seq_to_mult * size.pad_seq_to_mult < 2:

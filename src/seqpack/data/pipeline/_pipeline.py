@@ -18,10 +18,10 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
 import orjson
@@ -34,12 +34,14 @@ from seqpack.data.format import (
     HF_METADATA,
     PARQUET_RUN_ID,
     RUN_ID,
-    SEQPACK_KEY,
     SPLITS,
     TRAINING,
     VALIDATION,
+    Layout,
     MetadataEntry,
+    PackCounts,
     PackingMetadata,
+    PackRecord,
     hf_filename,
     metadata_filename,
     most_common_last_token,
@@ -93,12 +95,17 @@ class Counts:
 
 @dataclass
 class PackResult:
-    """What ``pack_files`` wrote and measured."""
+    """What ``pack_files`` wrote and measured: the files, the metadata entry written (Bridge's six values
+    and seqpack's record), the counts and the time of each step."""
+
+    #: Version of :meth:`to_dict`'s document (``seqpack pack --format json``).
+    SCHEMA_VERSION: ClassVar[int] = 1
 
     packed_path: Path
     metadata_path: Path
     rejects_path: Path
-    metadata: dict[str, Any]
+    metadata: MetadataEntry
+    record: PackRecord
     counts: Counts
     num_packs: int
     runtime_tokens: int
@@ -113,6 +120,30 @@ class PackResult:
     @property
     def padding_tokens(self) -> int:
         return self.num_packs * self.pack_size - self.runtime_tokens
+
+    def to_dict(self, overrides: Sequence[str] = ()) -> dict[str, Any]:
+        """The summary ``seqpack pack --format json`` prints (``overrides``: those that train on it)."""
+        c = self.counts
+        bridge = self.metadata.bridge_values()
+        return {
+            "packed_path": os.fspath(self.packed_path),
+            "metadata_path": os.fspath(self.metadata_path),
+            "rejects_path": os.fspath(self.rejects_path),
+            "samples_in": c.samples_in,
+            "samples_packed": c.packed,
+            "rejected": c.rejected,
+            "truncated": c.truncated,
+            "split": c.split,
+            "dropped": c.dropped,
+            "sequences": c.sequences,
+            "packs": self.num_packs,
+            "efficiency_percent": bridge["packing_efficiency"],
+            "padding_tokens": self.padding_tokens,
+            "padding_tokens_saved": self.padding_saved,
+            "bridge_metadata": bridge,
+            "overrides": list(overrides),
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+        }
 
 
 class _BackgroundHash:
@@ -152,7 +183,7 @@ def _hash_inputs(paths: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: dict[str, Any]) -> None:
+def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: PackRecord) -> None:
     if packed.exists() and not opts.run.overwrite:
         raise UsageError(f"{packed}: already exists (pass {param('overwrite')} to replace it)")
     if not meta_path.exists():
@@ -162,10 +193,10 @@ def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: di
         if other is None or other.get("split") == opts.run.split:
             continue
         for key in _SPLIT_AGREEMENT:
-            if other.get(key) != record[key]:
+            if other.get(key) != getattr(record, key):
                 raise UsageError(
                     f"{meta_path}: the {other.get('split')} split was packed with {key}={other.get(key)!r}, "
-                    f"this run has {record[key]!r}; use another {param('out_dir')} directory"
+                    f"this run has {getattr(record, key)!r}; use another {param('out_dir')} directory"
                 )
 
 
@@ -221,11 +252,14 @@ class _SpoolToScratch:
         self.rejects = rejects
         self.counts = Counts()
         self.lengths: list[np.ndarray] = []
+        #: The EOS every piece was padded with: given, or inferred from the first chunk's rows.
+        self.eos_id: int | None = None
 
     def add(self, examples: Examples, shaped: Shaped, spec: Shaping) -> None:
         """Store one chunk's shaped pieces (in input order), count them, list what was not kept as is."""
         self.store.append(shaped.tokens, shaped.mask, shaped.lengths)
         self.lengths.append(spec.counted(shaped.lengths))
+        self.eos_id = spec.eos_id
         c = self.counts
         c.samples_in += len(examples.lengths)
         c.tokens_in += int(examples.lengths.sum())
@@ -278,22 +312,22 @@ class _Outputs:
     @classmethod
     def of(cls, opts: PackOptions) -> _Outputs:
         out, split, n = opts.run.out_dir, opts.run.split, opts.size.pack_size
-        if opts.run.layout == "hf":
+        if opts.run.layout is Layout.hf:
             return cls(out / hf_filename(split), out / HF_METADATA, out / rejects_filename(split))
         return cls(out / packed_filename(split, n), out / metadata_filename(n), out / rejects_filename(split))
 
 
 @dataclass
 class _Run:
-    """One run, resolved from its options before anything is written; ``record`` (the metadata record)
-    and ``seconds`` fill in as the steps go."""
+    """One run, resolved from its options before anything is written: ``record`` is the metadata record as
+    far as resolving knows it (the steps return what they add); ``seconds`` fill in as the steps go."""
 
     opts: PackOptions
     inputs: list[Path]
     eos_id: int | None  # None: inferred in pass 1
     text: ResolvedText | None  # None: pre-tokenized input
     outputs: _Outputs
-    record: dict[str, Any]
+    record: PackRecord
     workers: int
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -316,8 +350,15 @@ def pack_files(opts: PackOptions) -> PackResult:
             input_hash = _BackgroundHash(run.inputs)
             spool = _pass1(run, store, rejects, bar)
             plan = _plan(run, spool)
-            _pass2(run, store, plan, packed_tmp, bar)
-            entry = _commit(run, spool.counts, plan, input_hash)
+            fingerprint = _pass2(run, store, plan, packed_tmp, bar)
+            assert spool.eos_id is not None  # pass 1 refuses an input without samples
+            record = (
+                run.record.with_eos(spool.eos_id)
+                .with_plan(plan.algorithm, _cost_model_record(opts, plan))
+                .with_fingerprint(fingerprint)
+                .committed(input_hash.result(), _counts(spool.counts, plan))
+            )
+            entry = _commit(run, record, plan)
     except OSError as exc:  # ENOSPC, EFBIG (a file-size limit), EDQUOT: the directory, in one line
         if not is_disk_full(exc):
             raise
@@ -331,6 +372,7 @@ def pack_files(opts: PackOptions) -> PackResult:
         outputs.metadata,
         outputs.rejects,
         entry,
+        record,
         spool.counts,
         plan.num_packs,
         int(plan.total_length),
@@ -352,28 +394,27 @@ def _resolve(opts: PackOptions) -> _Run:
     text = None if resolved.text is None else _text_spec(opts, resolved.text)
     outputs = _Outputs.of(opts)
     max_len, size = opts.max_seq_length, opts.size
-    record: dict[str, Any] = {
-        "version": __version__,
-        "split": opts.run.split,
-        "mode": "bridge-compat" if opts.bridge_compat else "seqpack",
-        "layout": opts.run.layout,
-        "algorithm": opts.algorithm,
-        "seed": opts.packing_seed,
-        "pack_size": size.pack_size,
-        "pad_seq_to_mult": size.pad_seq_to_mult,
-        "max_seq_length": max_len,
-        "too_long": None if opts.bridge_compat else opts.too_long.value,
-        "eos_id": resolved.eos_id,
-        "eos_source": resolved.eos_source,  # --eos-id | tokenizer | inferred (the rows' most common last)
-        "tokenizer": os.fspath(tokenizer) if tokenizer else None,
-        "tokenizer_sha256": tok_sha,
-        RUN_ID: new_run_id(),  # carried by every file of the set (seqpack.data.format._runs)
-    }
-    if text is not None:
-        record["text"] = text_record(text)
-    _check_existing(opts, outputs.packed, outputs.metadata, record)
     inputs = list(opts.input.paths)
-    record["inputs"] = [os.fspath(p) for p in inputs]
+    record = PackRecord(
+        version=__version__,
+        split=opts.run.split,
+        mode="bridge-compat" if opts.bridge_compat else "seqpack",
+        layout=opts.run.layout.value,
+        algorithm=opts.algorithm,
+        seed=opts.packing_seed,
+        pack_size=size.pack_size,
+        pad_seq_to_mult=size.pad_seq_to_mult,
+        max_seq_length=max_len,
+        too_long=None if opts.bridge_compat else opts.too_long.value,
+        eos_id=resolved.eos_id,
+        eos_source=resolved.eos_source,
+        tokenizer=os.fspath(tokenizer) if tokenizer else None,
+        tokenizer_sha256=tok_sha,
+        run_id=new_run_id(),
+        text=None if text is None else text_record(text),
+        inputs=tuple(os.fspath(p) for p in inputs),
+    )
+    _check_existing(opts, outputs.packed, outputs.metadata, record)
     return _Run(opts, inputs, resolved.eos_id, text, outputs, record, resolve_workers(opts.run.workers))
 
 
@@ -418,9 +459,8 @@ def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _Spoo
     too-long samples to the rejects file, and keep only the lengths in memory."""
     opts = run.opts
     t0 = time.perf_counter()
-    spool = _SpoolToScratch(as_paths(run.inputs), store, rejects, run.record[RUN_ID])
+    spool = _SpoolToScratch(as_paths(run.inputs), store, rejects, run.record.run_id)
     task = bar.add_task("read", total=known_rows(run.inputs))
-    spec: Shaping | None = None
 
     def spec_for(eos: int) -> Shaping:
         return Shaping(
@@ -429,13 +469,13 @@ def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _Spoo
             eos,
             opts.too_long,
             opts.bridge_compat,
-            opts.run.layout == "hf",
+            opts.run.layout is Layout.hf,
         )
 
     chunks = iter_chunks(run.inputs, chunk_rows_for(run.text, opts.input.chunk_rows))
     converter = ChunkToExamples(spool.paths, run.text)
-    for examples, shaped, spec in _shaped_chunks(chunks, converter, spec_for, run.eos_id, run.workers):
-        spool.add(examples, shaped, spec)
+    for examples, shaped, shaping in _shaped_chunks(chunks, converter, spec_for, run.eos_id, run.workers):
+        spool.add(examples, shaped, shaping)
         fault_point("read")
         bar.advance(task, len(examples.lengths))
         _rate(bar, task, spool.counts, t0)
@@ -447,13 +487,11 @@ def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _Spoo
         raise DataError(
             f"{', '.join(spool.paths)}: no sample fits max length {opts.max_seq_length}; see the rejects"
         )
-    assert spec is not None
-    run.record["eos_id"] = spec.eos_id
     return spool
 
 
 def _plan(run: _Run, spool: _SpoolToScratch) -> PackPlan:
-    """The packs, from the lengths alone."""
+    """The packs, from the lengths alone (the plan names the algorithm that made them)."""
     opts = run.opts
     t1 = time.perf_counter()
     lengths = np.concatenate(spool.lengths)
@@ -464,17 +502,16 @@ def _plan(run: _Run, spool: _SpoolToScratch) -> PackPlan:
         seed=opts.packing_seed,
         cost=opts.size.cost_model,
     )
-    run.record["algorithm"] = plan.algorithm
-    if opts.algorithm == BALANCED:
-        run.record["cost_model"] = (opts.size.cost_model or CostModel.default()).to_record()
     run.seconds["plan"] = time.perf_counter() - t1
     fault_point("plan")
     return plan
 
 
-def _pass2(run: _Run, store: ScratchStore, plan: PackPlan, packed_tmp: Path, bar: Any) -> None:
-    """Build the packs' row groups from the scratch store and write them (fingerprinted for Bridge's
-    layout)."""
+def _pass2(
+    run: _Run, store: ScratchStore, plan: PackPlan, packed_tmp: Path, bar: Any
+) -> dict[str, Any] | None:
+    """Build the packs' row groups from the scratch store and write them; returns the rows' content
+    fingerprint (Bridge's layout; ``None`` for the HF layout)."""
     t2 = time.perf_counter()
     write_task = bar.add_task("write", total=plan.num_packs)
     store.offsets()  # computed once, here: pass 2 reads the store from several threads
@@ -484,7 +521,7 @@ def _pass2(run: _Run, store: ScratchStore, plan: PackPlan, packed_tmp: Path, bar
         fault_point("write")
 
     layout = run.opts.run.layout
-    fingerprinter = PackedFingerprinter() if layout == "bridge" else None
+    fingerprinter = PackedFingerprinter() if layout is Layout.bridge else None
     write_packed(
         packed_tmp,
         store.read,
@@ -494,32 +531,37 @@ def _pass2(run: _Run, store: ScratchStore, plan: PackPlan, packed_tmp: Path, bar
         layout=layout,
         fingerprinter=fingerprinter,
         threads=run.workers,
-        key_value={PARQUET_RUN_ID: run.record[RUN_ID].encode()},
+        key_value={PARQUET_RUN_ID: run.record.run_id.encode()},
     )
-    if fingerprinter is not None:
-        run.record["fingerprint"] = fingerprinter.result().to_dict()
     run.seconds["write"] = time.perf_counter() - t2
+    return None if fingerprinter is None else fingerprinter.result().to_dict()
 
 
-def _commit(run: _Run, counts: Counts, plan: PackPlan, input_hash: _BackgroundHash) -> dict[str, Any]:
-    """Complete the record and write the metadata entry; the caller's exit renames the rejects and then
+def _commit(run: _Run, record: PackRecord, plan: PackPlan) -> MetadataEntry:
+    """Write the metadata entry of the complete record; the caller's exit renames the rejects and then
     the packed file into place."""
-    record = run.record
-    record["input_sha256"] = input_hash.result()
-    record["counts"] = {
-        "samples_in": counts.samples_in,
-        "packed": counts.packed,
-        "rejected": counts.rejected,
-        "truncated": counts.truncated,
-        "split": counts.split,
-        "dropped": counts.dropped,
-        "sequences": counts.sequences,
-        "packs": plan.num_packs,
-    }
-    entry = MetadataEntry.from_values(plan.bridge_metadata(), record)
+    entry = MetadataEntry.from_values(plan.bridge_metadata(), record.to_dict())
     write_metadata_entry(run.outputs.metadata, entry)
     fault_point("commit")
-    return entry.to_dict()
+    return entry
+
+
+def _cost_model_record(opts: PackOptions, plan: PackPlan) -> dict[str, Any] | None:
+    """The cost model the balanced algorithm evened packs under (``None`` for any other algorithm)."""
+    return (opts.size.cost_model or CostModel.default()).to_record() if opts.algorithm == BALANCED else None
+
+
+def _counts(counts: Counts, plan: PackPlan) -> PackCounts:
+    return PackCounts(
+        counts.samples_in,
+        counts.packed,
+        counts.rejected,
+        counts.truncated,
+        counts.split,
+        counts.dropped,
+        counts.sequences,
+        plan.num_packs,
+    )
 
 
 def _shaped_chunks(
@@ -563,15 +605,15 @@ def overrides_for_result(
     result: PackResult, *, cp: int = 1, tp: int = 1, sequence_parallel: bool = False
 ) -> list[str]:
     """The Megatron-Bridge 0.6.2 overrides that train on this output directory (bridge-format §1, §4)."""
-    record = result.metadata[SEQPACK_KEY]
-    if record.get("layout") == "hf":
+    record = result.record
+    if record.layout == Layout.hf.value:
         return []
     n = result.pack_size
     out = result.packed_path.parent
     paths = {split: out / packed_filename(split, n) for split in SPLITS}
     return offline_packing_overrides(
         n,
-        int(record["pad_seq_to_mult"]),
+        record.pad_seq_to_mult,
         cp=cp,
         tp=tp,
         sequence_parallel=sequence_parallel,

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from seqpack._arrow import list_array
 from seqpack._ordered import map_ordered
-from seqpack.data.format import COMPRESSION, HF_SCHEMA, IGNORE_INDEX, PACKED_SCHEMA, ROW_GROUP_SIZE
+from seqpack.data.format import COMPRESSION, HF_SCHEMA, IGNORE_INDEX, PACKED_SCHEMA, ROW_GROUP_SIZE, Layout
 from seqpack.data.pipeline._row_groups import RowGroupStitcher, encode_row_group
 from seqpack.fingerprint import BlockHashes, PackedFingerprinter, hash_block
 
@@ -55,7 +55,7 @@ def write_packed(
     items: np.ndarray,
     pack_offsets: np.ndarray,
     on_row_group: Callable[[int, int], None] | None = None,
-    layout: str = "bridge",
+    layout: Layout = Layout.bridge,
     fingerprinter: PackedFingerprinter | None = None,
     threads: int = 1,
     key_value: dict[bytes, bytes] | None = None,
@@ -67,7 +67,7 @@ def write_packed(
     goes into the file's Parquet key/value metadata (the run id, :mod:`seqpack.data.format._runs`).
     """
     num_packs = len(pack_offsets) - 1
-    schema = HF_SCHEMA if layout == "hf" else PACKED_SCHEMA
+    schema = HF_SCHEMA if layout is Layout.hf else PACKED_SCHEMA
     if key_value:
         schema = schema.with_metadata(key_value)
     eos_id = None if fingerprinter is None else fingerprinter.eos_id
@@ -96,7 +96,7 @@ def _row_group(
     pack_offsets: np.ndarray,
     p0: int,
     p1: int,
-    layout: str,
+    layout: Layout,
     schema: pa.Schema,
     eos_id: int | None,
 ) -> tuple[pa.RecordBatch, BlockHashes | None]:
@@ -109,7 +109,7 @@ def _row_group(
     seq_offsets = pack_offsets[p0 : p1 + 1] - lo  # sequences per row
     row_offsets = np.concatenate([np.zeros(1, np.int64), seq_ends])[seq_offsets]  # tokens per row
     hashes = None
-    if layout == "hf":
+    if layout is Layout.hf:
         positions = np.arange(len(ids), dtype=np.int64) - np.repeat(seq_starts, lens)
         labels = np.where((positions == 0) | (mask == 0), IGNORE_INDEX, ids)
         columns = [
