@@ -2,7 +2,7 @@
 
 A Python user who calls ``seqpack.compare_curves(..., profile="x")`` must read ``profile``, not
 ``--tolerance``; the CLI renders the same error with its flag (:func:`seqpack.errors.param`,
-``seqpack.cli._common.flag``). The walk reads every ``raise`` outside ``seqpack.cli`` and refuses a
+``seqpack.cli._common.flag``). The walk reads every error built outside ``seqpack.cli`` and refuses a
 ``--flag`` spelled in its message; Megatron-LM's own flags (``translate``'s subject) are not seqpack's.
 """
 
@@ -23,12 +23,17 @@ SRC = Path(seqpack.__file__).parent
 _FLAG = re.compile(r"(?:^|[\s(\"'])--[a-z][a-z-]+")
 
 
-def _message_strings(node: ast.Raise) -> list[str]:
-    if not isinstance(node.exc, ast.Call):
+#: seqpack's error classes: a message is whatever one of them is built with, raised or returned.
+_ERRORS = frozenset({"SeqpackError", "UsageError", "InputError", "DataError"})
+
+
+def _message_strings(node: ast.Call) -> list[str]:
+    name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+    if name not in _ERRORS:
         return []
     return [
         part.value
-        for arg in node.exc.args
+        for arg in node.args
         for part in ast.walk(arg)
         if isinstance(part, ast.Constant) and isinstance(part.value, str)
     ]
@@ -41,7 +46,7 @@ def flags_in_library_errors(src: Path = SRC) -> list[str]:
         if relative.parts[0] in ("cli", "translate"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Raise):
+            if isinstance(node, ast.Call):
                 found += [
                     f"{relative}:{node.lineno}: {text!r}"
                     for text in _message_strings(node)
@@ -56,7 +61,7 @@ def test_no_library_error_spells_a_flag() -> None:
 
 
 def test_the_walk_sees_a_flag(tmp_path: Path) -> None:
-    (tmp_path / "m.py").write_text('def f():\n    raise ValueError(f"--pack-size must be > 0, got {1}")\n')
+    (tmp_path / "m.py").write_text('def f():\n    raise UsageError(f"--pack-size must be > 0, got {1}")\n')
     assert flags_in_library_errors(tmp_path) == ["m.py:2: '--pack-size must be > 0, got '"]
 
 

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from seqpack.cli._common import flag
 from seqpack.curves import Profile, Series, bf16_ulp, compare_series, tolerated_failures
 from seqpack.errors import UsageError
 
@@ -133,8 +134,10 @@ def test_no_shared_step_is_a_mismatch() -> None:
 
 
 def test_unknown_profile_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="--tolerance"):
+    """The library names its parameter; the command line renders the same error with its flag."""
+    with pytest.raises(UsageError, match=r"^profile: expected one of") as caught:
         Profile("loose")
+    assert caught.value.render(flag).startswith("--tolerance: expected one of")
 
 
 finite = st.floats(min_value=1e-3, max_value=1e4, allow_nan=False)

@@ -213,7 +213,7 @@ def test_out_dir_rules(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(UsageError, match="is a file, expected a directory"):
         prepare_out_dir(tmp_path / "file", overwrite=True)
-    with pytest.raises(UsageError, match="--overwrite"):
+    with pytest.raises(UsageError, match="overwrite"):
         prepare_out_dir(tmp_path, overwrite=False)
     prepare_out_dir(tmp_path, overwrite=True)
     assert (tmp_path / "file").read_text() == "x"

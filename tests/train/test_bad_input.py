@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from seqpack.cli import main
+from seqpack.cli._common import flag
 from seqpack.errors import DataError, UsageError
 from seqpack.packing import ModelDims
 from seqpack.train import DataMode, StepRecord, TrainConfig, count_parameters, train
@@ -21,12 +23,12 @@ from train.conftest import PACK_SIZE, VOCAB, pack, with_, write_samples
 
 
 def test_pack_size_flag_must_match_metadata(base_config: TrainConfig) -> None:
-    with pytest.raises(DataError, match=rf"pack_size={PACK_SIZE}, but --pack-size is 128"):
+    with pytest.raises(DataError, match=rf"pack_size={PACK_SIZE}, but pack_size is 128"):
         train(with_(base_config, pack_size=128))
 
 
 def test_pad_multiple_flag_must_match_metadata(base_config: TrainConfig) -> None:
-    with pytest.raises(DataError, match=r"pad_seq_to_mult=1, but --pad-multiple is 4"):
+    with pytest.raises(DataError, match=r"pad_seq_to_mult=1, but pad_multiple is 4"):
         train(with_(base_config, pad_multiple=4))
 
 
@@ -67,7 +69,7 @@ def test_a_sidecar_of_another_pack_size_is_never_taken(
 
 
 def test_token_ids_must_fit_the_vocabulary(base_config: TrainConfig) -> None:
-    with pytest.raises(DataError, match=r"row \d+: field 'input_ids': token id \d+ does not fit --vocab 10"):
+    with pytest.raises(DataError, match=r"row \d+: field 'input_ids': token id \d+ does not fit vocab 10"):
         train(with_(base_config, model=replace(base_config.model, vocab=10)))
 
 
@@ -136,8 +138,10 @@ def test_wrong_flags_are_usage_errors(base_config: TrainConfig, changes: dict, m
         changes = {**changes, "mode": DataMode(changes["mode"])}
     if "model" in changes:
         changes = {**changes, "model": replace(base_config.model, **changes["model"])}
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(UsageError) as caught:
         train(with_(base_config, **changes))
+    assert re.search(message, caught.value.render(flag))  # the command line's words
+    assert "--" not in str(caught.value)  # the library's: parameter names, no flags
 
 
 def test_heads_must_divide_hidden_in_the_flags_words(base_config: TrainConfig, capsys) -> None:

@@ -32,6 +32,7 @@ not ``nan`` (see :mod:`seqpack.curves._series`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,7 +41,6 @@ from seqpack.curves._names import LOSS, canonical
 from seqpack.curves._series import BoolArray, Curves, FloatArray, IntArray, Series
 from seqpack.errors import DataError, UsageError, param
 
-PROFILES: tuple[str, ...] = ("exact", "bf16", "golden", "trend")
 DEFAULT_PROFILE = "bf16"
 DEFAULT_ULPS = 2
 BF16_MANTISSA_BITS = 7  # stored fraction bits; with the implicit bit, 8 significand bits
@@ -239,6 +239,110 @@ def _off_grid(steps: IntArray, recorded: IntArray, interval: int | None) -> Bool
     return np.asarray(inside & ((steps - recorded[-1]) % interval != 0), dtype=bool)
 
 
+@dataclass
+class _Verdict:
+    """What a profile's rule says of the shared steps: the rule in words, the allowed difference per step
+    (NaN where the rule is not per step), the failing steps, how many failures it tolerates, reasons beyond
+    single steps, and whether every reference step must be in the other run."""
+
+    rule: str
+    allowed: FloatArray
+    failing: BoolArray
+    tolerated: int = 0
+    reasons: list[str] = field(default_factory=list)
+    reference_steps_required: bool = False
+
+
+def _identical(ref: FloatArray, cand: FloatArray) -> BoolArray:
+    return np.asarray((ref == cand) | (np.isnan(ref) & np.isnan(cand)), dtype=bool)
+
+
+def _judge_exact(
+    ref: FloatArray, cand: FloatArray, profile: Profile, metric: str, steps: int, correlation: float | None
+) -> _Verdict:
+    return _Verdict("values identical", np.zeros(ref.size), ~_identical(ref, cand))
+
+
+def _judge_bf16(
+    ref: FloatArray, cand: FloatArray, profile: Profile, metric: str, steps: int, correlation: float | None
+) -> _Verdict:
+    allowed = profile.ulps * bf16_ulp(np.maximum(np.abs(ref), np.abs(cand)))
+    return _Verdict(
+        f"|diff| <= {profile.ulps} bf16 ulp of the larger value", allowed, np.abs(cand - ref) > allowed
+    )
+
+
+def _judge_golden(
+    ref: FloatArray, cand: FloatArray, profile: Profile, metric: str, steps: int, correlation: float | None
+) -> _Verdict:
+    rel_tol = GOLDEN_RELATIVE.get(metric, GOLDEN_DEFAULT_RELATIVE)
+    if metric in GOLDEN_MEDIAN_METRICS:
+        verdict = _Verdict(
+            f"median over steady window within {rel_tol:.0%}",
+            np.full(ref.size, np.nan),
+            np.zeros(ref.size, dtype=bool),
+            reference_steps_required=True,
+        )
+        mr, mc = _steady_median(ref), _steady_median(cand)
+        rel = abs(mc - mr) / abs(mr) if mr else math.inf
+        if not rel <= rel_tol:
+            verdict.reasons.append(
+                f"median {metric} {mc:.6g} vs {mr:.6g}: {rel:.2%} apart (allowed {rel_tol:.0%})"
+            )
+        return verdict
+    verdict = _Verdict(
+        f"relative diff <= {rel_tol:.0%}",
+        rel_tol * np.abs(ref),
+        _relative(ref, cand) > rel_tol,
+        reference_steps_required=True,
+    )
+    if profile.deterministic:
+        verdict.rule += " and identical (deterministic)"
+        verdict.failing |= ~_identical(ref, cand)
+        verdict.allowed[:] = 0.0
+    verdict.tolerated = 0 if profile.deterministic else tolerated_failures(steps)
+    return verdict
+
+
+def _judge_trend(
+    ref: FloatArray, cand: FloatArray, profile: Profile, metric: str, steps: int, correlation: float | None
+) -> _Verdict:
+    band = np.select(
+        [ref > TREND_BANDS[0][0], ref > TREND_BANDS[1][0]], [TREND_BANDS[0][1], TREND_BANDS[1][1]]
+    )
+    band = np.where(band == 0, TREND_BANDS[2][1], band)
+    verdict = _Verdict(
+        "Bridge checker: r>=0.95, 10/5/2% per step, <=10% outliers, final within 3%",
+        band * np.abs(ref),
+        _relative(ref, cand) > band,
+        tolerated=math.floor(TREND_MAX_OUTLIER_RATIO * ref.size),
+    )
+    n = max(ref.size, 1)
+    if correlation is not None and correlation < TREND_CORRELATION:
+        verdict.reasons.append(f"correlation {correlation:.4f} < {TREND_CORRELATION}")
+    if ref.size:
+        final_rel = float(_relative(ref[-1:], cand[-1:])[0])
+        if not final_rel <= TREND_FINAL:
+            verdict.reasons.append(f"final value {final_rel:.2%} apart (allowed {TREND_FINAL:.0%})")
+        residual = cand - ref
+        finite = residual[np.isfinite(residual)]
+        if finite.size:
+            outliers = np.abs(finite - finite.mean()) > TREND_SIGMA * finite.std()
+            if outliers.sum() / n > TREND_MAX_OUTLIER_RATIO:
+                verdict.reasons.append(f"{int(outliers.sum())}/{n} residuals beyond 3 sigma (allowed 10%)")
+    return verdict
+
+
+#: Each profile's rule, by name (the module docstring's table); ``PROFILES`` lists them in this order.
+_JUDGES: dict[str, Callable[[FloatArray, FloatArray, Profile, str, int, float | None], _Verdict]] = {
+    "exact": _judge_exact,
+    "bf16": _judge_bf16,
+    "golden": _judge_golden,
+    "trend": _judge_trend,
+}
+PROFILES: tuple[str, ...] = tuple(_JUDGES)
+
+
 @np.errstate(invalid="ignore")  # inf - inf is nan by design; _nonfinite_mismatch judges those steps
 def compare_series(
     reference: Series,
@@ -279,61 +383,11 @@ def compare_series(
                 "(Megatron omits a NaN loss)"
             )
     name = profile.name
-    allowed = np.full(shared.size, np.nan)
-    failing = np.zeros(shared.size, dtype=bool)
-    tolerated = 0
     correlation = _correlation(ref, cand)
-    absd = np.abs(cand - ref)
     diverged = _nonfinite_mismatch(ref, cand)
-    if name == "exact":
-        rule = "values identical"
-        allowed[:] = 0.0
-        failing = ~((ref == cand) | (np.isnan(ref) & np.isnan(cand)))
-    elif name == "bf16":
-        rule = f"|diff| <= {profile.ulps} bf16 ulp of the larger value"
-        allowed = profile.ulps * bf16_ulp(np.maximum(np.abs(ref), np.abs(cand)))
-        failing = absd > allowed
-    elif name == "golden":
-        rel_tol = GOLDEN_RELATIVE.get(metric, GOLDEN_DEFAULT_RELATIVE)
-        if metric in GOLDEN_MEDIAN_METRICS:
-            rule = f"median over steady window within {rel_tol:.0%}"
-            mr, mc = _steady_median(ref), _steady_median(cand)
-            rel = abs(mc - mr) / abs(mr) if mr else math.inf
-            if not rel <= rel_tol:
-                reasons.append(
-                    f"median {metric} {mc:.6g} vs {mr:.6g}: {rel:.2%} apart (allowed {rel_tol:.0%})"
-                )
-        else:
-            rule = f"relative diff <= {rel_tol:.0%}"
-            allowed = rel_tol * np.abs(ref)
-            failing = _relative(ref, cand) > rel_tol
-            if profile.deterministic:
-                rule += " and identical (deterministic)"
-                failing |= ~((ref == cand) | (np.isnan(ref) & np.isnan(cand)))
-                allowed[:] = 0.0
-            tolerated = 0 if profile.deterministic else tolerated_failures(int(ref_s.iterations.size))
-    else:  # trend
-        rule = "Bridge checker: r>=0.95, 10/5/2% per step, <=10% outliers, final within 3%"
-        band = np.select(
-            [ref > TREND_BANDS[0][0], ref > TREND_BANDS[1][0]], [TREND_BANDS[0][1], TREND_BANDS[1][1]]
-        )
-        band = np.where(band == 0, TREND_BANDS[2][1], band)
-        allowed = band * np.abs(ref)
-        failing = _relative(ref, cand) > band
-        n = max(shared.size, 1)
-        tolerated = math.floor(TREND_MAX_OUTLIER_RATIO * shared.size)
-        if correlation is not None and correlation < TREND_CORRELATION:
-            reasons.append(f"correlation {correlation:.4f} < {TREND_CORRELATION}")
-        if shared.size:
-            final_rel = float(_relative(ref[-1:], cand[-1:])[0])
-            if not final_rel <= TREND_FINAL:
-                reasons.append(f"final value {final_rel:.2%} apart (allowed {TREND_FINAL:.0%})")
-            residual = cand - ref
-            finite = residual[np.isfinite(residual)]
-            if finite.size:
-                outliers = np.abs(finite - finite.mean()) > TREND_SIGMA * finite.std()
-                if outliers.sum() / n > TREND_MAX_OUTLIER_RATIO:
-                    reasons.append(f"{int(outliers.sum())}/{n} residuals beyond 3 sigma (allowed 10%)")
+    verdict = _JUDGES[name](ref, cand, profile, metric, int(ref_s.iterations.size), correlation)
+    rule, allowed, failing, tolerated = verdict.rule, verdict.allowed, verdict.failing, verdict.tolerated
+    reasons += verdict.reasons
     failing |= diverged  # every profile: a non-finite step against a number fails
     n_fail = int(failing.sum())
     if diverged.any():  # never tolerated: one non-finite step is a divergence, not noise
@@ -366,7 +420,7 @@ def compare_series(
             f"records (every {ci}): not counted as missing"
         )
     missing = only_ref[~unsampled]
-    if missing.size and (name == "golden" or profile.require_all_steps):
+    if missing.size and (verdict.reference_steps_required or profile.require_all_steps):
         reasons.append(
             f"{missing.size} step(s) of {reference_name} missing from {candidate_name} "
             f"(first {missing[:5].tolist()})"

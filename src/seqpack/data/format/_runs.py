@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from seqpack.data.format._metadata import RUN_ID, PackingMetadata
 from seqpack.data.format._names import hf_split, packed_names, rejects_filename
-from seqpack.errors import DataError, SeqpackError
+from seqpack.errors import DataError, SeqpackError, param
 
 #: The Parquet key/value metadata key holding the run id.
 PARQUET_RUN_ID = b"seqpack.run_id"
@@ -77,7 +77,7 @@ def _mixed(a: str, a_id: str | None, b: str, b_id: str | None) -> DataError:
     return DataError(
         f"{a} ({_shown(a_id)}) and {b} ({_shown(b_id)}) come from different seqpack pack runs "
         "(a run was stopped between its commit steps, or files were copied together); "
-        "pack again with --overwrite"
+        f"pack again with {param('overwrite')}"
     )
 
 

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from seqpack._io import is_disk_full
 from seqpack.data.pipeline._lock import hold_scratch, scratch_name
-from seqpack.errors import InputError
+from seqpack.errors import InputError, param
 
 
 def _disk_error(directory: Path, exc: OSError) -> InputError:
@@ -40,7 +40,9 @@ def _disk_error(directory: Path, exc: OSError) -> InputError:
     directory or ``--scratch-dir``), never the store's own internal name inside it."""
     where = directory.parent
     if is_disk_full(exc):
-        return InputError(f"{where}: no space left for the scratch store (choose another with --scratch-dir)")
+        return InputError(
+        f"{where}: no space left for the scratch store (choose another with {param('scratch_dir')})"
+    )
     return InputError(f"{where}: cannot use the scratch store ({exc.strerror})")
 
 
