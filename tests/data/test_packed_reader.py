@@ -54,7 +54,7 @@ def test_single_file_and_errors(tmp_path: Path) -> None:
     assert resolve_packed_paths(path) == [str(path)]
     with pytest.raises(InputError, match="no such file"):
         resolve_packed_paths(tmp_path / "missing.parquet")
-    with pytest.raises(InputError, match="not a packed Parquet spec"):
+    with pytest.raises(InputError, match="not a packed Parquet location"):
         resolve_packed_paths(tmp_path / "data.jsonl")
     with pytest.raises(InputError, match="no Parquet files match"):
         resolve_packed_paths(str(tmp_path / "zz*.parquet"))

@@ -249,7 +249,7 @@ def test_fast_render_is_the_tokenizers_render_and_steps_aside_when_it_differs(
     assert renderer.render(prefixes, tools) == hf(prefixes)  # messages prepared once, reused
     assert renderer._fast is not None  # the texts above are the fast path's: it agreed, so it stayed on
     monkeypatch.setattr(FastTemplate, "render", lambda self, conversation, tools: "not the same")
-    from seqpack.data.samples.text import _chat_jinja
+    from seqpack.data.samples.text._chat import _jinja as _chat_jinja
 
     monkeypatch.setattr(_chat_jinja, "_CACHE", {})
     assert Renderer(tok, template).render(convs, tools) == want

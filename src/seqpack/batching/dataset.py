@@ -29,17 +29,17 @@ class PackedItem(TypedDict):
 
 
 class PackedDataset:
-    """Random access to packs of a packed Parquet spec (file, glob or directory), no whole-file load.
+    """Random access to packs of a packed Parquet location (file, glob or directory), no whole-file load.
 
     >>> ds = PackedDataset("out/training_4096.idx.parquet")     # doctest: +SKIP
     >>> ds[0]["seq_boundaries"], ds[-1]["loss_mask"].any()       # padding row: no loss
     (array([   0, 1771, 4001, 4097]), False)
     """
 
-    def __init__(self, spec: str | os.PathLike[str], *, validate: bool = True) -> None:
+    def __init__(self, location: str | os.PathLike[str], *, validate: bool = True) -> None:
         # Each row group is checked once, when first decoded: a broken row fails naming file and row
         # instead of turning into silently wrong boundaries.
-        self.reader = PackedReader(spec, validate=validate)
+        self.reader = PackedReader(location, validate=validate)
 
     def __len__(self) -> int:
         return len(self.reader)

@@ -37,13 +37,13 @@ def _as_array(value: Any) -> npt.NDArray[Any] | None:
     return np.asarray(value)
 
 
-def _settings(entry: MetadataEntry | None, spec: str) -> tuple[int, int]:
+def _settings(entry: MetadataEntry | None, location: str) -> tuple[int, int]:
     """(pad_seq_to_mult, eos id) from seqpack's metadata record; the EOS id is inferred when absent."""
     pad = (entry.pad_seq_to_mult if entry else None) or 1
     eos = entry.eos_id if entry else None
     if eos is not None:
         return pad, eos
-    source = PackedSource(spec)
+    source = PackedSource(location)
     try:
         return pad, infer_eos_id(next(source.blocks()))
     finally:
@@ -51,7 +51,7 @@ def _settings(entry: MetadataEntry | None, spec: str) -> tuple[int, int]:
 
 
 def dump_batches(
-    spec: str,
+    location: str,
     out: str | os.PathLike[str] | None,
     count: int,
     *,
@@ -61,7 +61,7 @@ def dump_batches(
     variant: str = "0.6.2",
     overwrite: bool = False,
 ) -> int:
-    """Collate the first ``count`` batches of ``spec`` and write them to ``out``; returns batches written.
+    """Collate the first ``count`` batches of ``location`` and write them to ``out``; returns batches written.
 
     ``metadata`` is the split's sidecar entry: seqpack's record there gives the pre-padding multiple and
     the EOS id (else P = 1 and the EOS id is inferred from the sequences' last tokens).
@@ -72,12 +72,13 @@ def dump_batches(
         raise UsageError(f"{param('count')} needs {param('out')} F.npz (a batch dump is an .npz file)")
     if pack_size is None:
         raise UsageError(
-            f"{spec}: pack size unknown (no metadata sidecar, no _N in the name): pass {param('metadata')}"
+            f"{location}: pack size unknown (no metadata sidecar, no _N in the name): pass "
+            f"{param('metadata')}"
         )
     if variant not in VARIANTS:
         raise UsageError(f"{param('variant')} must be one of {', '.join(VARIANTS)}, got {variant!r}")
-    pad, eos_id = _settings(metadata, spec)
-    dataset = PackedDataset(spec)
+    pad, eos_id = _settings(metadata, location)
+    dataset = PackedDataset(location)
     collate = PackedCollator(eos_id, pack_size, pad_seq_to_mult=pad, variant=cast(Variant, variant))
     arrays: dict[str, npt.NDArray[Any]] = {EOS_KEY: np.array(eos_id, dtype=np.int64)}
     batches = min(count, -(-len(dataset) // batch_size))

@@ -87,30 +87,31 @@ def _flatten(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _entry_for(metadata: PackingMetadata, spec: str) -> MetadataEntry | None:
-    """The metadata entry describing ``spec``: the one of its split, else the first (Bridge's train)."""
-    picked = metadata.pick(packed_names([spec]).split)
+def _entry_for(metadata: PackingMetadata, location: str) -> MetadataEntry | None:
+    """The metadata entry describing ``location``: the one of its split, else the first (Bridge's train)."""
+    picked = metadata.pick(packed_names([location]).split)
     if picked is not None:
         return picked[1]
     return metadata.entries[0] if metadata.entries else None
 
 
-def recorded_fingerprint(spec: str) -> tuple[str, dict[str, Any]] | None:
-    """The fingerprint ``seqpack pack`` recorded for ``spec`` (sidecar path, record), if there is one."""
-    meta_path = find_metadata([spec])
+def recorded_fingerprint(location: str) -> tuple[str, dict[str, Any]] | None:
+    """The fingerprint ``seqpack pack`` recorded for ``location`` (sidecar path, record), if there is one."""
+    meta_path = find_metadata([location])
     if meta_path is None:
         return None
     metadata = PackingMetadata.read(meta_path)
-    files = [spec] if spec.lower().endswith(".npy") else resolve_packed_paths(spec)  # a legacy .npy: itself
+    # a legacy .npy is its own file
+    files = [location] if location.lower().endswith(".npy") else resolve_packed_paths(location)
     check_run_ids(files, meta_path, metadata)
-    entry = _entry_for(metadata, spec)
+    entry = _entry_for(metadata, location)
     found = entry.recorded("fingerprint") if entry else None
     return (os.fspath(meta_path), dict(found)) if isinstance(found, Mapping) else None
 
 
-def _open_side(spec: str) -> tuple[PackedSource, str | None, PackingMetadata | None]:
-    source = PackedSource(spec)
-    meta_path = find_metadata([spec])
+def _open_side(location: str) -> tuple[PackedSource, str | None, PackingMetadata | None]:
+    source = PackedSource(location)
+    meta_path = find_metadata([location])
     metadata = PackingMetadata.read(meta_path) if meta_path is not None else None
     check_run_ids(source.paths, meta_path, metadata)
     return source, None if meta_path is None else os.fspath(meta_path), metadata
@@ -175,8 +176,8 @@ def _efficiency(side: _Side, pack_size: int | None) -> float | None:
     return packing_efficiency(runtime, len(side.packs.nseq), pack_size)
 
 
-def _pack_summary(side: _Side, entry: MetadataEntry | None, spec: str) -> dict[str, Any]:
-    pack_size = entry.pack_size if entry else packed_names([spec]).pack_size
+def _pack_summary(side: _Side, entry: MetadataEntry | None, location: str) -> dict[str, Any]:
+    pack_size = entry.pack_size if entry else packed_names([location]).pack_size
     return {
         "count": len(side.packs.nseq),
         "sequences": len(side.seqs.length),

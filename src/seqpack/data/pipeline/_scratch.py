@@ -41,8 +41,8 @@ def _disk_error(directory: Path, exc: OSError) -> InputError:
     where = directory.parent
     if is_disk_full(exc):
         return InputError(
-        f"{where}: no space left for the scratch store (choose another with {param('scratch_dir')})"
-    )
+            f"{where}: no space left for the scratch store (choose another with {param('scratch_dir')})"
+        )
     return InputError(f"{where}: cannot use the scratch store ({exc.strerror})")
 
 
