@@ -216,7 +216,11 @@ def check_correlate(ctx: dict[str, Path], check: dict[str, Any]) -> None:
         raise Miss(f"{check['file']} is missing from the answer")
     proc = seqpack(["correlate", "plan", "--spec", str(spec), "--format", "json"])
     if proc.returncode != 0:
-        raise Miss(f"seqpack correlate plan refuses the spec: {(proc.stdout + proc.stderr).strip()[-400:]}")
+        try:
+            found = [f"{f['id']} {f['message']}" for f in json.loads(proc.stdout)["findings"]]
+        except (ValueError, KeyError):
+            found = [(proc.stdout + proc.stderr).strip()[-400:]]
+        raise Miss(f"seqpack correlate plan refuses the spec: {'; '.join(found)}")
     plan = json.loads(proc.stdout)
     argv = plan["bridge"]["argv"]
     bridge = dict(a.split("=", 1) for a in argv if "=" in a and not a.startswith("-"))
