@@ -114,9 +114,13 @@ def blocks(markdown: str) -> list[Block]:
         j = i + 1
         while j < len(lines):
             close = _FENCE.match(lines[j])
-            if close and close.group("fence")[0] == fence[0] and len(close.group("fence")) >= len(fence):
-                if not close.group("info").strip():
-                    break
+            if (
+                close
+                and close.group("fence")[0] == fence[0]
+                and len(close.group("fence")) >= len(fence)
+                and not close.group("info").strip()
+            ):
+                break
             body.append(lines[j])
             j += 1
         out.append(Block(lang=lang, text="\n".join(body), line=i + 2, end_line=j + 1))
@@ -214,7 +218,7 @@ def missing_lines(shown: Sequence[str], output: str) -> list[str]:
         prefix = want.endswith(ELLIPSIS)
         target = want[: -len(ELLIPSIS)].rstrip() if prefix else want
         for k in range(pos, len(real)):
-            if (real[k].startswith(target) if prefix else real[k] == target):
+            if real[k].startswith(target) if prefix else real[k] == target:
                 pos = k + 1
                 break
         else:
@@ -274,8 +278,10 @@ def check_against(cmds: Sequence[Command], results: Sequence[Result]) -> list[st
         expected = 0 if cmd.needs else cmd.exit_code
         stated = 0 if res.command.needs else res.command.exit_code
         if expected != stated or cmd.needs != res.command.needs:
-            problems.append(f"{cmd.where}: states exit {expected} / needs {cmd.needs}, the original says "
-                            f"exit {stated} / needs {res.command.needs}")
+            problems.append(
+                f"{cmd.where}: states exit {expected} / needs {cmd.needs}, the original says "
+                f"exit {stated} / needs {res.command.needs}"
+            )
         if not cmd.needs:
             for line in missing_lines(cmd.output, res.output):
                 problems.append(f"{cmd.where}: shown output line not printed: {line!r}")

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
 from _support import fenced_blocks
 from _support.skill_pages import SKILL_NAMES, SKILLS_DIR, ZH_PAGE, PageRun, page_commands, pages
 

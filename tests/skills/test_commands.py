@@ -9,6 +9,7 @@ import shlex
 import subprocess
 
 import pytest
+
 from _support import fenced_blocks
 from _support.skill_pages import SKILL_NAMES, ZH_PAGE, PageRun, page_commands, pages
 
@@ -49,7 +50,9 @@ def test_commands_are_seqpack_and_few_are_marked(skill: str) -> None:
     for cmd in cmds:
         words = cmd.words()
         # The one exception: installing seqpack itself, which needs the package index.
-        assert words[0] == "seqpack" or (words[:2] == ["pip", "install"] and cmd.needs == "network"), cmd.where
+        assert words[0] == "seqpack" or (words[:2] == ["pip", "install"] and cmd.needs == "network"), (
+            cmd.where
+        )
 
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)

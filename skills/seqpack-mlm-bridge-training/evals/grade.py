@@ -2,7 +2,7 @@
 """Grade an answer to one of this skill's eval tasks, deterministically, with seqpack itself.
 
     python evals/grade.py TASK_ID ANSWER_DIR     # exit 0 pass, 1 fail (each miss named), 2 usage
-    python evals/grade.py --check-all            # every graded task: its reference passes, its wrong answers fail
+    python evals/grade.py --check-all            # CI: each reference passes, each wrong answer fails
 
 The checks of a task live in ``evals.json`` beside this file (``grade.checks``), so a task is added
 without touching code. Each check runs a seqpack command on the task's input files (``{task}`` =
@@ -128,7 +128,7 @@ def fill(template: str, ctx: dict[str, Path]) -> Path:
 
 
 def fill_args(args: list[str], ctx: dict[str, Path]) -> list[str]:
-    """Arguments with ``{task}`` (the task's input folder), ``{answer}`` and ``{skill}`` (this skill's folder)."""
+    """Arguments with ``{task}`` (the task's inputs), ``{answer}`` and ``{skill}`` (this skill's folder)."""
     return [a.format(**ctx) for a in args]
 
 
@@ -142,7 +142,8 @@ def check_doctor(ctx: dict[str, Path], check: dict[str, Any]) -> None:
     report = json.loads(proc.stdout)
     fail_on = set(check.get("fail_on", []))
     bad = [
-        f for f in report["findings"]
+        f
+        for f in report["findings"]
         if not f.get("allowed") and (f["severity"] == "error" or f["id"] in fail_on)
     ]
     if bad or proc.returncode != 0:
@@ -154,8 +155,10 @@ def check_values(ctx: dict[str, Path], check: dict[str, Any]) -> None:
     for want in check["expect"]:
         got = values.get(want["key"])
         if got != _norm(want["value"]):
-            raise Miss(f"{want['key']} is {got if got is not None else 'not set'}, the task needs "
-                       f"{want['value']}: {want['why']}")
+            raise Miss(
+                f"{want['key']} is {got if got is not None else 'not set'}, the task needs "
+                f"{want['value']}: {want['why']}"
+            )
 
 
 def check_product(ctx: dict[str, Path], check: dict[str, Any]) -> None:
@@ -174,7 +177,9 @@ def check_inspect(ctx: dict[str, Path], check: dict[str, Any]) -> None:
         raise Miss(f"{path.name} is missing from the answer")
     proc = seqpack(["inspect", str(path), "--format", "json"])
     if proc.returncode != 0:
-        raise Miss(f"seqpack inspect fails on the answer (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
+        raise Miss(
+            f"seqpack inspect fails on the answer (exit {proc.returncode}): {proc.stderr.strip()[-300:]}"
+        )
     report = json.loads(proc.stdout)
     for key, value in check.get("expect", {}).items():
         if report.get(key) != value:
@@ -207,7 +212,9 @@ def check_includes(ctx: dict[str, Path], check: dict[str, Any]) -> None:
     answer = read_pairs(ctx["answer"] / check["file"])
     for key in check["keys"]:
         if _norm(answer.get(key)) != _norm(truth[key]):
-            raise Miss(f"{key} is {answer.get(key, 'not set')}, seqpack {check['command'][0]} gives {truth[key]}")
+            raise Miss(
+                f"{key} is {answer.get(key, 'not set')}, seqpack {check['command'][0]} gives {truth[key]}"
+            )
 
 
 def check_correlate(ctx: dict[str, Path], check: dict[str, Any]) -> None:
@@ -233,20 +240,28 @@ def check_correlate(ctx: dict[str, Path], check: dict[str, Any]) -> None:
 
 def _files(root: Path) -> dict[str, str]:
     """Content hash -> relative path of every file under root (where a file went does not matter)."""
-    return {hashlib.sha256(p.read_bytes()).hexdigest(): str(p.relative_to(root))
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        hashlib.sha256(p.read_bytes()).hexdigest(): str(p.relative_to(root))
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def check_clean(ctx: dict[str, Path], check: dict[str, Any]) -> None:
-    commands = [line.strip() for line in (ctx["answer"] / check["file"]).read_text().splitlines()
-                if line.strip() and not line.strip().startswith("#")]
+    commands = [
+        line.strip()
+        for line in (ctx["answer"] / check["file"]).read_text().splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
     if not commands:
         raise Miss(f"{check['file']} holds no command")
     argvs = []
     for number, line in enumerate(commands, 1):
         argv = shlex.split(line, comments=True)
         if argv[:2] != ["seqpack", "clean"]:
-            raise Miss(f"line {number}: '{line}' is not a seqpack clean command (never rm -rf: clean moves aside)")
+            raise Miss(
+                f"line {number}: '{line}' is not a seqpack clean command (never rm -rf: clean moves aside)"
+            )
         if "--delete" in argv:
             raise Miss(f"line {number}: '{line}' deletes the old runs; move them aside (no --delete)")
         argvs.append(argv[1:])
@@ -259,8 +274,10 @@ def check_clean(ctx: dict[str, Path], check: dict[str, Any]) -> None:
         left = json.loads(seqpack(["clean", ".", "--format", "json"], cwd=sandbox).stdout)["found"]
         if left:
             names = ", ".join(f["path"] for f in left)
-            raise Miss(f"a new run would still resume from {names}: a dry run moves nothing (add --yes "
-                       "once the user said yes)")
+            raise Miss(
+                f"a new run would still resume from {names}: a dry run moves nothing (add --yes "
+                "once the user said yes)"
+            )
         lost = sorted(set(before) - set(_files(sandbox)))
         if lost:
             raise Miss(f"files were lost: {', '.join(before[h] for h in lost)}")
@@ -274,16 +291,29 @@ def check_findings(ctx: dict[str, Path], check: dict[str, Any]) -> None:
     proc = seqpack(["doctor", *fill_args(check["args"], ctx), "--format", "json"])
     truth = {f["id"] for f in json.loads(proc.stdout)["findings"] if f["severity"] in ("error", "warning")}
     if answer != truth:
-        raise Miss(f"finding ids {sorted(answer)}, seqpack doctor reports {sorted(truth)} "
-                   f"(missing {sorted(truth - answer)}, extra {sorted(answer - truth)})")
+        raise Miss(
+            f"finding ids {sorted(answer)}, seqpack doctor reports {sorted(truth)} "
+            f"(missing {sorted(truth - answer)}, extra {sorted(answer - truth)})"
+        )
 
 
 def check_golden(ctx: dict[str, Path], check: dict[str, Any]) -> None:
     golden = ctx["answer"] / check["file"]
     if not golden.is_file():
         raise Miss(f"{check['file']} is missing from the answer")
-    proc = seqpack(["curves", "compare", str(golden), *fill_args(check["runs"], ctx), "-t", "golden",
-                    "--require-all-steps", "--format", "json"])
+    proc = seqpack(
+        [
+            "curves",
+            "compare",
+            str(golden),
+            *fill_args(check["runs"], ctx),
+            "-t",
+            "golden",
+            "--require-all-steps",
+            "--format",
+            "json",
+        ]
+    )
     if proc.returncode == 2:
         raise Miss(f"seqpack curves cannot read {check['file']}: {proc.stderr.strip()[-300:]}")
     report = json.loads(proc.stdout)
@@ -295,9 +325,16 @@ def check_golden(ctx: dict[str, Path], check: dict[str, Any]) -> None:
 
 
 CHECKS = {
-    "doctor": check_doctor, "values": check_values, "product": check_product, "inspect": check_inspect,
-    "verdict": check_verdict, "includes": check_includes, "correlate": check_correlate,
-    "clean": check_clean, "findings": check_findings, "golden": check_golden,
+    "doctor": check_doctor,
+    "values": check_values,
+    "product": check_product,
+    "inspect": check_inspect,
+    "verdict": check_verdict,
+    "includes": check_includes,
+    "correlate": check_correlate,
+    "clean": check_clean,
+    "findings": check_findings,
+    "golden": check_golden,
 }
 
 
