@@ -1,0 +1,288 @@
+"""Run the shell examples of a Markdown page as written: page -> fenced blocks -> commands -> results.
+
+Documentation that shows a command promises three things: it runs, it ends with the exit code the text
+says, and the output it shows is what the command prints. This module turns a page into a list of
+:class:`Command` objects and runs them, so a test can hold every page to those promises. The skills'
+test (``tests/skills/``) uses it, and any other page (README, ``docs/*.md``) can, with the same markers.
+
+The markers, all inside the page itself:
+
+- a fenced block whose info string is ``bash``, ``sh`` or ``shell`` holds commands. A command is one
+  logical line (a trailing ``\\`` continues it); blank lines and comment-only lines are skipped. The
+  commands of a page run in page order, each in its own ``bash -c``, all in one working directory, so a
+  later command reads what an earlier one wrote (environment variables do not carry over);
+- a trailing comment ``# exit N`` states the exit code (default 0), e.g.
+  ``seqpack doctor bad.yaml   # exit 1: the config has errors``;
+- a trailing comment ``# needs: gpu`` (or ``cluster``, ``network``) marks a command that cannot run in CI:
+  it gets a syntax check (``bash -n``) only;
+- a fenced block with the info string ``output``, right after a command block (only blank lines between),
+  shows the output of that block's last command. Every non-blank line of it must appear in the real
+  output (stdout and stderr together), in the same order, compared with runs of whitespace collapsed;
+  a line ``...`` stands for lines left out, and a line ending in ``...`` matches any line that starts
+  with the text before it (for values that change between runs: times, dates, temporary paths).
+
+Example page fragment::
+
+    ```bash
+    seqpack doctor assets/configs/sft.yaml --world-size 32 --fix   # exit 1
+    ```
+    ```output
+    ...
+    corrected overrides:
+    train.micro_batch_size=1
+    ```
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+COMMAND_LANGS = frozenset({"bash", "sh", "shell"})
+OUTPUT_LANG = "output"
+NEEDS = ("gpu", "cluster", "network")
+ELLIPSIS = "..."
+
+_FENCE = re.compile(r"^(?P<indent>\s{0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_EXIT = re.compile(r"#\s*exit\s+(\d+)\b")
+_NEEDS = re.compile(r"#\s*needs:\s*(\w+)")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block: its info-string language, its text and where it starts (1-based, first content
+    line) in the page."""
+
+    lang: str
+    text: str
+    line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of a page, with what the page promises about it."""
+
+    text: str
+    source: str
+    line: int
+    exit_code: int = 0
+    needs: str | None = None
+    output: tuple[str, ...] = ()
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
+    def words(self) -> list[str]:
+        """The command as the shell splits it, comments dropped: what two pages compare to agree on it."""
+        return shlex.split(self.text, comments=True)
+
+
+@dataclass
+class Result:
+    """What running one command gave."""
+
+    command: Command
+    returncode: int
+    output: str
+    syntax_only: bool = False
+    problems: list[str] = field(default_factory=list)
+
+
+def blocks(markdown: str) -> list[Block]:
+    """The fenced blocks of a page, in order. An unclosed fence runs to the end of the page, as
+    CommonMark renders it."""
+    out: list[Block] = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence = m.group("fence")
+        info = m.group("info").strip()
+        lang = info.split()[0].lower() if info else ""
+        body: list[str] = []
+        j = i + 1
+        while j < len(lines):
+            close = _FENCE.match(lines[j])
+            if (
+                close
+                and close.group("fence")[0] == fence[0]
+                and len(close.group("fence")) >= len(fence)
+                and not close.group("info").strip()
+            ):
+                break
+            body.append(lines[j])
+            j += 1
+        out.append(Block(lang=lang, text="\n".join(body), line=i + 2, end_line=j + 1))
+        i = j + 1
+    return out
+
+
+def _logical_lines(block: Block) -> Iterable[tuple[int, str]]:
+    """(line number, text) of each logical line of a command block; ``\\`` continues a line."""
+    pending: list[str] = []
+    start = block.line
+    for offset, raw in enumerate(block.text.splitlines()):
+        if not pending:
+            start = block.line + offset
+        stripped = raw.rstrip()
+        if stripped.endswith("\\"):
+            pending.append(stripped[:-1])
+            continue
+        pending.append(stripped)
+        yield start, " ".join(part.strip() for part in pending).strip()
+        pending = []
+    if pending:
+        yield start, " ".join(part.strip() for part in pending).strip()
+
+
+def _markers(text: str, where: str) -> tuple[int, str | None]:
+    exit_code = 0
+    needs = None
+    if m := _EXIT.search(text):
+        exit_code = int(m.group(1))
+    if m := _NEEDS.search(text):
+        needs = m.group(1)
+        if needs not in NEEDS:
+            raise ValueError(f"{where}: '# needs: {needs}' is not one of {', '.join(NEEDS)}")
+    return exit_code, needs
+
+
+def commands(markdown: str, source: str) -> list[Command]:
+    """The commands of a page in order, each with its stated exit code, marker and shown output."""
+    found: list[Command] = []
+    page_lines = markdown.splitlines()
+    page_blocks = blocks(markdown)
+    for index, block in enumerate(page_blocks):
+        if block.lang not in COMMAND_LANGS:
+            continue
+        block_commands = []
+        for line, text in _logical_lines(block):
+            if not text or text.startswith("#"):
+                continue
+            exit_code, needs = _markers(text, f"{source}:{line}")
+            block_commands.append(Command(text, source, line, exit_code, needs))
+        nxt = page_blocks[index + 1] if index + 1 < len(page_blocks) else None
+        if nxt is not None and nxt.lang == OUTPUT_LANG:
+            between = page_lines[block.end_line : nxt.line - 2]
+            if any(s.strip() for s in between):
+                raise ValueError(f"{source}:{nxt.line - 1}: an output block must follow its command block")
+            if not block_commands:
+                raise ValueError(f"{source}:{nxt.line - 1}: an output block after a block with no command")
+            shown = tuple(s for s in nxt.text.splitlines() if s.strip())
+            last = block_commands[-1]
+            block_commands[-1] = Command(last.text, last.source, last.line, last.exit_code, last.needs, shown)
+        found.extend(block_commands)
+    return found
+
+
+def script(cmds: Sequence[Command]) -> str:
+    """A bash script that runs the commands in order and stops at the first unexpected exit code: the
+    page as one file a person can run (``bash page.sh``); commands marked ``# needs:`` are only parsed."""
+    parts = ["#!/usr/bin/env bash", "set -u"]
+    for cmd in cmds:
+        if cmd.needs:
+            parts.append(f"bash -n -c {shlex.quote(cmd.text)} || exit 1   # needs: {cmd.needs}")
+            continue
+        parts.append(cmd.text)
+        parts.append(
+            f'rc=$?; [ "$rc" -eq {cmd.exit_code} ] || '
+            f'{{ echo "{cmd.where}: exit $rc, the page says {cmd.exit_code}" >&2; exit 1; }}'
+        )
+    return "\n".join(parts) + "\n"
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split())
+
+
+def missing_lines(shown: Sequence[str], output: str) -> list[str]:
+    """Lines of ``shown`` not found in ``output`` in order (see the module docstring for ``...``)."""
+    real = [_norm(s) for s in output.splitlines()]
+    pos = 0
+    missing: list[str] = []
+    for raw in shown:
+        want = _norm(raw)
+        if not want or want == ELLIPSIS:
+            continue
+        prefix = want.endswith(ELLIPSIS)
+        target = want[: -len(ELLIPSIS)].rstrip() if prefix else want
+        for k in range(pos, len(real)):
+            if real[k].startswith(target) if prefix else real[k] == target:
+                pos = k + 1
+                break
+        else:
+            missing.append(raw)
+    return missing
+
+
+def default_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment examples run in: this Python's scripts first on PATH (so ``seqpack`` is the one
+    under test), a fixed terminal width (tables wrap the same everywhere), an English locale."""
+    env = dict(os.environ)
+    for key in ("LC_ALL", "LC_MESSAGES", "LANGUAGE"):
+        env.pop(key, None)
+    env["LANG"] = "C.UTF-8"
+    env["COLUMNS"] = "120"
+    env["NO_COLOR"] = "1"
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run(
+    cmds: Sequence[Command], cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 300
+) -> list[Result]:
+    """Run the commands in order in ``cwd``; each result lists how it broke the page's promises."""
+    env = dict(env) if env is not None else default_env()
+    results: list[Result] = []
+    for cmd in cmds:
+        argv = ["bash", "-n", "-c", cmd.text] if cmd.needs else ["bash", "-c", cmd.text]
+        try:
+            proc = subprocess.run(
+                argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout
+            )
+            returncode, output = proc.returncode, proc.stdout.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            returncode, output = -1, f"timed out after {timeout} s"
+        result = Result(cmd, returncode, output, syntax_only=cmd.needs is not None)
+        expected = 0 if cmd.needs else cmd.exit_code
+        if returncode != expected:
+            result.problems.append(f"{cmd.where}: exit {returncode}, the page says {expected}: {cmd.text}")
+        if not cmd.needs:
+            for line in missing_lines(cmd.output, output):
+                result.problems.append(f"{cmd.where}: shown output line not printed: {line!r}")
+        results.append(result)
+    return results
+
+
+def check_against(cmds: Sequence[Command], results: Sequence[Result]) -> list[str]:
+    """Hold a second page that runs the same commands (a translation) to its own promises, against the
+    results of running the first: same words in the same order, each exit code, each shown line."""
+    problems: list[str] = []
+    if [c.words() for c in cmds] != [r.command.words() for r in results]:
+        problems.append(f"{cmds[0].source if cmds else '?'}: its commands differ from the page it translates")
+        return problems
+    for cmd, res in zip(cmds, results, strict=True):
+        expected = 0 if cmd.needs else cmd.exit_code
+        stated = 0 if res.command.needs else res.command.exit_code
+        if expected != stated or cmd.needs != res.command.needs:
+            problems.append(
+                f"{cmd.where}: states exit {expected} / needs {cmd.needs}, the original says "
+                f"exit {stated} / needs {res.command.needs}"
+            )
+        if not cmd.needs:
+            for line in missing_lines(cmd.output, res.output):
+                problems.append(f"{cmd.where}: shown output line not printed: {line!r}")
+    return problems

@@ -1,0 +1,30 @@
+"""Fixtures for the agent skills under ``skills/``: one run of every page per session (a fresh copy of the
+skill folder per page, the two skills in parallel). The command test checks the results; the Chinese page
+is held against the English run."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from _support import fenced_blocks
+from _support.skill_pages import SKILL_NAMES, SKILLS_DIR, ZH_PAGE, PageRun, page_commands, pages
+
+
+@pytest.fixture(scope="session")
+def page_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], PageRun]]:
+    """Every page except the Chinese one, run as written (the Chinese page runs the same commands)."""
+    jobs = [(s, p) for s in SKILL_NAMES for p in pages(s) if p != ZH_PAGE and page_commands(s, p)]
+
+    def run(job: tuple[str, str]) -> PageRun:
+        skill, page = job
+        workdir = tmp_path_factory.mktemp(f"{skill}-{Path(page).stem}") / skill
+        shutil.copytree(SKILLS_DIR / skill, workdir, ignore=shutil.ignore_patterns("__pycache__"))
+        return PageRun(skill, page, workdir, fenced_blocks.run(page_commands(skill, page), workdir))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        yield {(r.skill, r.page): r for r in pool.map(run, jobs)}

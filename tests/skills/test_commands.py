@@ -1,0 +1,91 @@
+"""Every shell command in every skill page runs as written: the exit code the page states, every output line
+it shows, against files the skill or seqpack ships. Commands marked ``# needs: gpu|cluster|network`` are
+parsed only (and their seqpack options checked with ``--help``); at most a quarter may be marked. The
+Chinese page runs the same commands as SKILL.md (``--lang zh`` may be added) with its own shown output."""
+
+from __future__ import annotations
+
+import pytest
+
+from _support import fenced_blocks
+from _support.skill_pages import SKILL_NAMES, ZH_PAGE, PageRun, page_commands, pages
+from seqpack.cli import main
+
+LANG_ZH = ("--lang", "zh")
+
+
+def _without_lang_zh(words: list[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        if tuple(words[i : i + 2]) == LANG_ZH:
+            i += 2
+            continue
+        out.append(words[i])
+        i += 1
+    return out
+
+
+@pytest.mark.parametrize("skill", SKILL_NAMES)
+def test_every_command_runs_as_written(skill: str, page_runs: dict[tuple[str, str], PageRun]) -> None:
+    runs = [r for (s, _), r in page_runs.items() if s == skill]
+    assert any(r.page == "SKILL.md" for r in runs), f"{skill}/SKILL.md has no command"
+    problems = [p for r in runs for res in r.results for p in res.problems]
+    details = [
+        f"{p}\n--- output ---\n{res.output[-3000:]}"
+        for r in runs
+        for res in r.results
+        for p in res.problems[:1]
+    ]
+    assert not problems, "\n\n".join(details)
+
+
+@pytest.mark.parametrize("skill", SKILL_NAMES)
+def test_commands_are_seqpack_and_few_are_marked(skill: str) -> None:
+    cmds = [c for page in pages(skill) for c in page_commands(skill, page) if page != ZH_PAGE]
+    marked = [c for c in cmds if c.needs]
+    assert len(marked) * 4 <= len(cmds), f"{skill}: {len(marked)} of {len(cmds)} commands only parsed"
+    for cmd in cmds:
+        words = cmd.words()
+        # The one exception: installing seqpack itself, which needs the package index.
+        assert words[0] == "seqpack" or (words[:2] == ["pip", "install"] and cmd.needs == "network"), (
+            cmd.where
+        )
+
+
+@pytest.mark.parametrize("skill", SKILL_NAMES)
+def test_marked_commands_name_real_options(skill: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A command that CI cannot run still has to be spelled right: seqpack's own parser reads it with
+    ``--help`` appended (an unknown command or option is a usage error, exit 2)."""
+    for page in pages(skill):
+        for cmd in page_commands(skill, page):
+            words = cmd.words()
+            if not cmd.needs or words[0] != "seqpack":
+                continue
+            code = main([*words[1:], "--help"])
+            assert code == 0, f"{cmd.where}: {capsys.readouterr().err[-500:]}"
+
+
+@pytest.mark.parametrize("skill", SKILL_NAMES)
+def test_chinese_page_runs_the_same_commands(skill: str, page_runs: dict[tuple[str, str], PageRun]) -> None:
+    english = page_runs[(skill, "SKILL.md")]
+    zh = page_commands(skill, ZH_PAGE)
+    en_words = [_without_lang_zh(r.command.words()) for r in english.results]
+    zh_words = [_without_lang_zh(c.words()) for c in zh]
+    assert zh_words == en_words, f"{skill}/{ZH_PAGE}: its commands are not SKILL.md's, in order"
+    problems: list[str] = []
+    for cmd, res in zip(zh, english.results, strict=True):
+        if cmd.words() != res.command.words():
+            # The same command with --lang zh: run it where the English page ran (same files present).
+            (res,) = fenced_blocks.run([cmd], english.workdir)
+            problems += res.problems
+            assert LANG_ZH[0] in cmd.words() and cmd.exit_code == english_exit(english, cmd)
+            continue
+        problems += fenced_blocks.check_against([cmd], [res])
+    assert not problems, "\n".join(problems)
+
+
+def english_exit(english: PageRun, cmd: fenced_blocks.Command) -> int:
+    """The exit code SKILL.md states for the command ``cmd`` translates."""
+    target = _without_lang_zh(cmd.words())
+    return next(r.command.exit_code for r in english.results if _without_lang_zh(r.command.words()) == target)

@@ -1,0 +1,117 @@
+"""The evals anyone can re-run: the agentskills/SkillEvaluator shape and counts, and the grader — every
+graded task's reference answer passes, every named wrong answer fails with a message naming its miss."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from _support.skill_pages import SKILL_NAMES, SKILLS_DIR
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def evals(skill: str) -> dict[str, Any]:
+    return json.loads((SKILLS_DIR / skill / "evals" / "evals.json").read_text(encoding="utf-8"))
+
+
+def triggers(skill: str) -> list[dict[str, Any]]:
+    return json.loads((SKILLS_DIR / skill / "evals" / "triggers.json").read_text(encoding="utf-8"))
+
+
+def grader(skill: str) -> ModuleType:
+    path = SKILLS_DIR / skill / "evals" / "grade.py"
+    spec = importlib.util.spec_from_file_location(f"grade_{skill.replace('-', '_')}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks itself up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def answers() -> list[tuple[str, str, str, str, str | None]]:
+    """(skill, task, answer name, answer dir, miss it must name) of every graded answer."""
+    out = []
+    for skill in SKILL_NAMES:
+        for task in evals(skill)["evals"]:
+            if "grade" not in task:
+                continue
+            graded = task["grade"]["answers"]
+            out.append((skill, task["id"], "reference", graded["reference"], None))
+            out += [(skill, task["id"], name, w["dir"], w["miss"]) for name, w in graded["wrong"].items()]
+    return out
+
+
+@pytest.mark.parametrize("skill", SKILL_NAMES)
+def test_eval_set_shape_and_counts(skill: str) -> None:
+    data = evals(skill)
+    assert data["skill_name"] == skill
+    tasks = data["evals"]
+    assert len({t["id"] for t in tasks}) == len(tasks)
+    for task in tasks:
+        assert {"id", "prompt", "expected_output", "files", "assertions", "expected_skill"} <= task.keys(), (
+            task["id"]
+        )
+        for name in task["files"]:
+            assert (SKILLS_DIR / skill / name).exists(), f"{task['id']}: {name}"
+    positive = [t for t in tasks if t["expected_skill"] == skill]
+    negative = [t for t in tasks if t["expected_skill"] is None]
+    assert len(positive) >= 10 and len(negative) >= 8, (len(positive), len(negative))
+    assert any(CJK.search(t["prompt"]) for t in positive) and any(CJK.search(t["prompt"]) for t in negative)
+    graded = [t for t in positive if "grade" in t]
+    assert len(graded) >= 6
+    for task in graded:
+        assert task["grade"]["answers"]["wrong"], f"{task['id']}: no wrong answer"
+
+
+@pytest.mark.parametrize("skill", SKILL_NAMES)
+def test_trigger_queries(skill: str) -> None:
+    rows = triggers(skill)
+    assert len(rows) >= 20
+    assert all(set(r) == {"query", "should_trigger"} for r in rows)
+    negative = [r for r in rows if not r["should_trigger"]]
+    assert 0.4 <= len(negative) / len(rows) <= 0.6
+    for should in (True, False):
+        side = [r["query"] for r in rows if r["should_trigger"] is should]
+        assert any(CJK.search(q) for q in side) and any(not CJK.search(q) for q in side)
+
+
+@pytest.fixture(scope="module")
+def graders() -> dict[str, ModuleType]:
+    return {skill: grader(skill) for skill in SKILL_NAMES}
+
+
+@pytest.mark.parametrize(("skill", "task", "name", "answer", "miss"), answers(), ids=lambda v: str(v))
+def test_grader_judges_answer(
+    graders: dict[str, ModuleType], skill: str, task: str, name: str, answer: str, miss: str | None
+) -> None:
+    misses = graders[skill].grade(task, SKILLS_DIR / skill / "evals" / answer)
+    if miss is None:
+        assert misses == [], f"{task}: the reference answer fails: {misses}"
+    else:
+        assert misses, f"{task}: the wrong answer '{name}' passes"
+        assert any(miss in m for m in misses), f"{task}/{name}: no message names '{miss}': {misses}"
+
+
+def test_grader_command_line(tmp_path: Path) -> None:
+    """As a user runs it: exit 0 and PASS, exit 1 and FAIL naming the miss, exit 2 on an unknown task."""
+    skill = "seqpack-sequence-packing"
+    evals_dir = SKILLS_DIR / skill / "evals"
+    script = str(evals_dir / "grade.py")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, script, *args], capture_output=True, text=True, cwd=tmp_path)
+
+    ok = run("gbs-for-dp", str(evals_dir / "answers/gbs-for-dp/reference"))
+    assert (ok.returncode, ok.stdout.strip()) == (0, "PASS gbs-for-dp")
+    bad = run("gbs-for-dp", str(evals_dir / "answers/gbs-for-dp/wrong-gbs-kept"))
+    assert bad.returncode == 1 and bad.stdout.startswith("FAIL gbs-for-dp: ") and "SP017" in bad.stdout
+    assert run("no-such-task", str(tmp_path)).returncode == 2
