@@ -51,7 +51,14 @@ from seqpack.data.metadata import (
 )
 from seqpack.data.overrides import offline_packing_overrides
 from seqpack.data.runs import PARQUET_RUN_ID, RUN_ID, new_run_id, rejects_filename
-from seqpack.data.text import TextSpec, chat_options, load_tokenizer, text_record, tokenizer_hash
+from seqpack.data.text import (
+    TextSpec,
+    chat_options,
+    check_templates,
+    load_tokenizer,
+    text_record,
+    tokenizer_hash,
+)
 from seqpack.data.token_ids import infer_eos_id
 from seqpack.errors import DataError, InputError, UsageError, param
 from seqpack.fingerprint import PackedFingerprinter
@@ -375,6 +382,7 @@ def _text_spec(opts: PackOptions, spec: TextSpec) -> TextSpec:
     )
     if spec.is_chat:
         spec.check_chat()
+        check_templates(spec)
     else:
         spec.check_prompt_completion()
     return spec

@@ -19,7 +19,7 @@ from seqpack.data._ingest import ChunkToExamples, as_paths, chunk_rows_for, conv
 from seqpack.data._input import resolve_input
 from seqpack.data._options import InputOptions, resolve_workers
 from seqpack.data._readers import iter_chunks
-from seqpack.data.text import TextOptions
+from seqpack.data.text import TextOptions, check_templates
 from seqpack.errors import DataError
 
 IntArray = npt.NDArray[np.int64]
@@ -43,6 +43,8 @@ def read_lengths(
     options = InputOptions(tuple(inputs), tokenizer, eos_id, fields)
     options.check()
     text = resolve_input(options).text
+    if text is not None:
+        check_templates(text)
     n_workers = resolve_workers(workers)
     converter = ChunkToExamples(as_paths(inputs), text)
     parts: list[IntArray] = []

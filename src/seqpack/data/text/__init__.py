@@ -21,6 +21,7 @@ from seqpack.data._examples import Examples, records_of
 from seqpack.data._readers import RawChunk
 from seqpack.data.text._chat import chat
 from seqpack.data.text._chat_options import chat_options, chat_record
+from seqpack.data.text._chat_template import chat_templates
 from seqpack.data.text._prompt_completion import prompt_completion
 from seqpack.data.text._spec import TextOptions, TextSpec
 from seqpack.data.text._tokenizer import library_versions, load_tokenizer, tokenizer_eos_id, tokenizer_hash
@@ -29,6 +30,7 @@ __all__ = [
     "TextOptions",
     "TextSpec",
     "chat_options",
+    "check_templates",
     "eos_disagreement",
     "load_tokenizer",
     "text_record",
@@ -54,6 +56,14 @@ def eos_disagreement(record: dict[str, Any], tokenizer: Path) -> str | None:
         f"the pack's is used (re-pack with --tokenizer {tokenizer} or --eos-id {eos} to pad with the "
         "tokenizer's)"
     )
+
+
+def check_templates(spec: TextSpec) -> None:
+    """Refuse, before anything is read, the chat templates a pack could not render with: a Jinja syntax
+    error (one line naming the file and line), none at all, named templates Bridge cannot mask in compat
+    mode. Workers check again (cached), so a run with any ``--workers`` says the same."""
+    if spec.is_chat:
+        chat_templates(spec, load_tokenizer(Path(spec.tokenizer)))
 
 
 def text_record(spec: TextSpec) -> dict[str, Any]:
