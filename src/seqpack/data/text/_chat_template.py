@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from seqpack.data.text._spec import TextSpec
-from seqpack.errors import InputError, UsageError
+from seqpack.errors import InputError, UsageError, param
 
 CONFIG_FILE = "tokenizer_config.json"
 TEMPLATE_FILE = "chat_template.jinja"
@@ -80,38 +80,41 @@ _CACHE: dict[tuple[str, str | None], ChatTemplates] = {}
 
 
 def chat_templates(spec: TextSpec, tokenizer: Any) -> ChatTemplates:
-    """The spec's chat templates, each compiled (cached per process); InputError on a syntax error, or
-    when there is no template a row could render with."""
+    """The spec's chat templates, each compiled (cached per process); InputError on a syntax error or when
+    there is no template a row could render with, UsageError for named templates in compat mode with an
+    assistant loss mode (Bridge 0.6.2 builds no mask from them)."""
     options = spec.chat
     key = (spec.tokenizer, options.template)
     found = _CACHE.get(key)
     if found is None:
         found = _CACHE[key] = _templates(spec, tokenizer)
+    if found.named and options.compat and (spec.loss_mode or "assistant") != "full":
+        raise UsageError(
+            f"{found.where()}: named chat templates ({', '.join(sorted(found.named))}): Bridge 0.6.2 renders "
+            "them but builds no assistant-only loss mask from them (it reads a single template); use "
+            f"{param('loss_mode')} full, or pass one with {param('chat_template')}"
+        )
     return found
 
 
 def _templates(spec: TextSpec, tokenizer: Any) -> ChatTemplates:
     options = spec.chat
     if options.template is not None:
-        where = options.template_path or "--chat-template"
+        where = options.template_path or "the chat template"
         found = ChatTemplates(single=Template(options.template, where, True), override=True)
     else:
         found = _own(Path(spec.tokenizer), tokenizer.chat_template)
     for template in [found.single] if found.single is not None else list(found.named.values()):
         _compile(template)
     if found.single is None and not found.named:
-        raise InputError(f"{spec.tokenizer}: the tokenizer has no chat template; pass --chat-template FILE")
-    names = ", ".join(sorted(found.named))
-    if found.named and options.compat and (spec.loss_mode or "assistant") != "full":
-        raise UsageError(
-            f"{found.where()}: named chat templates ({names}): Bridge 0.6.2 renders them but builds no "
-            "assistant-only loss mask from them (it reads a single template); use --loss-mode full, or "
-            "pass one with --chat-template FILE"
+        raise InputError(
+            f"{spec.tokenizer}: the tokenizer has no chat template; pass one with {param('chat_template')}"
         )
     if found.named and DEFAULT not in found.named and TOOL_USE not in found.named:
         raise InputError(
-            f"{found.where()}: named chat templates ({names}) but neither {DEFAULT!r} nor {TOOL_USE!r}, "
-            "which transformers renders with; pass one with --chat-template FILE"
+            f"{found.where()}: named chat templates ({', '.join(sorted(found.named))}) but neither "
+            f"{DEFAULT!r} nor {TOOL_USE!r}, which transformers renders with; pass one with "
+            f"{param('chat_template')}"
         )
     return found
 
