@@ -121,6 +121,38 @@ def test_vocabulary_smaller_than_the_declared_ids_is_refused(name: str, variant:
     assert " id " in message and ("far smaller" in message or "not the one" in message)
 
 
+def _model_vocabulary(source: Path, out: Path, model: dict[str, object] | None) -> Path:
+    """The real tokenizer.json with its model's vocabulary replaced (its added tokens kept)."""
+    data = json.loads((source / "tokenizer.json").read_text())
+    data["model"] = model if model is not None else {**data["model"], "vocab": {}, "merges": []}
+    out.mkdir()
+    (out / "tokenizer.json").write_text(json.dumps(data))
+    shutil.copy(source / "tokenizer_config.json", out)
+    return out
+
+
+NO_VOCABULARY: dict[str, Callable[[Path, Path], Path]] = {
+    "config-only": lambda s, o: _copy(s, o, ("tokenizer_config.json",)),
+    "empty-model": lambda s, o: _model_vocabulary(s, o, None),
+    "unknown-only": lambda s, o: _model_vocabulary(
+        s, o, {"type": "WordLevel", "vocab": {"<unk>": 0}, "unk_token": "<unk>"}
+    ),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(NO_VOCABULARY))
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_no_vocabulary_is_refused(name: str, variant: str, tmp_path: Path) -> None:
+    """A directory whose model holds no token but the added ones and its unknown token: refused as having
+    no vocabulary, or not loadable at all -- never a tokenizer that encodes text as nothing."""
+    directory = NO_VOCABULARY[variant](REAL[name](), tmp_path / "tok")
+    with pytest.raises(InputError) as refused:
+        load_tokenizer(directory)
+    message = str(refused.value)
+    assert message.startswith(f"{directory}: ") and "\n" not in message
+    assert "no vocabulary" in message or "cannot load a tokenizer" in message or " id " in message
+
+
 def _config_only(tmp_path: Path) -> Path:
     return _copy(qwen3_tokenizer_dir(), tmp_path / "tok", ("tokenizer_config.json",))
 
@@ -137,8 +169,8 @@ def test_pack_refuses_a_config_without_vocabulary_before_writing(
     assert code == 2 and not out.exists()
     assert err.count("\n") == 0 and err == (
         f"error: {tok}: no vocabulary (it holds only tokenizer_config.json): transformers would build a "
-        "26-token tokenizer that drops every word; a tokenizer directory needs tokenizer.json or the "
-        "vocabulary files of its class (e.g. vocab.json and merges.txt)"
+        "26-token tokenizer that has no token for any word; a tokenizer directory needs tokenizer.json or "
+        "the vocabulary files of its class (e.g. vocab.json and merges.txt)"
     )
 
 

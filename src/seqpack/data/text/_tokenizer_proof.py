@@ -6,7 +6,8 @@ vocabulary), which encodes ``"hello world"`` as nothing, so every word of a pack
 ``tokenizers`` library also renumbers added tokens that do not fit the vocabulary it holds (a truncated
 ``tokenizer.json``: ``<|im_end|>`` 151645 becomes 502). Both leave a trace that costs nothing to read:
 
-* **no vocabulary** -- the model's vocabulary holds no token besides the added (special) ones;
+* **no vocabulary** -- the model's vocabulary holds no token besides the added (special) ones and its
+  unknown token;
 * **ids that moved** -- an added token that ``tokenizer_config.json`` (``added_tokens_decoder``),
   ``tokenizer.json`` (``added_tokens``) or ``added_tokens.json`` gives one id has another id, or none, in
   the tokenizer built from the directory: its vocabulary is far smaller than those ids, or another
@@ -37,13 +38,16 @@ def prove_real(path: Path, tokenizer: Any) -> None:
     key = os.fspath(path)
     backend = tokenizer.backend_tokenizer
     model_size = int(backend.get_vocab_size(with_added_tokens=False))
-    added = backend.get_added_tokens_decoder()
-    plain = model_size - sum(1 for token_id in added if token_id < model_size)
+    special = {token_id for token_id in backend.get_added_tokens_decoder() if token_id < model_size}
+    unknown = _unknown_id(backend)
+    if unknown is not None and unknown < model_size:
+        special.add(unknown)
+    plain = model_size - len(special)
     if plain <= 0:
         raise InputError(
             f"{key}: no vocabulary ({_holdings(path)}): transformers would build a {len(tokenizer)}-token "
-            "tokenizer that drops every word; a tokenizer directory needs tokenizer.json or the vocabulary "
-            "files of its class (e.g. vocab.json and merges.txt)"
+            "tokenizer that has no token for any word; a tokenizer directory needs tokenizer.json or the "
+            "vocabulary files of its class (e.g. vocab.json and merges.txt)"
         )
     size = len(tokenizer)
     for file, token_id, content in _declared(path):
@@ -61,6 +65,17 @@ def prove_real(path: Path, tokenizer: Any) -> None:
             f"{key}: {file} gives {content!r} id {token_id}, the tokenizer built from the directory {built}: "
             "its vocabulary is not the one the ids were made for"
         )
+
+
+def _unknown_id(backend: Any) -> int | None:
+    """The id of the model's unknown token (BPE, WordPiece, WordLevel: ``unk_token``; Unigram: ``unk_id``)."""
+    model = backend.model
+    token = getattr(model, "unk_token", None)
+    if isinstance(token, str):
+        found = backend.token_to_id(token)
+        return None if found is None else int(found)
+    unk_id = getattr(model, "unk_id", None)
+    return unk_id if isinstance(unk_id, int) else None
 
 
 def _declared(path: Path) -> Iterator[tuple[str, int, str]]:
