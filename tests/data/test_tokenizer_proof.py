@@ -16,6 +16,7 @@ from _support.pack_inputs import write_jsonl
 from _support.tokenizers import TOKENIZER_WHEELS, llama32_tokenizer_dir, qwen3_tokenizer_dir
 from seqpack.cli import main
 from seqpack.data.text import load_tokenizer
+from seqpack.doctor import DoctorOptions, check, load_config
 from seqpack.errors import InputError
 
 pytestmark = pytest.mark.network
@@ -174,7 +175,7 @@ def test_pack_refuses_a_config_without_vocabulary_before_writing(
     )
 
 
-def test_plan_and_inspect_refuse_it_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_inspect_and_doctor_never_use_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tok = _config_only(tmp_path)
     rows = write_jsonl(tmp_path / "c.jsonl", CHAT)
     packed = tmp_path / "packed"
@@ -191,3 +192,18 @@ def test_plan_and_inspect_refuse_it_too(tmp_path: Path, capsys: pytest.CaptureFi
         err = capsys.readouterr().err.strip()
         assert code == 2, args
         assert err.startswith(f"error: {tok}: no vocabulary") and "\n" not in err, args
+    # doctor compares the EOS the packs record (151645) with the config's tokenizer's: not with this one's
+    # (transformers renumbered <|im_end|> to 2 there, a false mismatch), while the real one still agrees
+    for directory, found in ((tok, set()), (good, set())):
+        overrides = ["dataset.seq_length=64", "model.seq_length=64", "train.micro_batch_size=1"]
+        overrides += ["dataset.enable_offline_packing=true", f"tokenizer.tokenizer_model={directory}"]
+        overrides.append("dataset.offline_packing_specs.packed_sequence_size=64")
+        report = check(load_config(overrides=overrides), DoctorOptions(packed=str(packed)))
+        assert {f.id for f in report.findings} & {"SP044"} == found
+    bad_eos = tmp_path / "bad-eos"
+    args = ["pack", "--quiet", str(rows), "--tokenizer", good, "--out", str(bad_eos), "--pack-size=64"]
+    assert main([*args, "--eos-id", "2"]) == 0
+    overrides[-2] = f"tokenizer.tokenizer_model={good}"
+    assert "SP044" in {
+        f.id for f in check(load_config(overrides=overrides), DoctorOptions(packed=str(bad_eos))).findings
+    }
