@@ -18,6 +18,7 @@ from seqpack.curves import compare_curves as _compare_curves
 from seqpack.data.packed import Inspection, inspect_packed
 from seqpack.data.pipeline import PackOptions, PackResult, pack_files
 from seqpack.doctor import DoctorOptions, Report, check, load_config
+from seqpack.errors import UsageError
 from seqpack.packing import CostModel, ModelDims
 from seqpack.plan import SamplerSimulation
 
@@ -70,6 +71,9 @@ def inspect(
     >>> report.ok, report.metadata.status, report.summary()["packs"], report.dp_imbalance["steps"]
     (True, 'consistent', 162, 20)
     """
+    for name, value in (("dp", dp), ("gbs", gbs)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise UsageError(f"inspect(): {name} must be a positive integer, got {value!r}")
     simulation = None
     if dp is not None or gbs is not None:
         if dp is None or gbs is None:

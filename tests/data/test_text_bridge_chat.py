@@ -10,6 +10,7 @@ seqpack side: its text step plus compat shaping, and the whole ``seqpack pack --
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -363,3 +364,103 @@ def test_generation_template_without_known_markers(bridge_text: Any, tmp_path: P
     jsonl = write_jsonl(tmp_path / "chat.jsonl", rows)
     want = bridge_text.examples(TextCase(jsonl, tokenizer, kind="chat", options={}))
     assert mismatched_rows(ours(jsonl, chat_spec(tokenizer)), want) == []
+
+
+def _named_templates(source: Path, out: Path, layout: str, tool_use: Path) -> Path:
+    """Qwen3's tokenizer with two named templates, ``default`` (our ChatML one) and ``tool_use`` (Qwen3's
+    own): a list in tokenizer_config.json (``list``), or ``chat_template.jinja`` plus
+    ``additional_chat_templates/tool_use.jinja`` (``files``), the two ways transformers 5 reads them."""
+    out.mkdir()
+    for name in ("tokenizer.json", "vocab.json", "merges.txt"):
+        (out / name).write_bytes((source / name).read_bytes())
+    config = json.loads((source / "tokenizer_config.json").read_text())
+    default = chatml_template_path().read_text()
+    if layout == "list":
+        config["chat_template"] = [
+            {"name": "default", "template": default},
+            {"name": "tool_use", "template": tool_use.read_text()},
+        ]
+    else:
+        del config["chat_template"]
+        (out / "chat_template.jinja").write_text(default)
+        (out / "additional_chat_templates").mkdir()
+        (out / "additional_chat_templates" / "tool_use.jinja").write_text(tool_use.read_text())
+    (out / "tokenizer_config.json").write_text(json.dumps(config))
+    return out
+
+
+@pytest.fixture(scope="module")
+def qwen3_template_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("qwen3-template") / "qwen3.jinja"
+    path.write_text(
+        json.loads((qwen3_tokenizer_dir() / "tokenizer_config.json").read_text())["chat_template"]
+    )
+    return path
+
+
+def _split_by_tools(rows: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+    with_tools = [i for i, row in enumerate(rows) if "tools" in row]
+    return with_tools, [i for i in range(len(rows)) if i not in with_tools]
+
+
+@pytest.mark.parametrize("schemas", [None, "tools"])
+@pytest.mark.parametrize("layout", ["list", "files"])
+def test_named_templates_render_as_transformers_picks_them_equal_bridge(
+    bridge_text: Any, tmp_path: Path, qwen3_template_file: Path, layout: str, schemas: str | None
+) -> None:
+    """#29 item 7: rows given tools render with ``tool_use``, the others with ``default``; Bridge 0.6.2
+    renders them through ``apply_chat_template`` too (its full loss mode: it masks no named template)."""
+    tokenizer = _named_templates(qwen3_tokenizer_dir(), tmp_path / "tok", layout, qwen3_template_file)
+    rows = chat_rows(seed=29, n=60)
+    with_tools, without = _split_by_tools(rows)
+    assert with_tools and without
+    tools = TOOLS if schemas else None
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", rows)
+    kwargs = None if tools is None else {"tool_schemas": tools}
+    case = TextCase(jsonl, tokenizer, kind="chat", options={"loss_mode": "full"}, dataset_kwargs=kwargs)
+    want = bridge_text.examples(case)
+    mine = ours(jsonl, chat_spec(tokenizer, loss_mode="full", tools=tools))
+    assert mismatched_rows(mine, want) == []
+    tok = load_tokenizer(tokenizer)
+    texts = [tok.decode(b["input_ids"]) for b in want]
+    tool_use = set(range(len(rows))) if tools else set(with_tools)
+    assert all(("<tools>" in text) == (i in tool_use) for i, text in enumerate(texts))
+
+
+def test_named_templates_assistant_mask_is_refused_in_compat_as_bridge_does(
+    bridge_text: Any, tmp_path: Path, qwen3_template_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tokenizer = _named_templates(qwen3_tokenizer_dir(), tmp_path / "tok", "list", qwen3_template_file)
+    jsonl = write_jsonl(tmp_path / "chat.jsonl", chat_rows(seed=30, n=8))
+    for loss_mode in ("assistant", "last_turn"):
+        with pytest.raises(BridgeRefused, match="generation"):
+            bridge_text.examples(TextCase(jsonl, tokenizer, kind="chat", options={"loss_mode": loss_mode}))
+        out = tmp_path / f"out-{loss_mode}"
+        args = [str(jsonl), "--out", str(out), "-n", "4096", "--tokenizer", str(tokenizer), "--bridge-compat"]
+        code, _, err = run([*args, "--loss-mode", loss_mode], capsys)
+        assert code == 2 and err.count("\n") == 1 and not out.exists()
+        assert err.startswith(f"error: {tokenizer / 'tokenizer_config.json'}: named chat templates")
+
+
+@pytest.mark.parametrize("loss_mode", [None, "last_turn"])
+def test_named_templates_default_mode_masks_each_row_by_its_template(
+    bridge_text: Any, tmp_path: Path, qwen3_template_file: Path, loss_mode: str | None
+) -> None:
+    """The default mode masks assistant turns with the template each row renders with: rows with tools as
+    Bridge masks them under ``--chat-template`` Qwen3's, the others under our ChatML one."""
+    tokenizer = _named_templates(qwen3_tokenizer_dir(), tmp_path / "tok", "list", qwen3_template_file)
+    spec = replace(chat_spec(tokenizer, loss_mode=loss_mode), chat=ChatOptions())
+    rows = accepted_rows(chat_rows(seed=31, n=60), tmp_path, spec)
+    with_tools, without = _split_by_tools(rows)
+    assert len(with_tools) > 3 and len(without) > 30
+    ids, mask, lengths = ours(write_jsonl(tmp_path / "chat.jsonl", rows), spec)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    options = {} if loss_mode is None else {"loss_mode": loss_mode}
+    for numbers, template in ((with_tools, qwen3_template_file), (without, chatml_template_path())):
+        group = write_jsonl(tmp_path / "group.jsonl", [rows[i] for i in numbers])
+        want = bridge_text.examples(
+            TextCase(group, tokenizer, kind="chat", options=options, chat_template=template)
+        )
+        for i, example in zip(numbers, want, strict=True):
+            assert ids[starts[i] : starts[i + 1]].tolist() == example["input_ids"], i
+            assert mask[starts[i] : starts[i + 1]].tolist() == example["loss_mask"], i

@@ -25,7 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from seqpack.errors import DataError, UsageError
+from seqpack.data.format import MAX_TOKEN_ID
+from seqpack.errors import DataError, UsageError, param
+from seqpack.hf._values import integers, mask, token_ids
 
 #: The label transformers' losses ignore.
 IGNORE_INDEX = -100
@@ -33,16 +35,20 @@ IGNORE_INDEX = -100
 MASK_FIELDS = ("completion_mask", "assistant_masks")
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def _positions(row: Mapping[str, Any], index: int, n: int) -> np.ndarray:
     """A row's per-sequence positions: ``position_ids`` as stored, else from ``seq_lengths``, else one
     sequence (a ``wrapped`` row has no boundaries)."""
-    if "position_ids" in row:
-        positions = np.asarray(row["position_ids"], dtype=np.int64)
+    if row.get("position_ids") is not None:
+        positions = integers(index, "position_ids", row["position_ids"])
         if positions.shape != (n,):
             raise DataError(f"row {index}: field 'position_ids': expected {n} values, found {positions.size}")
         return positions
-    if "seq_lengths" in row:
-        lengths = np.asarray(row["seq_lengths"], dtype=np.int64)
+    if row.get("seq_lengths") is not None:
+        lengths = integers(index, "seq_lengths", row["seq_lengths"])
         if lengths.sum() != n or (lengths <= 0).any():
             raise DataError(
                 f"row {index}: field 'seq_lengths': expected positive lengths summing to {n}, "
@@ -53,20 +59,20 @@ def _positions(row: Mapping[str, Any], index: int, n: int) -> np.ndarray:
 
 
 def _labels(row: Mapping[str, Any], index: int, ids: np.ndarray) -> np.ndarray:
-    if "labels" in row:
-        labels = np.asarray(row["labels"], dtype=np.int64)
+    if row.get("labels") is not None:
+        labels = integers(index, "labels", row["labels"])
         if labels.shape != ids.shape:
             raise DataError(f"row {index}: field 'labels': expected {ids.size} values, found {labels.size}")
         return labels.copy()
     labels = ids.copy()
     for field in MASK_FIELDS:
-        if field in row:
-            mask = np.asarray(row[field])
-            if mask.shape != ids.shape:
+        if row.get(field) is not None:
+            row_mask = mask(index, field, row[field])
+            if row_mask.shape != ids.shape:
                 raise DataError(
-                    f"row {index}: field {field!r}: expected {ids.size} values, found {mask.size}"
+                    f"row {index}: field {field!r}: expected {ids.size} values, found {row_mask.size}"
                 )
-            labels[mask == 0] = IGNORE_INDEX
+            labels[row_mask == 0] = IGNORE_INDEX
     return labels
 
 
@@ -77,7 +83,9 @@ class PaddingFreeCollator:
     ``attention_mask``. Call the model with ``use_cache=False``.
 
     A row's boundaries come from ``position_ids`` (kept as given) or ``seq_lengths``; its labels from
-    ``labels``, else ``input_ids`` with -100 where ``completion_mask`` / ``assistant_masks`` is 0. Every
+    ``labels``, else ``input_ids`` with -100 where ``completion_mask`` / ``assistant_masks`` is 0 (a null
+    field is an absent one, as a null ``loss_mask`` in ``seqpack pack``). Values are checked as ``seqpack
+    pack`` checks a row (:mod:`seqpack.hf._values`): a float or boolean id is refused, never truncated. Every
     sequence's first label and all padding are -100. Padding (``pad_token_id``, up to the longest row,
     rounded up to ``pad_to_multiple_of``) is one more sequence (positions 0, 1, ...), attending to nothing
     real.
@@ -94,12 +102,26 @@ class PaddingFreeCollator:
     pad_to_multiple_of: int | None = None
     return_flash_attn_kwargs: bool = False
 
+    def __post_init__(self) -> None:
+        """Refuse settings numpy would misread (a negative multiple was a broadcast error, a float pad id
+        truncated) when the collator is made, not at its first batch."""
+        pad, multiple = self.pad_token_id, self.pad_to_multiple_of
+        if not _is_int(pad) or not 0 <= pad <= MAX_TOKEN_ID:
+            name = param("pad_token_id")
+            raise UsageError(f"{name} must be a token id in [0, {MAX_TOKEN_ID}], got {pad!r}")
+        if multiple is not None and (not _is_int(multiple) or multiple < 1):
+            name = param("pad_to_multiple_of")
+            raise UsageError(f"{name} must be a positive integer or None, got {multiple!r}")
+        if not isinstance(self.return_flash_attn_kwargs, bool):
+            flag = param("return_flash_attn_kwargs")
+            raise UsageError(f"{flag} must be True or False, got {self.return_flash_attn_kwargs!r}")
+
     def __call__(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         import torch
 
         if not rows:
             raise UsageError("cannot collate an empty batch")
-        ids = [np.asarray(row["input_ids"], dtype=np.int64) for row in rows]
+        ids = [token_ids(i, "input_ids", row.get("input_ids")) for i, row in enumerate(rows)]
         width = max(x.size for x in ids)
         if self.pad_to_multiple_of:
             width = -(-width // self.pad_to_multiple_of) * self.pad_to_multiple_of

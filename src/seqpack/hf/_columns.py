@@ -95,6 +95,8 @@ def read_sources(table: pa.Table) -> tuple[list[Source], IntArray]:
             raise TypeError(
                 f"Packing requires all columns to be lists of lists; column {name!r} is {column.type}."
             )
+        if name == TOKEN_IDS:
+            _check_token_ids(column)
         source, column_lengths = _read_column(name, column)
         if lengths is None:
             lengths = column_lengths
@@ -107,6 +109,22 @@ def read_sources(table: pa.Table) -> tuple[list[Source], IntArray]:
         sources.append(source)
     assert lengths is not None
     return sources, lengths
+
+
+#: The column that holds token ids: integers only (``seqpack pack`` refuses floats and booleans in it; TRL
+#: would pack a float column as floats, and a model's embedding fail on it or read truncated ids).
+TOKEN_IDS = "input_ids"
+
+
+def _check_token_ids(column: pa.ChunkedArray) -> None:
+    kind = column.type.value_type
+    if pa.types.is_integer(kind):
+        return
+    flat = pa.chunked_array([chunk.flatten() for chunk in column.chunks], type=kind)
+    first = next((value for value in flat.to_pylist()[:1]), None)
+    rows = [i for i, value in enumerate(column.to_pylist()) if value]
+    example = "" if first is None else f" (row {rows[0]}: {first!r})"
+    raise TypeError(f"column {TOKEN_IDS!r}: expected integer token ids, found {kind} values{example}")
 
 
 def _read_column(name: str, column: pa.ChunkedArray) -> tuple[Source, IntArray]:

@@ -40,12 +40,17 @@ def resolve_input(options: InputOptions) -> ResolvedInput:
                 f"{options.tokenizer}: the tokenizer has no EOS (nor SEP) token; pass {param('eos_id')}"
             )
     text = options.text
-    is_text, prompt, completion = text_fields(
+    is_text, prompt, completion, mode_from = text_fields(
         list(options.paths), text.prompt_field, text.completion_field, text.messages_field
     )
     if not is_text:
         return ResolvedInput(int(eos_id), source, None)
     spec = ResolvedText.of(
-        text, os.fspath(options.tokenizer), int(eos_id), prompt_field=prompt, completion_field=completion
+        text,
+        os.fspath(options.tokenizer),
+        int(eos_id),
+        prompt_field=prompt,
+        completion_field=completion,
+        mode_from=mode_from,
     )
     return ResolvedInput(int(eos_id), source, spec)

@@ -18,7 +18,7 @@ from seqpack._progress import progress
 from seqpack.data.pipeline._input import resolve_input
 from seqpack.data.pipeline._options import InputOptions, resolve_workers
 from seqpack.data.samples import ChunkToExamples, as_paths, chunk_rows_for, convert_all, iter_chunks
-from seqpack.data.samples.text import TextOptions
+from seqpack.data.samples.text import TextOptions, check_templates
 from seqpack.errors import DataError
 
 IntArray = npt.NDArray[np.int64]
@@ -42,6 +42,8 @@ def read_lengths(
     options = InputOptions(tuple(inputs), tokenizer, eos_id, fields)
     options.check()
     text = resolve_input(options).text
+    if text is not None:
+        check_templates(text)
     n_workers = resolve_workers(workers)
     converter = ChunkToExamples(as_paths(inputs), text)
     parts: list[IntArray] = []

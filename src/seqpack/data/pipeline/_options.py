@@ -7,6 +7,7 @@ their flags instead (:func:`seqpack.errors.param`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -88,6 +89,47 @@ class RunSettings:
         object.__setattr__(self, "layout", Layout.named(self.layout))
 
 
+#: Declared field types -> what a value must be (``None`` allowed where the type says so).
+_KINDS: dict[str, tuple[type, ...]] = {"int": (int,), "bool": (bool,), "str": (str,), "Path": (Path,)}
+_KINDS.update(TooLong=(TooLong,), CostModel=(CostModel,))
+_NAMES = {"int": "an integer", "bool": "True or False", "str": "a string", "Path": "a path"}
+
+
+def check_types(group: Any) -> None:
+    """A UsageError for a field of the dataclass ``group`` whose value is not of its declared type: the
+    CLI's parser guarantees the types, a Python caller does not (``eos_id=2.5`` or ``workers=1.5`` would
+    be used truncated or fail deep inside; ``True`` is no integer here)."""
+    for f in fields(group):
+        declared = str(f.type).replace(" | None", "")
+        kinds = _KINDS.get(declared)
+        value = getattr(group, f.name)
+        if kinds is None or (value is None and str(f.type).endswith("| None")):
+            continue
+        wrong = not isinstance(value, kinds) or (declared == "int" and isinstance(value, bool))
+        if wrong:
+            what = _NAMES.get(declared, f"a {declared}")
+            raise UsageError(f"{param(f.name)} must be {what}, got {value!r}")
+
+
+def _as_declared(given: dict[str, Any]) -> dict[str, Any]:
+    """Flat keywords as their fields declare them: a path given as a string becomes a ``Path``, a
+    ``too_long`` given by name its :class:`TooLong` (a wrong one is a UsageError naming the choices)."""
+    out = dict(given)
+    for name, value in given.items():
+        if isinstance(value, (str, os.PathLike)) and name in _PATH_FIELDS:
+            out[name] = Path(value)
+        elif name == "too_long" and isinstance(value, str):
+            try:
+                out[name] = TooLong(value)
+            except ValueError:
+                choices = ", ".join(t.value for t in TooLong)
+                raise UsageError(f"{param('too_long')} must be one of {choices}, got {value!r}") from None
+    return out
+
+
+_PATH_FIELDS = frozenset({"tokenizer", "chat_template", "tool_schemas", "scratch_dir"})
+
+
 def resolve_workers(workers: int | None) -> int:
     """The number of workers: ``workers`` (at least 1), or all cores."""
     if workers is None:
@@ -123,11 +165,13 @@ class PackOptions:
             return {name: given.pop(name) for name in names if name in given}
 
         made = cls(
-            InputOptions(tuple(inputs), text=TextOptions(**take(TextOptions)), **take(InputOptions)),
+            InputOptions(
+                tuple(inputs), text=TextOptions(**take(TextOptions)), **_as_declared(take(InputOptions))
+            ),
             PackSize(pack_size, **take(PackSize)),
-            RunSettings(out_dir, **take(RunSettings)),
-            LengthPolicy(**take(LengthPolicy)),
-            bridge_compat=bool(given.pop("bridge_compat", False)),
+            RunSettings(out_dir, **_as_declared(take(RunSettings))),
+            LengthPolicy(**_as_declared(take(LengthPolicy))),
+            bridge_compat=given.pop("bridge_compat", False),
         )
         if given:
             option = next(iter(given))
@@ -159,6 +203,10 @@ class PackOptions:
     def check(self) -> None:
         """Usage errors for values or combinations that cannot work, before anything is read."""
         size, run = self.size, self.run
+        for group in (self.input, self.input.text, size, self.length, run):
+            check_types(group)
+        if not isinstance(self.bridge_compat, bool):
+            raise UsageError(f"{param('bridge_compat')} must be True or False, got {self.bridge_compat!r}")
         if size.pack_size <= 0:
             raise UsageError(f"{param('pack_size')} must be a positive integer, got {size.pack_size}")
         if run.split not in SPLITS:

@@ -68,7 +68,14 @@ from seqpack.data.samples import (
     iter_chunks,
     known_rows,
 )
-from seqpack.data.samples.text import ResolvedText, chat_options, load_tokenizer, text_record, tokenizer_hash
+from seqpack.data.samples.text import (
+    ResolvedText,
+    chat_options,
+    check_templates,
+    load_tokenizer,
+    text_record,
+    tokenizer_hash,
+)
 from seqpack.errors import DataError, InputError, UsageError, param
 from seqpack.fingerprint import PackedFingerprinter
 from seqpack.packing import BALANCED, CostModel, PackPlan, pack_lengths
@@ -430,6 +437,7 @@ def _text_spec(opts: PackOptions, spec: ResolvedText) -> ResolvedText:
     )
     if spec.is_chat:
         spec.check_chat()
+        check_templates(spec)
     else:
         spec.check_prompt_completion()
     return spec

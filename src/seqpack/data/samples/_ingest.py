@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from seqpack._ordered import WorkerLost, map_ordered
-from seqpack.data.samples._examples import IDS_FIELD, Examples, pretokenized, records_of
+from seqpack.data.samples._examples import Examples, location, pretokenized, records_of
 from seqpack.data.samples._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks
-from seqpack.data.samples.text import CANONICAL_FIELDS, CHAT_KEYS, ResolvedText, tokenize_chunk
+from seqpack.data.samples.text import PROMPT_COMPLETION, TOKEN_IDS, ResolvedText, row_kind, tokenize_chunk
 from seqpack.errors import DataError
 
 T_co = TypeVar("T_co", covariant=True)
@@ -60,45 +60,40 @@ class ChunkToExamples:
         return tokenize_chunk(path, chunk, self.text)
 
 
-def first_record_keys(inputs: list[Path]) -> set[str]:
-    """The field names of the inputs' first record (a column set for tables): what decides whether input is
-    pre-tokenized or text, and which text shape. Empty for an empty or unreadable input (the conversion
-    reports it in full)."""
+def first_record(inputs: list[Path]) -> tuple[dict[str, Any], str] | None:
+    """The inputs' first record and where it stands (``a.jsonl:1``): its kind decides whether input is
+    pre-tokenized or text, and which text mode (:mod:`seqpack.data.samples.text._mode`). ``None`` for an
+    empty or unreadable input (the conversion reports it in full)."""
     chunks = iter_chunks(inputs, 1)
     try:
         chunk = next(chunks)
-        if chunk.batch is not None:
-            return set(chunk.batch.schema.names)
-        return set(records_of("", chunk)[0])
-    except (StopIteration, OSError, ValueError, DataError):
-        return set()
+        path = os.fspath(inputs[chunk.source])
+        return records_of(path, chunk)[0], location(path, chunk, 0)
+    except (StopIteration, OSError, ValueError, DataError, IndexError):
+        return None
     finally:
         getattr(chunks, "close", lambda: None)()  # a generator: close the file it holds open
 
 
-#: Prompt-completion field pairs recognised without --prompt-field/--completion-field: Bridge's local JSONL
-#: preset (``input``/``output``) and its canonical pair (bridge-format §13).
-PROMPT_COMPLETION_PAIRS = (("input", "output"), CANONICAL_FIELDS)
-
-
 def text_fields(
     inputs: list[Path], prompt_field: str | None, completion_field: str | None, messages_field: str
-) -> tuple[bool, str | None, str | None]:
-    """(is text, prompt field, completion field) for inputs read with a tokenizer.
-
-    Records with ``input_ids`` are pre-tokenized (the tokenizer then only names the EOS); text records
-    without chat keys but with one of :data:`PROMPT_COMPLETION_PAIRS` are prompt-completion.
-    """
+) -> tuple[bool, str | None, str | None, str | None]:
+    """(is text, prompt field, completion field, the row that decided the mode) for inputs read with a
+    tokenizer: the first record's kind (:func:`row_kind`), unless the fields are given (every row is then
+    prompt-completion, decided by no row). Pre-tokenized records (``input_ids``) only take the EOS from
+    the tokenizer."""
     if prompt_field is not None:
-        return True, prompt_field, completion_field
-    keys = first_record_keys(inputs)
-    if IDS_FIELD in keys:
-        return False, None, None
-    if messages_field not in keys and not keys.intersection(CHAT_KEYS):  # messages, conversation(s)
-        for prompt, completion in PROMPT_COMPLETION_PAIRS:
-            if {prompt, completion} <= keys:
-                return True, prompt, completion
-    return True, None, None
+        return True, prompt_field, completion_field, None
+    first = first_record(inputs)
+    if first is None:
+        return True, None, None, None
+    record, at = first
+    kind = row_kind(record, messages_field)
+    if kind is not None and kind[0] == TOKEN_IDS:
+        return False, None, None, None
+    if kind is not None and kind[0] == PROMPT_COMPLETION:
+        return True, kind[1][0], kind[1][1], at
+    return True, None, None, at
 
 
 #: Records per chunk of text: tokenizing a chat costs ~1 ms of one core, ~100x scanning a row of token ids,

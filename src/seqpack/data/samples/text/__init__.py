@@ -15,7 +15,8 @@ Nothing is downloaded: the tokenizer is a local directory loaded with ``local_fi
 
 from seqpack.data.samples.text._chat._options import chat_options
 from seqpack.data.samples.text._chat._rows import CHAT_KEYS
-from seqpack.data.samples.text._convert import eos_disagreement, text_record, tokenize_chunk
+from seqpack.data.samples.text._convert import check_templates, eos_disagreement, text_record, tokenize_chunk
+from seqpack.data.samples.text._mode import PROMPT_COMPLETION, TOKEN_IDS, row_kind
 from seqpack.data.samples.text._prompt_completion import CANONICAL_FIELDS
 from seqpack.data.samples.text._settings import ResolvedText, TextOptions
 from seqpack.data.samples.text._tokenizer import load_tokenizer, tokenizer_eos_id, tokenizer_hash
@@ -23,11 +24,15 @@ from seqpack.data.samples.text._tokenizer import load_tokenizer, tokenizer_eos_i
 __all__ = [
     "CANONICAL_FIELDS",
     "CHAT_KEYS",
+    "PROMPT_COMPLETION",
+    "TOKEN_IDS",
     "ResolvedText",
     "TextOptions",
     "chat_options",
+    "check_templates",
     "eos_disagreement",
     "load_tokenizer",
+    "row_kind",
     "text_record",
     "tokenize_chunk",
     "tokenizer_eos_id",

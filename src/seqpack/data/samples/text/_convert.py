@@ -1,5 +1,5 @@
-"""Text records -> stored examples of one chunk, the metadata record of a text pack, and the EOS check
-against a named tokenizer."""
+"""Text records -> stored examples of one chunk, the chat templates checked up front, the metadata record
+of a text pack, and the EOS check against a named tokenizer."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from seqpack.data.samples._examples import Examples, records_of
 from seqpack.data.samples._readers import RawChunk
 from seqpack.data.samples.text._chat._options import chat_record
+from seqpack.data.samples.text._chat._template import chat_templates
 from seqpack.data.samples.text._chat._tokenize import chat
 from seqpack.data.samples.text._prompt_completion import prompt_completion
 from seqpack.data.samples.text._settings import ResolvedText
@@ -35,6 +36,14 @@ def eos_disagreement(record: dict[str, Any], tokenizer: Path) -> str | None:
         f"the pack's is used (re-pack with --tokenizer {tokenizer} or --eos-id {eos} to pad with the "
         "tokenizer's)"
     )
+
+
+def check_templates(spec: ResolvedText) -> None:
+    """Refuse, before anything is read, the chat templates a pack could not render with: a Jinja syntax
+    error (one line naming the file and line), none at all, named templates Bridge cannot mask in compat
+    mode. Workers check again (cached), so a run with any ``--workers`` says the same."""
+    if spec.is_chat:
+        chat_templates(spec, load_tokenizer(Path(spec.tokenizer)))
 
 
 def text_record(spec: ResolvedText) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import numpy as np
 from seqpack.data.samples._examples import location
 from seqpack.data.samples._readers import RawChunk
 from seqpack.data.samples.text._arrays import flat_ids, segment_positions
+from seqpack.data.samples.text._mode import PROMPT_COMPLETION_PAIRS, refuse_other_kind
 from seqpack.data.samples.text._settings import ResolvedText
 from seqpack.data.samples.text._tokenizer import (
     encodings,
@@ -51,6 +52,7 @@ def _pair(
 ) -> tuple[str, str]:
     """The row's (prompt, completion) as Bridge's ``normalize_sft_example`` selects them."""
     assert spec.prompt_field is not None and spec.completion_field is not None
+    refuse_other_kind(path, chunk, index, record, spec)
     for key in CONVERSATION_KEYS:
         if record.get(key) is not None:
             raise DataError(
@@ -58,15 +60,24 @@ def _pair(
                 "(Bridge refuses rows with both schemas)"
             )
     fields = (spec.prompt_field, spec.completion_field)
-    if spec.allow_missing_completion and spec.prompt_field in record and spec.completion_field not in record:
+
+    def holds(name: str) -> bool:  # a null field is a missing one (as for the row's kind, ``_mode``)
+        return record.get(name) is not None
+
+    if spec.allow_missing_completion and holds(spec.prompt_field) and not holds(spec.completion_field):
         record = {**record, spec.completion_field: ""}
-    if spec.prompt_field not in record or spec.completion_field not in record:
-        if all(name in record for name in CANONICAL_FIELDS):
-            fields = CANONICAL_FIELDS
-        else:
-            missing = spec.prompt_field if spec.prompt_field not in record else spec.completion_field
-            other = "" if fields == CANONICAL_FIELDS else " (or the pair 'prompt' and 'completion')"
+    if not all(holds(name) for name in fields):
+        # Bridge falls back to the canonical pair; fields read from the first row (not given) fall back
+        # to either recognised pair, so a row of either kind reads the same wherever it stands
+        pairs = PROMPT_COMPLETION_PAIRS if spec.mode_from else (CANONICAL_FIELDS,)
+        others = [pair for pair in pairs if pair != fields]
+        found = next((pair for pair in others if all(holds(name) for name in pair)), None)
+        if found is None:
+            missing = next(name for name in fields if not holds(name))
+            alternatives = " or ".join(f"the pair '{a}' and '{b}'" for a, b in others)
+            other = f" (or {alternatives})" if others else ""
             raise DataError(f"{location(path, chunk, index, missing)}: missing (expected a string){other}")
+        fields = found
     values = []
     for name in fields:
         value = record[name]

@@ -22,6 +22,7 @@ class ChatOptions:
     template: str | None = None  # TokenizerConfig.chat_template (the contents of --chat-template)
     tool_schemas: list[Any] | None = None  # dataset_kwargs.tool_schemas (--tool-schemas)
     compat: bool = False  # --bridge-compat: keep rows Bridge keeps silently (nothing supervised)
+    template_path: str | None = None  # where ``template`` was read from, as given (messages name it)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +96,9 @@ class ResolvedText(TextOptions):
     #: packing does (``tokenize_dataset`` builds its dataset with ``is_test=True``); the default refuses it.
     allow_missing_completion: bool = False
     chat: ChatOptions = field(default_factory=ChatOptions)
+    #: The row whose kind decided the text mode (``a.jsonl:1``); every row of another kind is refused
+    #: (:mod:`seqpack.data.samples.text._mode`). ``None``: the mode was given (``--prompt-field``), not read.
+    mode_from: str | None = None
 
     @classmethod
     def of(cls, options: TextOptions, tokenizer: str, eos_id: int, **resolved: Any) -> ResolvedText:

@@ -11,13 +11,16 @@ from typing import Any
 import numpy as np
 import orjson
 
+from seqpack.data.samples.text._tokenizer_proof import prove_real
 from seqpack.errors import InputError
 
 _TOKENIZERS: dict[str, Any] = {}
 
 
 def load_tokenizer(path: Path) -> Any:
-    """A fast tokenizer from a local directory (cached per process); an InputError if it cannot load."""
+    """A fast tokenizer from a local directory (cached per process); an InputError if it cannot load, or if
+    what transformers built is not the tokenizer the directory's files declare (:func:`prove_real`: a
+    directory without a vocabulary still loads, as a tokenizer that drops every word)."""
     key = os.fspath(path)
     if key in _TOKENIZERS:
         return _TOKENIZERS[key]
@@ -36,6 +39,7 @@ def load_tokenizer(path: Path) -> Any:
         raise InputError(f"{key}: cannot load a tokenizer ({type(exc).__name__}: {str(exc)[:160]})") from None
     if not getattr(tokenizer, "is_fast", False):
         raise InputError(f"{key}: not a fast tokenizer (character offsets are needed for loss masks)")
+    prove_real(path, tokenizer)
     _TOKENIZERS[key] = tokenizer
     return tokenizer
 

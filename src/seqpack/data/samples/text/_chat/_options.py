@@ -36,7 +36,7 @@ def chat_options(template: Path | None, tool_schemas: Path | None, compat: bool)
                 f"{os.fspath(tool_schemas)}: expected a JSON list of tool schemas (objects); the chat "
                 "template iterates it"
             )
-    return ChatOptions(text, tools, compat)
+    return ChatOptions(text, tools, compat, None if template is None else os.fspath(template))
 
 
 def chat_record(spec: ResolvedText) -> dict[str, Any]:

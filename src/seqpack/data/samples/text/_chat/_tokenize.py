@@ -37,6 +37,8 @@ from seqpack.data.samples.text._chat._markers import GENERATION_BLOCK, Markers, 
 from seqpack.data.samples.text._chat._render import PREFIX_RENDER_ERRORS, Encoded, Renderer
 from seqpack.data.samples.text._chat._rows import conversation_of, tools_of
 from seqpack.data.samples.text._chat._scan import boundary_scan, turn_spans
+from seqpack.data.samples.text._chat._template import Template, chat_templates
+from seqpack.data.samples.text._mode import refuse_other_kind
 from seqpack.data.samples.text._settings import ChatOptions, ResolvedText
 from seqpack.data.samples.text._tokenizer import skipped_token_ids
 from seqpack.errors import DataError, InputError, param
@@ -44,47 +46,74 @@ from seqpack.errors import DataError, InputError, param
 
 @dataclass
 class _Rows:
-    """One chunk's conversations, their renders and ids."""
+    """Rows of one chunk that render with the same template: conversations, renders and ids.
+
+    ``numbers[r]`` is row ``r``'s index in the chunk (messages name the chunk's row)."""
 
     path: str
     chunk: RawChunk
+    numbers: list[int]
     conversations: list[list[dict[str, Any]]]
     tools: list[Any]
-    enc: Encoded
+    enc: Encoded = field(init=False)
     assistant_turns: list[list[int]] = field(default_factory=list)
 
     def where(self, r: int) -> str:
-        return location(self.path, self.chunk, r)
+        return location(self.path, self.chunk, self.numbers[r])
 
 
 def chat(
     path: str, chunk: RawChunk, records: list[dict[str, Any]], spec: ResolvedText, tokenizer: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Ids, loss mask and lengths of a chunk of chat records (see the module docstring)."""
-    options: ChatOptions = spec.chat
-    own = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
-    template = options.template if options.template is not None else own
-    if not template:
-        raise InputError(
-            f"{spec.tokenizer}: the tokenizer has no chat template; pass {param('chat_template')} FILE"
-        )
-    renderer = Renderer(tokenizer, options.template)
+    """Ids, loss mask and lengths of a chunk of chat records (see the module docstring).
+
+    Rows are rendered with the template transformers picks for them (:mod:`._chat_template`): with named
+    templates, rows given tools render with ``tool_use`` and the others with ``default``, each group masked
+    by its own template's blocks and markers."""
+    templates = chat_templates(spec, tokenizer)
+    for i, record in enumerate(records):
+        refuse_other_kind(path, chunk, i, record, spec)
     conversations = [conversation_of(path, chunk, i, r, spec.messages_field) for i, r in enumerate(records)]
-    tools = [tools_of(r, options.tool_schemas) for r in records]
-    texts = renderer.render(conversations, tools)
-    for i, text in enumerate(texts):
+    tools = [tools_of(r, spec.chat.tool_schemas) for r in records]
+    groups: dict[int, tuple[Template, list[int]]] = {}
+    for i, row_tools in enumerate(tools):
+        template = templates.for_tools(row_tools)
+        if template is None:
+            raise DataError(
+                f"{location(path, chunk, i)}: a row without tools, and the tokenizer's named chat templates "
+                f"({', '.join(sorted(templates.named))}) have no 'default' (transformers refuses it too)"
+            )
+        groups.setdefault(id(template), (template, []))[1].append(i)
+    parts = []
+    for template, numbers in groups.values():
+        rows = _Rows(path, chunk, numbers, [conversations[i] for i in numbers], [tools[i] for i in numbers])
+        parts.append((numbers, _chat_rows(rows, spec, tokenizer, template, templates.passed(template))))
+    if len(parts) == 1:
+        return parts[0][1]
+    return _in_chunk_order(len(records), parts)
+
+
+def _chat_rows(
+    rows: _Rows, spec: ResolvedText, tokenizer: Any, template: Template, passed: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ids, loss mask and lengths of ``rows``, all rendered with ``template`` (``passed`` to
+    ``apply_chat_template``; ``None``: the tokenizer's own)."""
+    options: ChatOptions = spec.chat
+    renderer = Renderer(tokenizer, passed)
+    texts = renderer.render(rows.conversations, rows.tools)
+    for r, text in enumerate(texts):
         if isinstance(text, Exception):
-            raise DataError(f"{location(path, chunk, i)}: the chat template failed ({_brief(text)})")
-    rows = _Rows(path, chunk, conversations, tools, renderer.encode([str(t) for t in texts]))
+            raise DataError(f"{rows.where(r)}: the chat template failed ({_brief(text)})")
+    rows.enc = renderer.encode([str(t) for t in texts])
     rows.assistant_turns = [
-        [i for i, t in enumerate(c) if t.get("role") == "assistant"] for c in conversations
+        [i for i, t in enumerate(c) if t.get("role") == "assistant"] for c in rows.conversations
     ]
     ids = rows.enc.ids
     loss_mode = spec.loss_mode or "assistant"
     if loss_mode == "full":
         mask = np.ones(len(ids), dtype=np.uint8)
     else:
-        mask = _assistant_mask(rows, renderer, template)
+        mask = _assistant_mask(rows, renderer, template.text)
         if loss_mode == "last_turn":
             _keep_last_turn(rows, renderer, mask)
     mask[np.isin(ids, skipped_token_ids(tokenizer))] = 0
@@ -92,6 +121,22 @@ def chat(
     if not options.compat:
         _refuse_unsupervised(rows, mask)
     return ids, mask, lengths
+
+
+def _in_chunk_order(
+    n: int, parts: list[tuple[list[int], tuple[np.ndarray, np.ndarray, np.ndarray]]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The groups' rows put back in the chunk's order (ids, mask and lengths as one chunk's)."""
+    ids_at: list[np.ndarray] = [np.zeros(0, parts[0][1][0].dtype)] * n
+    mask_at: list[np.ndarray] = [np.zeros(0, parts[0][1][1].dtype)] * n
+    lengths = np.zeros(n, dtype=parts[0][1][2].dtype)
+    for numbers, (ids, mask, group_lengths) in parts:
+        offsets = np.concatenate([[0], np.cumsum(group_lengths)])
+        for k, i in enumerate(numbers):
+            ids_at[i] = ids[offsets[k] : offsets[k + 1]]
+            mask_at[i] = mask[offsets[k] : offsets[k + 1]]
+            lengths[i] = group_lengths[k]
+    return np.concatenate(ids_at), np.concatenate(mask_at), lengths
 
 
 def _assistant_mask(rows: _Rows, renderer: Renderer, template: str) -> np.ndarray:
