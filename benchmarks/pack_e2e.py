@@ -25,7 +25,7 @@ enough to average out a shared machine's noise) and the table shows the **median
   ``best_fit_decreasing`` before).
 
 Text section (``--text-n``, 0 to skip): prompt-completion JSONL of synthetic English-like text and a
-word-level fast tokenizer built with ``seqpack.demo._toy_tokenizer``. **tokenizer** times the tokenizer's
+word-level fast tokenizer built with ``seqpack.demo.build_tokenizer``. **tokenizer** times the tokenizer's
 own batched calls on the same texts (``tok(prompts)`` and ``tok(completions, add_special_tokens=False)``
 in batches of 1024, one process); **seqpack text** times ``pack_files`` end to end with one worker (so
 both use one core) from the JSONL to the Parquet. The ratio is seqpack / tokenizer seconds.
@@ -148,7 +148,7 @@ WORDS = [
 
 
 def build_text_input(work: Path, n: int) -> tuple[Path, Path, list[str], list[str]]:
-    from seqpack.demo._toy_tokenizer import build_tokenizer
+    from seqpack.demo import build_tokenizer
 
     rng = np.random.default_rng(1)
     vocab = WORDS + [f"w{i}" for i in range(5000)]

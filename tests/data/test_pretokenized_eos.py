@@ -11,7 +11,7 @@ import pytest
 
 from _support.pack_inputs import read_rows, run, write_jsonl
 from seqpack.data.samples.text import eos_disagreement
-from seqpack.demo._toy_tokenizer import build_tokenizer
+from seqpack.demo import build_tokenizer
 
 NEWLINE = 198  # what every row of a Qwen chat render ends with
 ROWS = [{"input_ids": [11, 12, 13, NEWLINE], "loss_mask": [0, 1, 1, 1]}, {"input_ids": [21, 22, NEWLINE]}]

@@ -10,7 +10,7 @@ import pytest
 from _support.pack_inputs import read_rows, run, write_jsonl
 from seqpack.data.samples import iter_chunks
 from seqpack.data.samples.text import ResolvedText, tokenize_chunk
-from seqpack.demo._toy_tokenizer import build_tokenizer
+from seqpack.demo import build_tokenizer
 
 TEXTS = ["what is two plus two ?", "it is four .", "hello there", "hi , how can I help ?", "be brief ."]
 

@@ -350,7 +350,7 @@ def test_generation_blocks_with_known_markers(
 def test_generation_template_without_known_markers(bridge_text: Any, tmp_path: Path) -> None:
     """seqpack's toy tokenizer: its template marks answers with ``{% generation %}`` and belongs to no family
     Bridge knows, so the mask is Hugging Face's alone (the demo's path)."""
-    from seqpack.demo._toy_tokenizer import build_tokenizer
+    from seqpack.demo import build_tokenizer
 
     rows = chat_rows(seed=6, n=30, reasoning=False, tools=False)
     turns = [

@@ -16,7 +16,7 @@ from _support.pack_inputs import run, write_jsonl
 from seqpack.data.samples import iter_chunks
 from seqpack.data.samples.text import ResolvedText, tokenize_chunk
 from seqpack.data.samples.text._settings import ChatOptions
-from seqpack.demo._toy_tokenizer import build_tokenizer
+from seqpack.demo import build_tokenizer
 from seqpack.errors import DataError
 
 TEXTS = ["be brief .", "what is two plus two ?", "it is four .", "hello there", "hi"]

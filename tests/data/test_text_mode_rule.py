@@ -22,7 +22,7 @@ from _support.chat_rows import chat_rows
 from _support.pack_inputs import write_jsonl
 from _support.text_rows import prompt_completion_rows
 from seqpack.cli import main
-from seqpack.demo._toy_tokenizer import build_tokenizer
+from seqpack.demo import build_tokenizer
 
 pytest.importorskip("transformers")
 

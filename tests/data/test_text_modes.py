@@ -10,7 +10,7 @@ import pytest
 
 from _support.pack_inputs import read_rows, run, write_jsonl
 from seqpack.cli import main
-from seqpack.demo._toy_tokenizer import build_tokenizer
+from seqpack.demo import build_tokenizer
 
 WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 

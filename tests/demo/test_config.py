@@ -9,9 +9,8 @@ import pytest
 import yaml
 
 from seqpack.data.pipeline import PackOptions, TooLong, pack_files
-from seqpack.demo import EXPECTED_FINDING, QUICK, Layout, config_path, dataset_path
+from seqpack.demo import EXPECTED_FINDING, QUICK, Layout, build_tokenizer, config_path, dataset_path
 from seqpack.demo._steps import conversation_texts, doctor
-from seqpack.demo._toy_tokenizer import build_tokenizer
 from seqpack.doctor import DoctorOptions, apply_overrides, check, load_config, suggest_fixes
 
 OPTIONS = DoctorOptions(world_size=1)

@@ -160,7 +160,7 @@ def test_inspect_simulation_bad_usage(
 
 
 def test_text_input_sees_the_lengths_pack_packs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from seqpack.demo._toy_tokenizer import build_tokenizer
+    from seqpack.demo import build_tokenizer
 
     words = ["alpha", "beta", "gamma", "delta", "eps"]
     rows = []

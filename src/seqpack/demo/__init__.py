@@ -11,6 +11,7 @@ from seqpack.demo._resources import EXPECTED_FINDING, config_path, dataset_path
 from seqpack.demo._result import SCHEMA_VERSION, DemoResult, Speedup, StepResult
 from seqpack.demo._run import DEFAULT_THREADS, STEPS, DemoOptions, Reporter, SilentReporter, run_demo
 from seqpack.demo._sizes import FULL, QUICK, DemoSizes
+from seqpack.demo._toy_tokenizer import build_tokenizer
 
 __all__ = [
     "DEFAULT_THREADS",
@@ -27,6 +28,7 @@ __all__ = [
     "SilentReporter",
     "Speedup",
     "StepResult",
+    "build_tokenizer",
     "config_path",
     "dataset_path",
     "default_out_dir",

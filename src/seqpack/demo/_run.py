@@ -50,7 +50,7 @@ STEPS: tuple[tuple[str, str], ...] = (
 #: Several lines and no single quote, so the quoted ``python -c '...'`` argument reads as the code it runs.
 TOKENIZER_SNIPPET = """
 import json, sys
-from seqpack.demo._toy_tokenizer import build_tokenizer
+from seqpack.demo import build_tokenizer
 lines = open(sys.argv[1])
 texts = [m["content"] for line in lines for m in json.loads(line)["messages"]]
 build_tokenizer(texts, sys.argv[2], split_digits=True)

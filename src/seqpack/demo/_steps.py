@@ -3,7 +3,7 @@
 Every step returns what it produced plus the ``seqpack`` command line that does the same by hand, so the
 report can show a newcomer how to run each step on their own data::
 
-    tokenizer  seqpack.demo._toy_tokenizer.build_tokenizer   (word-level, digits split; nothing downloaded)
+    tokenizer  seqpack.demo.build_tokenizer                  (word-level, digits split; nothing downloaded)
     pack       seqpack.data.pipeline.pack_files              seqpack pack ...
     inspect    seqpack.data.packed.inspect_packed            seqpack inspect ...
     doctor     seqpack.doctor.check/suggest_fixes            seqpack doctor ... --fix
