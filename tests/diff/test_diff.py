@@ -280,3 +280,26 @@ def test_any_two_packings_of_one_multiset_match(samples: list, rnd: Any, data: s
         report = diff_paths(a, c, eos_id=EOS)
         assert (report["sequences"]["only_in_a"], report["sequences"]["only_in_b"]) == (1, 0)
         assert report["sequences"]["only_in_a_examples"][0]["tokens"] == list(shuffled[dropped][0])
+
+
+@pytest.mark.parametrize("algorithm", [[], ["--bridge-compat"]])
+def test_two_runs_of_one_packing_are_identical(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], algorithm: list[str]
+) -> None:
+    """A reproducibility check: the same data packed twice into two folders is ``identical`` (exit 0).
+    The run ids (and other keys that describe the run) differ and are listed as not compared."""
+    for name in ("a", "b"):
+        argv = ["pack", "-q", "--example", "--out", str(tmp_path / name), "--pack-size", "512", *algorithm]
+        assert main(argv) == 0
+    capsys.readouterr()
+    files = [str(tmp_path / name / "training_512.idx.parquet") for name in ("a", "b")]
+    assert main(["diff", *files, "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"] == "identical" and report["metadata"]["differences"] == {}
+    assert {"seqpack.run_id", "seqpack.version", "seqpack.inputs"} <= set(report["metadata"]["not_compared"])
+    ids = [
+        json.loads((tmp_path / n / "512_metadata.jsonl").read_text())[0]["seqpack"]["run_id"] for n in "ab"
+    ]
+    assert ids[0] != ids[1]  # the runs really differ in what is left out
+    assert main(["diff", *files]) == 0
+    assert "not compared: what describes the run" in capsys.readouterr().out

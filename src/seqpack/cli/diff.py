@@ -37,6 +37,8 @@ def _print_packed(report: Mapping[str, Any]) -> None:
             p(f"  {key}: {va!r} -> {vb!r}")
     else:
         p("metadata: same")
+    if meta["compared"]:
+        p(f"  (not compared: what describes the run or is measured below: {', '.join(meta['not_compared'])})")
     if meta.get("seqpack_record_only_in"):
         side = meta["seqpack_record_only_in"].upper()
         p(

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack.data.format import (
+    RUN_KEYS,
     SEQPACK_KEY,
     MetadataEntry,
     PackingMetadata,
@@ -53,9 +54,9 @@ KIND_LABELS: Mapping[str, str] = {
 #: Sequences shown per side in "only in A/B" excerpts, and tokens shown per excerpt.
 EXAMPLES = 3
 EXCERPT_TOKENS = 16
-#: Keys of seqpack's own record left out of the metadata comparison: they describe the run (version, input
+#: Keys of seqpack's own record left out of the metadata comparison: they describe the run (its id, version,
 #: paths as typed), or repeat what the data comparison measures itself (the fingerprints).
-IGNORED_RECORD_KEYS = frozenset({"version", "inputs", "tokenizer", "seconds", "fingerprint"})
+IGNORED_RECORD_KEYS = RUN_KEYS | {"seconds", "fingerprint"}
 
 
 @dataclass
@@ -216,6 +217,7 @@ def _metadata_section(
         "compared": entry_a is not None and entry_b is not None,
         "seqpack_record_only_in": record_only_in,
         "differences": diffs,
+        "not_compared": sorted(f"{SEQPACK_KEY}.{key}" for key in IGNORED_RECORD_KEYS),
     }
 
 

@@ -30,7 +30,7 @@ from seqpack.data.format._names import (
     rejects_filename,
 )
 from seqpack.data.format._overrides import offline_packing_overrides
-from seqpack.data.format._record import PackCounts, PackRecord
+from seqpack.data.format._record import RUN_KEYS, PackCounts, PackRecord
 from seqpack.data.format._runs import PARQUET_RUN_ID, check_run_ids, new_run_id
 from seqpack.data.format._schema import (
     COMPRESSION,
@@ -57,6 +57,7 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "ROW_GROUP_SIZE",
     "RUN_ID",
+    "RUN_KEYS",
     "SEQPACK_KEY",
     "SPLITS",
     "TRAINING",

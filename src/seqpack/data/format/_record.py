@@ -18,6 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+#: Keys of the record that describe the run, not the packed data: two runs that pack the same samples the
+#: same way differ in them (each draws its own run id; paths and versions are the machine's). Every
+#: comparison of two pack sets leaves them out and says so.
+RUN_KEYS: frozenset[str] = frozenset({"version", "run_id", "inputs", "tokenizer"})
 #: Keys whose value is written only once a step has produced it (absent before, never ``null``).
 _OPTIONAL = frozenset({"text", "cost_model", "fingerprint", "input_sha256", "counts"})
 
