@@ -34,8 +34,11 @@ def register(app: typer.Typer) -> None:
         layers: int = number_option(2, "--layers", help="Transformer layers.", range=SIZE),
         heads: int = number_option(4, "--heads", help="Attention heads.", range=SIZE),
         ffn: int = number_option(128, "--ffn", help="MLP (SwiGLU) hidden size.", range=SIZE),
-        vocab: int = number_option(
-            256, "--vocab", help="Vocabulary size (must exceed every token id).", range=SIZE
+        vocab: int | None = number_option(
+            None,
+            "--vocab",
+            help="Vocabulary size, above every token id (default: the data's largest id + 1).",
+            range=SIZE,
         ),
         lr: float = number_option(1e-3, "--lr", help="AdamW learning rate (constant).", range=RATE),
         steps: int | None = number_option(
@@ -92,7 +95,7 @@ def register(app: typer.Typer) -> None:
 
         Example: seqpack train --data out/training_512.idx.parquet --steps 50 --gbs 8 --log packed.log
         """
-        from seqpack.train import TRAIN_SCHEMA_VERSION, DataMode, TrainConfig, train  # torch: only to train
+        from seqpack.train import TRAIN_SCHEMA_VERSION, DataMode, TrainConfig, data_vocab, train  # torch
 
         if (data is None) == (padded_from is None):
             raise UsageError("give exactly one of --data (packed) or --padded-from (padded)")
@@ -100,6 +103,8 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--hidden {hidden} must be divisible by --heads {heads}")
         source = data if data is not None else padded_from
         assert source is not None
+        if vocab is None:
+            vocab = data_vocab(source)
         config = TrainConfig(
             data=source,
             mode=DataMode.packed if data is not None else DataMode.padded,

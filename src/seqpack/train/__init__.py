@@ -6,6 +6,7 @@
 """
 
 from seqpack.train._config import TRAIN_SCHEMA_VERSION, DataMode, StepRecord, TrainConfig, TrainResult
+from seqpack.train._data import data_vocab
 from seqpack.train._log import format_log_line
 from seqpack.train._loop import train
 from seqpack.train._model import MemoryEstimate, count_parameters, estimate_memory
@@ -18,6 +19,7 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "count_parameters",
+    "data_vocab",
     "estimate_memory",
     "format_log_line",
     "train",

@@ -19,7 +19,7 @@ import numpy as np
 
 from seqpack.batching import PackedDataset
 from seqpack.data.format import PackingMetadata, check_run_ids, find_metadata
-from seqpack.data.packed import PackedScan, check_pack_capacity
+from seqpack.data.packed import PackedScan, PackedSource, check_pack_capacity
 from seqpack.errors import DataError, UsageError, param, where
 
 
@@ -46,6 +46,22 @@ class TrainingData:
     @property
     def num_rows(self) -> int:
         return len(self.dataset)
+
+
+def data_vocab(location: str | os.PathLike[str]) -> int:
+    """The smallest vocabulary the packed data at ``location`` fits: its largest token id + 1.
+
+    What ``seqpack train`` builds its model with when no ``--vocab`` is given: a real tokenizer's ids
+    (Qwen3's reach 151,645) must all have an embedding row, and a fixed default refused every one of them.
+    One pass, a block at a time.
+    """
+    source = PackedSource(location)
+    try:
+        tops = (int(block.input_ids.max()) for block in source.blocks() if block.input_ids.size)
+        top = max(tops, default=0)
+    finally:
+        source.close()
+    return top + 1
 
 
 def load_training_data(
