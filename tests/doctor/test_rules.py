@@ -203,6 +203,8 @@ def test_offline_mbs_fix_keeps_token_slots() -> None:
         "train.micro_batch_size=1",
         "train.global_batch_size=4",
         f"{SPECS}.packed_sequence_size=8192",
+        "dataset.seq_length=8192",
+        "model.seq_length=8192",
     ]
 
 
@@ -311,7 +313,8 @@ def test_fixes_clear_every_fixable_error(
     cp: int, tp: int, sp: bool, mbs: int, gbs: int, seq: int, pack: int | None, pad: int,
     per_token: bool, average: bool, dp: int, in_batch: bool, graph: str, pad_cu: bool, mtp: int,
 ) -> None:  # fmt: skip
-    """Whatever the config, applying --fix's overrides leaves no error that has a fix."""
+    """Whatever the config, applying --fix's overrides leaves no finding (error or warning) that has a fix:
+    the printed set passes a second doctor run."""
     overrides = [
         f"model.context_parallel_size={cp}",
         f"model.tensor_model_parallel_size={tp}",
@@ -337,4 +340,6 @@ def test_fixes_clear_every_fixable_error(
     loaded = load_config(overrides=overrides)
     options = DoctorOptions(dp=dp)
     fixed = check(apply_overrides(loaded, suggest_fixes(loaded, options)), options)
-    assert [f.id for f in fixed.findings if f.severity == "error" and f.fix] == []
+    rules = {r.id for r in RULES}  # the atlas's workarounds are advice, never applied by --fix
+    left = [f.id for f in fixed.findings if f.id in rules and f.severity != "info" and f.fix and not f.allowed]
+    assert left == []

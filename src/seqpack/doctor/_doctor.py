@@ -25,7 +25,7 @@ from seqpack.errors import UsageError, param
 
 SCHEMA_VERSION = 1
 #: Rounds of "apply the fixes, check again" behind ``--fix`` (each round only adds keys not yet fixed).
-MAX_FIX_ROUNDS = 5
+MAX_FIX_ROUNDS = 10
 
 
 @dataclass
@@ -217,40 +217,53 @@ def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedCon
     return LoadedConfig(view=view, problems=problems, raw=raw, source=loaded.source)
 
 
-def _removed(chosen: dict[str, tuple[str, int]]) -> list[str]:
-    """Keys the chosen fixes set to null (their sub-keys must not be set again)."""
-    return [key for key, (item, _) in chosen.items() if item.endswith("=null")]
+def _under_removed(key: str, chosen: dict[str, str]) -> bool:
+    """Whether ``key`` lies in a section a chosen fix sets to null (its sub-keys must not be set again)."""
+    return any(key.startswith(parent + ".") for parent, item in chosen.items() if item.endswith("=null"))
+
+
+def _round_of_fixes(findings: list[Finding]) -> dict[str, str]:
+    """One round's proposals, most severe finding first: a key keeps the first value proposed for it in the
+    round (an error outranks advice)."""
+    proposed: dict[str, str] = {}
+    for finding in sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.id)):
+        if finding.allowed or finding.severity == "info":
+            continue
+        for item in finding.fix:
+            key = item.partition("=")[0]
+            if key not in proposed and not _under_removed(key, proposed):
+                proposed[key] = item
+    return proposed
 
 
 def suggest_fixes(loaded: LoadedConfig, options: DoctorOptions | None = None) -> list[str]:
-    """The overrides that clear the fixable errors and warnings (allowed findings are left alone).
+    """The overrides that clear the fixable errors and warnings (allowed findings are left alone): the
+    printed set passes a second ``doctor`` run.
 
-    Fixes are applied and the rules re-run, up to :data:`MAX_FIX_ROUNDS` times. A key keeps the first value
-    proposed for it unless an error's fix needs another value where a warning's fix chose one (an error
-    outranks advice); otherwise first wins, so two rules can never ping-pong (SP005 sets the pack size
-    before SP016 looks at it).
+    Fixes are applied and the rules re-run until no fixable finding is left (at most
+    :data:`MAX_FIX_ROUNDS` rounds). A finding still there on the fixed config may change a key an earlier
+    round set: SP011 moving ``seq_length`` to a multiple of ``2*CP`` makes SP016 move the pack size after it.
+    A round that would bring back a set of overrides seen before ends the loop, so two rules never
+    ping-pong.
     """
     options = options or DoctorOptions()
-    chosen: dict[str, tuple[str, int]] = {}  # key -> (override, severity rank of the rule that chose it)
+    chosen: dict[str, str] = {}
+    seen: set[frozenset[tuple[str, str]]] = {frozenset()}
     current = loaded
     for _ in range(MAX_FIX_ROUNDS):
         _, findings = _rule_findings(current, options)
-        changed = False
-        for finding in sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.id)):
-            if finding.allowed or finding.severity == "info":
+        updated = dict(chosen)
+        for key, item in _round_of_fixes(findings).items():
+            if _under_removed(key, updated):
                 continue
-            rank = SEVERITY_ORDER[finding.severity]
-            for item in finding.fix:
-                key, _, value = item.partition("=")
-                if any(key.startswith(parent + ".") for parent in _removed(chosen)):
-                    continue  # a section another fix removes (e.g. packing specs set to null)
-                if key not in chosen or (rank < chosen[key][1] and chosen[key][0] != item):
-                    chosen[key] = (item, rank)
-                    changed = True
-                    if value == "null":
-                        for child in [k for k in chosen if k.startswith(key + ".")]:
-                            del chosen[child]
-        if not changed:
+            updated[key] = item
+            if item.endswith("=null"):
+                for child in [k for k in updated if k.startswith(key + ".")]:
+                    del updated[child]
+        state = frozenset(updated.items())
+        if state in seen:
             break
-        current = apply_overrides(loaded, [item for item, _ in chosen.values()])
-    return [item for item, _ in chosen.values()]
+        seen.add(state)
+        chosen = updated
+        current = apply_overrides(loaded, list(chosen.values()))
+    return list(chosen.values())

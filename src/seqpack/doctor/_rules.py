@@ -135,7 +135,8 @@ def pack_size_positive(ctx: Context) -> CheckResult:
 @rule("SP005", ERROR, (MBS, GBS, PACK_SIZE), RAISES)
 def offline_micro_batch(ctx: Context) -> CheckResult:
     """MBS > 1 with offline packing. The fix keeps the token slots per step: MBS 1, GBS/MBS rows of N*MBS
-    (GBS rounded up to a multiple of DP when DP is known, so the batch still divides)."""
+    (GBS rounded up to a multiple of DP when DP is known, so the batch still divides), and the sequence
+    length set to the new pack size as packed training wants it (bridge-format §4; SP016 otherwise)."""
     v = ctx.view
     mbs, gbs = v.train.micro_batch_size, v.train.global_batch_size
     if not v.dataset.enable_offline_packing or mbs is None or mbs <= 1:
@@ -146,6 +147,8 @@ def offline_micro_batch(ctx: Context) -> CheckResult:
         fix.append(override(GBS, _round_up(max(gbs // mbs, 1), ctx.dp or 1)))
     if size > 0:
         fix.append(override(PACK_SIZE, size * mbs))
+        if v.dataset.seq_length is not None:
+            fix += [override(DATA_SEQ, size * mbs), override(MODEL_SEQ, size * mbs)]
     return Hit({"mbs": mbs, "gbs": gbs, "size": size}, fix)
 
 
