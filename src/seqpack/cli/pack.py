@@ -27,7 +27,7 @@ from seqpack.data.pipeline import (
     overrides_for_result,
     pack_files,
 )
-from seqpack.data.samples import example_dataset_path
+from seqpack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
 from seqpack.errors import UsageError
 from seqpack.packing import CostModel, ModelDims, pad_multiple
 
@@ -180,6 +180,8 @@ def pack(
         if inputs:
             raise UsageError("--example packs the shipped dataset; give no input files with it")
         inputs = [example_dataset_path()]
+        if eos_id is None:  # the shipped dataset's EOS is known: nothing to infer, nothing to warn about
+            eos_id = EXAMPLE_EOS_ID
     if not inputs:
         raise UsageError("give input files (or --example for the shipped dataset)")
     opts = PackOptions.from_flat(
