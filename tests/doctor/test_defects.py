@@ -23,6 +23,7 @@ from seqpack.doctor import (
     DoctorOptions,
     atlas_markdown,
     check,
+    find_defects,
     load_config,
     parse_stack,
     suggest_fixes,
@@ -297,3 +298,11 @@ def test_cli_launcher_from_the_inputs(capsys: pytest.CaptureFixture[str], tmp_pa
     cfg.write_text("model:\n  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 4\n")
     main(["doctor", str(cfg), *sizes, *stack])
     assert [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["SP201"]
+
+
+def test_an_entry_is_found_by_its_upstream_number() -> None:
+    """A reader with a tracker thread in hand finds the entry (or learns there is none)."""
+    assert [d.id for d in find_defects("#2952")] == ["SP201"]
+    assert [d.id for d in find_defects("NVIDIA/TransformerEngine#3487")] == ["SP213"]
+    assert [d.id for d in find_defects("PR #4489")] == ["SP203"]
+    assert find_defects("#29") == [] and find_defects("no number") == []

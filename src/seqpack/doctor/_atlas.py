@@ -17,7 +17,8 @@ from collections.abc import Mapping
 
 from seqpack.doctor._context import Context
 from seqpack.doctor._defect_facts import DefectContext
-from seqpack.doctor._defects import DEFECTS, EFFECTS, Defect
+from seqpack.doctor._defect_model import EFFECTS, Defect
+from seqpack.doctor._defects import DEFECTS
 from seqpack.doctor._findings import ERROR, WARNING, Finding
 
 _VERSION_CLAUSE = {
