@@ -324,4 +324,34 @@ TE_DEFECTS: tuple[Defect, ...] = (
             ),
         },
     ),
+    Defect(
+        id="SP243",
+        component=TE,
+        launchers=ON_BOTH,
+        affected=Affected(None, "2.18"),
+        effect="silent",
+        fields=(CP, "model.cp_comm_type", OFFLINE, IN_BATCH),
+        trigger=p2p_cp_packing,
+        workaround=(),
+        source=f"{TE_REPO}#2186 (closed; dQ/dK/dV tail zeroing: PR #2898)",
+        established=(
+            "reported on v2.6 (unit test: cu_seqlens_q [0, 9, ...] padded to multiples of 2*CP); the issue "
+            "closed without a linked PR; commit 4cd705b7 (PR #2898, first tag v2.18) zeroes the THD dQ/dK/dV "
+            "tails of padded chunks (#3487 describes it), so the fixed release is read from that tag"
+        ),
+        text={
+            "en": (
+                "fused attention with THD P2P context parallelism returns huge dK/dV for very short "
+                "documents whose CP half-chunk is all padding",
+                "A document much shorter than 2*CP leaves a rank's second chunk entirely padding; the "
+                "backward pass wrote unbounded values into dK/dV there, and the run went to NaN. Filter "
+                "documents shorter than 2*CP or upgrade.",
+            ),
+            "zh": (
+                "THD P2P 上下文并行下的融合注意力对很短的文档（其 CP 半块全是填充）给出巨大的 dK/dV",
+                "远短于 2*CP 的文档使某个 rank 的第二块全是填充；反向传播在那里写入无界的 dK/dV，训练最终变"
+                "成 NaN。请过滤短于 2*CP 的文档或升级。",
+            ),
+        },
+    ),
 )
