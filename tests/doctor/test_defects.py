@@ -29,6 +29,7 @@ from seqpack.doctor import (
     parse_stack,
     suggest_fixes,
 )
+from seqpack.doctor._defect_model import EFFECTS
 from seqpack.doctor._versions import BRIDGE, CUDNN, MCORE, TE, Affected, release
 from seqpack.env import installed_packages
 from seqpack.errors import UsageError
@@ -132,6 +133,7 @@ CASES = [
     Case("SP240", [*BASE, "model.kv_channels=512"], [*BASE, "model.kv_channels=128"], "2.18", None),
     Case("SP241", [*BASE, *CP2, MLA], [*BASE, *CP2, MLA, A2A], "2.18", None),
     Case("SP242", [*BASE, *CP2], BASE, "0.5.1", "0.6.0"),
+    Case("SP243", [*BASE, *CP2], [*BASE, *CP2, A2A], "2.17.1", "2.18"),
 ]  # fmt: skip
 BY_ID = {d.id: d for d in DEFECTS}
 #: Entries in Megatron-LM's own training loop (``get_batch``), which a Bridge launch never runs.
@@ -369,3 +371,42 @@ def test_a_further_release_the_defect_needs_is_read_or_named() -> None:
     installed = {"cudnn": "9.18.0.77", "torch": "2.9.0", "megatron-core": None}
     assert known_versions(installed) == {CUDNN: "9.18.0.77"}
     assert "cudnn" in installed_packages()  # seqpack env reports it (None when not installed)
+
+
+def _doc_table(doc: str, name: str) -> list[list[str]]:
+    """The body rows of the Markdown table between ``<!-- {name}: start -->`` and ``... end -->``."""
+    body = doc.split(f"<!-- {name}: start -->")[1].split(f"<!-- {name}: end -->")[0]
+    rows = [line for line in body.strip().splitlines() if line.startswith("|")][2:]
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+
+
+def test_docs_survey_and_recall_table_match_the_atlas() -> None:
+    """The survey table lists every entry once, with its effect and its upstream number; the recall table's
+    counts are those of the survey tables; every silent-wrong-training defect found is in the atlas."""
+    doc = (Path(__file__).parents[2] / "docs" / "doctor.md").read_text()
+    survey = _doc_table(doc, "survey table")
+    assert sorted(row[3] for row in survey) == sorted(d.id for d in DEFECTS)
+    for upstream, component, effect, defect_id in survey:
+        d = BY_ID[defect_id]
+        assert (component, effect) == (d.component, EFFECTS[d.effect]["en"]), defect_id
+        number = re.search(r"#(\d+)", upstream)
+        assert number is not None and d in find_defects(number.group(0)), defect_id
+    not_checkable = _doc_table(doc, "not checkable")
+    assert all(len(row) == 4 and row[3] for row in not_checkable)
+    recall = {row[0]: row[1:] for row in _doc_table(doc, "recall table")}
+    names = {EFFECTS[e]["en"] for e in EFFECTS}
+    for effect in names | {"all"}:
+        surveyed = [row for row in survey if effect in (row[2], "all")]
+        found_other = [row for row in not_checkable if effect in (row[2], "all")]
+        in_atlas = [row for row in surveyed if row[3] in BY_ID]
+        if not surveyed and not found_other:
+            assert effect not in recall
+            continue
+        share = f"{round(100 * len(in_atlas) / len(surveyed))}%" if surveyed else "0%"
+        assert recall[effect] == [str(len(surveyed)), str(len(in_atlas)), share, str(len(found_other))], (
+            effect
+        )
+    surveyed_all, in_atlas_all = int(recall["all"][0]), int(recall["all"][1])
+    assert surveyed_all >= 40 and in_atlas_all >= 0.9 * surveyed_all
+    silent = recall[EFFECTS["silent"]["en"]]
+    assert silent[0] == silent[1]  # every silent-wrong-training defect found is in the atlas
