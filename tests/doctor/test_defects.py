@@ -410,3 +410,20 @@ def test_docs_survey_and_recall_table_match_the_atlas() -> None:
     assert surveyed_all >= 40 and in_atlas_all >= 0.9 * surveyed_all
     silent = recall[EFFECTS["silent"]["en"]]
     assert silent[0] == silent[1]  # every silent-wrong-training defect found is in the atlas
+
+
+def test_cli_takes_cudnn_in_the_stack(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--stack cudnn==...`` decides SP234 from the command line, like the other components."""
+    cfg = tmp_path / "sink.yaml"
+    cfg.write_text(
+        "model:\n  softmax_type: learnable\n"
+        "dataset:\n  enable_offline_packing: true\n  offline_packing_specs:\n    packed_sequence_size: 4096\n"
+    )
+    sizes = ["--seq-length", "4096", "--mbs", "1", "--gbs", "8", "--format", "json"]
+    main(["doctor", str(cfg), *sizes, "--stack", "transformer-engine==2.13,cudnn==9.17.1"])
+    ids = [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]]
+    assert "SP234" in ids and "SP233" not in ids
+    main(["doctor", str(cfg), *sizes, "--stack", "transformer-engine==2.13,cudnn==9.18.0"])
+    assert "SP234" not in [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]]
+    assert main(["doctor", str(cfg), *sizes, "--stack", "cudnn=9.18"]) == 2
+    capsys.readouterr()
