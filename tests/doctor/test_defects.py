@@ -23,11 +23,15 @@ from seqpack.doctor import (
     DoctorOptions,
     atlas_markdown,
     check,
+    find_defects,
+    known_versions,
     load_config,
     parse_stack,
     suggest_fixes,
 )
-from seqpack.doctor._versions import BRIDGE, MCORE, TE, Affected, release
+from seqpack.doctor._defect_model import EFFECTS
+from seqpack.doctor._versions import BRIDGE, CUDNN, MCORE, TE, Affected, release
+from seqpack.env import installed_packages
 from seqpack.errors import UsageError
 
 SEQ = [
@@ -48,12 +52,23 @@ PAD4 = ["dataset.offline_packing_specs.pad_seq_to_mult=4"]
 PP = "model.pipeline_model_parallel_size"
 MOE = "model.num_moe_experts=8"
 MTP = "model.mtp_num_layers=1"
-VLM = [
-    *SEQ,
-    "dataset.enable_in_batch_packing=true",
-    "train.micro_batch_size=2",
-    "model.hf_model_id=Qwen/Qwen3-VL-8B",
-]
+IN_BATCH = [*SEQ, "dataset.enable_in_batch_packing=true", "train.micro_batch_size=2"]
+VLM = [*IN_BATCH, "model.hf_model_id=Qwen/Qwen3-VL-8B"]
+CP4 = ["model.context_parallel_size=4", "model.calculate_per_token_loss=true"]
+A2A_P2P = "model.cp_comm_type=a2a+p2p"
+HIER = "model.hierarchical_context_parallel_sizes"
+MINISTRAL = [*SEQ, "model.hf_model_id=mistralai/Ministral-3-3B-Instruct-2512", *CP2]
+MLA = "model.multi_latent_attention=true"
+SINK = "model.softmax_type=learnable"
+SWA = "model.window_size=[128,0]"
+FP8_DELAYED = "mixed_precision=bf16_with_fp8_delayed_scaling_mixed"
+FP8_DPA = "model.fp8_dot_product_attention=true"
+A2A = "model.cp_comm_type=a2a"
+TP = "model.tensor_model_parallel_size"
+SP_ON = "model.sequence_parallel=true"
+BALANCE = "model.moe_router_load_balancing_type"
+MIMO = "megatron.bridge.data.megatron_mimo.dataset.MegatronMIMODataset"
+EPOCHS = "train.num_epochs=2"
 
 
 @dataclass
@@ -85,12 +100,44 @@ CASES = [
     Case("SP210", VLM, SEQ, "0.3.1", "0.4.0"),
     Case("SP211", [*BASE, MTP, "model.recompute_granularity=full"],
          [*BASE, MTP, "model.recompute_granularity=selective"], "0.17.1", "0.18.0"),
-    Case("SP212", [*BASE, *CP2], BASE, "2.20.2", None),
+    Case("SP212", [*BASE, *CP2], [*BASE, *CP2, "model.cp_comm_type=a2a"], "2.17.1", "2.18.0"),
     Case("SP213", [*BASE, *CP2], [*BASE, *CP2, "model.cp_comm_type=a2a"], "2.18.0", "2.17.1"),
     Case("SP214", [*BASE, *CHAT, *PAD4], [*BASE, *CHAT], "0.5.1", "0.6.0"),
     Case("SP215", [*VLM, *CP2], VLM, "0.6.2", "0.3.1"),
+    Case("SP216", [*SEQ, *CP2, A2A_P2P], [*SEQ, *CP2, A2A_P2P, f"{HIER}=[2,1]"], "0.3.1", "0.4.0"),
+    Case("SP217", [*BASE, *CP2], BASE, "0.2.0", "0.3.0"),
+    Case("SP218", BASE, [*BASE, "train.eval_iters=0"], "0.2.0", "0.3.0"),
+    Case("SP219", [*SEQ, f"dataset._target_={MIMO}"], SEQ, "0.5.1", "0.6.0"),
+    Case("SP220", [*SEQ, EPOCHS, "dataset.max_train_samples=1000"], [*SEQ, EPOCHS], "0.5.1", "0.6.0"),
+    Case("SP221", [*IN_BATCH, "model.hf_model_id=nvidia/Nemotron-3-Nano-Omni"], VLM, "0.6.2", "0.4.2"),
+    Case("SP222", [*VLM, *CP2, f"{TP}=4", SP_ON], [*VLM, *CP2, f"{TP}=2", SP_ON], "0.3.1", "0.4.0"),
+    Case("SP223", [*MINISTRAL, f"{TP}=2", SP_ON], [*MINISTRAL, f"{TP}=2"], "0.3.1", "0.4.0"),
+    Case("SP224", [*VLM, f"{PP}=2"], VLM, "0.3.1", "0.4.0"),
+    Case("SP225", BASE, [*BASE, *PAD4], "0.2.0", "0.3.0"),
+    Case("SP226", [*BASE, MLA], BASE, "0.17.1", "0.18.0"),
+    Case("SP227", [*BASE, MLA], BASE, "0.19.2", "0.17.1"),
+    Case("SP228", [*BASE, "model.experimental_attention_variant=gated_delta_net"], BASE, "0.17.1", "0.18.0"),
+    Case("SP229", [*BASE, MOE, f"{BALANCE}=seq_aux_loss"], [*BASE, MOE, f"{BALANCE}=aux_loss"], "0.19.2",
+         None),
+    Case("SP230", [*BASE, *PAD4, MOE, "model.moe_expert_capacity_factor=1.0"], [*BASE, *PAD4, MOE], "0.19.2",
+         None),
+    Case("SP231", [*BASE, *CP2, MTP], [*BASE, MTP], "0.19.2", None),
+    Case("SP232", [*BASE, "train.micro_batch_size=2"], BASE, "0.18.2", "0.19.0", launcher="mlm"),
+    Case("SP233", [*BASE, SINK], BASE, "2.12", "2.13"),
+    Case("SP234", [*BASE, SINK], BASE, "9.17.1", "9.18.0"),
+    Case("SP235", [*BASE, *CP4, A2A_P2P, f"{HIER}=[2,2]"], [*BASE, *CP4, A2A], "2.18", None),
+    Case("SP236", [*BASE, *CP2, "model.cp_comm_type=all_gather"], [*BASE, *CP2], "2.17.1", "2.18"),
+    Case("SP237", [*BASE, *CP2, SWA], [*BASE, *CP2], "2.10", "2.11"),
+    Case("SP238", [*BASE, *CP2, SWA], [*BASE, *CP2, SWA, A2A], "2.18", "2.10"),
+    Case("SP239", [*BASE, *CP2, FP8_DELAYED, FP8_DPA], [*BASE, *CP2, FP8_DELAYED], "2.12", None),
+    Case("SP240", [*BASE, "model.kv_channels=512"], [*BASE, "model.kv_channels=128"], "2.18", None),
+    Case("SP241", [*BASE, *CP2, MLA], [*BASE, *CP2, MLA, A2A], "2.18", None),
+    Case("SP242", [*BASE, *CP2], BASE, "0.5.1", "0.6.0"),
+    Case("SP243", [*BASE, *CP2], [*BASE, *CP2, A2A], "2.17.1", "2.18"),
 ]  # fmt: skip
 BY_ID = {d.id: d for d in DEFECTS}
+#: Entries in Megatron-LM's own training loop (``get_batch``), which a Bridge launch never runs.
+MLM_LOOP = {"SP202", "SP232"}
 
 
 def _ids(overrides: list[str], **options: object) -> dict[str, str]:
@@ -99,9 +146,9 @@ def _ids(overrides: list[str], **options: object) -> dict[str, str]:
     return {f.id: f.severity for f in report.findings if f.id in BY_ID}
 
 
-def test_every_defect_has_a_case_and_fifteen_are_sourced() -> None:
+def test_every_defect_has_a_case_and_all_are_sourced() -> None:
     assert [c.id for c in CASES] == [d.id for d in DEFECTS]
-    assert len(DEFECTS) >= 15
+    assert len(DEFECTS) >= 40
     for d in DEFECTS:
         assert re.search(r"#\d+", d.source) and d.established and d.text["en"][0] != d.text["zh"][0]
 
@@ -138,7 +185,7 @@ def test_launcher_selects_the_defects_of_the_code_that_runs() -> None:
     # One field says it for every entry: Bridge's code runs only under Bridge, Megatron-LM's training loop
     # (SP202) only under Megatron-LM, Megatron-Core and Transformer Engine under both.
     for d in DEFECTS:
-        want = ON_BRIDGE if d.component == BRIDGE else ON_MLM if d.id == "SP202" else ON_BOTH
+        want = ON_BRIDGE if d.component == BRIDGE else ON_MLM if d.id in MLM_LOOP else ON_BOTH
         assert d.launchers == want, d.id
     with pytest.raises(UsageError, match=r"launcher must be 'bridge', 'mlm' or None, got 'hf'"):
         DoctorOptions(launcher="hf")
@@ -297,3 +344,86 @@ def test_cli_launcher_from_the_inputs(capsys: pytest.CaptureFixture[str], tmp_pa
     cfg.write_text("model:\n  tensor_model_parallel_size: 2\n  pipeline_model_parallel_size: 4\n")
     main(["doctor", str(cfg), *sizes, *stack])
     assert [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["SP201"]
+
+
+def test_an_entry_is_found_by_its_upstream_number() -> None:
+    """A reader with a tracker thread in hand finds the entry (or learns there is none)."""
+    assert [d.id for d in find_defects("#2952")] == ["SP201"]
+    assert [d.id for d in find_defects("NVIDIA/TransformerEngine#3487")] == ["SP213"]
+    assert [d.id for d in find_defects("PR #4489")] == ["SP203"]
+    assert find_defects("#29") == [] and find_defects("no number") == []
+
+
+def test_a_further_release_the_defect_needs_is_read_or_named() -> None:
+    """SP233/SP234 (attention sinks + THD): Transformer Engine before 2.13 has no backend; from 2.13 cuDNN
+    decides (9.18). The cuDNN version comes from the installed stack or ``--stack``; unknown, it is named."""
+    sink = [*BASE, SINK]
+    assert set(_ids(sink, stack={TE: "2.12", CUDNN: "9.17.1"})) & {"SP233", "SP234"} == {"SP233"}
+    assert set(_ids(sink, stack={TE: "2.13", CUDNN: "9.17.1"})) & {"SP233", "SP234"} == {"SP234"}
+    assert not set(_ids(sink, stack={TE: "2.13", CUDNN: "9.18.0"})) & {"SP233", "SP234"}
+    report = check(load_config(overrides=sink), DoctorOptions(stack={CUDNN: "9.17.1"}))
+    (f,) = [f for f in report.findings if f.id == "SP234"]
+    assert f.severity == "warning" and f.message.endswith(
+        "cudnn 9.17.1 is affected (< 9.18); only with transformer-engine >= 2.13, no fixed release "
+        "(your transformer-engine version is unknown)"
+    )
+    assert parse_stack(["cudnn==9.17.1"]) == {CUDNN: "9.17.1"}
+    installed = {"cudnn": "9.18.0.77", "torch": "2.9.0", "megatron-core": None}
+    assert known_versions(installed) == {CUDNN: "9.18.0.77"}
+    assert "cudnn" in installed_packages()  # seqpack env reports it (None when not installed)
+
+
+def _doc_table(doc: str, name: str) -> list[list[str]]:
+    """The body rows of the Markdown table between ``<!-- {name}: start -->`` and ``... end -->``."""
+    body = doc.split(f"<!-- {name}: start -->")[1].split(f"<!-- {name}: end -->")[0]
+    rows = [line for line in body.strip().splitlines() if line.startswith("|")][2:]
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+
+
+def test_docs_survey_and_recall_table_match_the_atlas() -> None:
+    """The survey table lists every entry once, with its effect and its upstream number; the recall table's
+    counts are those of the survey tables; every silent-wrong-training defect found is in the atlas."""
+    doc = (Path(__file__).parents[2] / "docs" / "doctor.md").read_text()
+    survey = _doc_table(doc, "survey table")
+    assert sorted(row[3] for row in survey) == sorted(d.id for d in DEFECTS)
+    for upstream, component, effect, defect_id in survey:
+        d = BY_ID[defect_id]
+        assert (component, effect) == (d.component, EFFECTS[d.effect]["en"]), defect_id
+        number = re.search(r"#(\d+)", upstream)
+        assert number is not None and d in find_defects(number.group(0)), defect_id
+    not_checkable = _doc_table(doc, "not checkable")
+    assert all(len(row) == 4 and row[3] for row in not_checkable)
+    recall = {row[0]: row[1:] for row in _doc_table(doc, "recall table")}
+    names = {EFFECTS[e]["en"] for e in EFFECTS}
+    for effect in names | {"all"}:
+        surveyed = [row for row in survey if effect in (row[2], "all")]
+        found_other = [row for row in not_checkable if effect in (row[2], "all")]
+        in_atlas = [row for row in surveyed if row[3] in BY_ID]
+        if not surveyed and not found_other:
+            assert effect not in recall
+            continue
+        share = f"{round(100 * len(in_atlas) / len(surveyed))}%" if surveyed else "0%"
+        assert recall[effect] == [str(len(surveyed)), str(len(in_atlas)), share, str(len(found_other))], (
+            effect
+        )
+    surveyed_all, in_atlas_all = int(recall["all"][0]), int(recall["all"][1])
+    assert surveyed_all >= 40 and in_atlas_all >= 0.9 * surveyed_all
+    silent = recall[EFFECTS["silent"]["en"]]
+    assert silent[0] == silent[1]  # every silent-wrong-training defect found is in the atlas
+
+
+def test_cli_takes_cudnn_in_the_stack(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--stack cudnn==...`` decides SP234 from the command line, like the other components."""
+    cfg = tmp_path / "sink.yaml"
+    cfg.write_text(
+        "model:\n  softmax_type: learnable\n"
+        "dataset:\n  enable_offline_packing: true\n  offline_packing_specs:\n    packed_sequence_size: 4096\n"
+    )
+    sizes = ["--seq-length", "4096", "--mbs", "1", "--gbs", "8", "--format", "json"]
+    main(["doctor", str(cfg), *sizes, "--stack", "transformer-engine==2.13,cudnn==9.17.1"])
+    ids = [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]]
+    assert "SP234" in ids and "SP233" not in ids
+    main(["doctor", str(cfg), *sizes, "--stack", "transformer-engine==2.13,cudnn==9.18.0"])
+    assert "SP234" not in [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]]
+    assert main(["doctor", str(cfg), *sizes, "--stack", "cudnn=9.18"]) == 2
+    capsys.readouterr()

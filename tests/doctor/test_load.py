@@ -77,8 +77,13 @@ def test_dry_run_dump_reads_clean(tmp_path: Path) -> None:
     assert view.model.target is not None and view.model.target.endswith("Llama31ModelProvider8B")
     findings = check(loaded).findings
     assert [f.id for f in findings if not f.id.startswith("SP2")] == []  # no rule fires
-    # Packed CP 2, versions unknown: the atlas's packed-CP entries warn, nothing more.
-    assert [(f.id, f.severity) for f in findings] == [(i, "warning") for i in ("SP203", "SP212", "SP213")]
+    # Packed CP 2 with pre-padding and validation on, versions unknown: the atlas's entries for packed CP,
+    # pre-padding and packed evaluation warn conditionally, nothing more.
+    atlas = ("SP203", "SP212", "SP213", "SP217", "SP218", "SP242", "SP243")
+    assert [(f.id, f.severity) for f in findings] == [(i, "warning") for i in atlas]
+    # On the stack seqpack targets only the open Transformer Engine slowdown is left.
+    on_062 = check(loaded, DoctorOptions(stack={"megatron-bridge": "0.6.2", "transformer-engine": "2.18"}))
+    assert [f.id for f in on_062.findings] == ["SP213"]
 
 
 def test_legacy_names_map_to_v06_and_report_the_era(tmp_path: Path) -> None:

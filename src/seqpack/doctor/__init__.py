@@ -8,7 +8,8 @@
 
 from seqpack.doctor._atlas import atlas_markdown
 from seqpack.doctor._catalog import CATALOG
-from seqpack.doctor._defects import DEFECTS, ON_BOTH, ON_BRIDGE, ON_MLM, Defect
+from seqpack.doctor._defect_model import ON_BOTH, ON_BRIDGE, ON_MLM, Defect
+from seqpack.doctor._defects import DEFECTS, find_defects
 from seqpack.doctor._doctor import (
     SCHEMA_VERSION,
     DoctorOptions,
@@ -46,6 +47,7 @@ __all__ = [
     "check",
     "checked_lang",
     "default_lang",
+    "find_defects",
     "known_versions",
     "load_config",
     "parse_override",

@@ -17,8 +17,10 @@ from collections.abc import Mapping
 
 from seqpack.doctor._context import Context
 from seqpack.doctor._defect_facts import DefectContext
-from seqpack.doctor._defects import DEFECTS, EFFECTS, Defect
+from seqpack.doctor._defect_model import EFFECTS, Defect
+from seqpack.doctor._defects import DEFECTS
 from seqpack.doctor._findings import ERROR, WARNING, Finding
+from seqpack.doctor._versions import Affected
 
 _VERSION_CLAUSE = {
     "en": {
@@ -39,6 +41,11 @@ _VERSION_CLAUSE = {
 _WHY = {
     "en": "{why} Effect: {effect}.",
     "zh": "{why} 影响：{effect}。",
+}
+#: A further release the defect needs (:attr:`Defect.also`) whose version is unknown: named, never assumed.
+_ALSO = {
+    "en": "; only with {component} {range} (your {component} version is unknown)",
+    "zh": "；仅当 {component} 为 {range} 时（未知你的 {component} 版本）",
 }
 _UPGRADE = {
     "en": " Upgrade {component} to {fixed} or newer.",
@@ -63,6 +70,19 @@ def _message(defect: Defect, version: str | None, lang: str) -> str:
         first=a.first,
         fixed=a.fixed,
     )
+
+
+def _also(defect: Defect, stack: Mapping[str, str]) -> list[tuple[str, Affected]] | None:
+    """The further releases :attr:`Defect.also` names whose version is unknown, or ``None`` when a known
+    one is outside its range (the defect cannot happen on this stack)."""
+    unknown = []
+    for component, affected in defect.also:
+        version = stack.get(component)
+        if version is None:
+            unknown.append((component, affected))
+        elif not affected.covers(version):
+            return None
+    return unknown
 
 
 def _why(defect: Defect, lang: str) -> str:
@@ -95,10 +115,14 @@ def atlas_findings(
         version = stack.get(defect.component)
         if version is not None and not defect.affected.covers(version):
             continue
-        if not defect.trigger(dctx):
+        unknown_also = _also(defect, stack)
+        if unknown_also is None or not defect.trigger(dctx):
             continue
-        severity = ERROR if version is not None and defect.effect == "silent" else WARNING
+        known = version is not None and not unknown_also
+        severity = ERROR if known and defect.effect == "silent" else WARNING
         message = _message(defect, version, lang)
+        for component, affected in unknown_also:
+            message += _ALSO[lang].format(component=component, range=affected.describe())
         scan = dctx.eos_scan() if "packed data" in defect.fields else None
         if scan is not None and scan.hits:
             message += f" [{scan.hits} x EOS id {scan.eos_id}; {scan.first}]"
@@ -134,7 +158,7 @@ def atlas_markdown() -> str:
         cells = [
             d.id,
             d.component,
-            d.affected.describe(),
+            d.affected.describe() + "".join(f"<br>with {c} {a.describe()}" for c, a in d.also),
             EFFECTS[d.effect]["en"],
             ", ".join(f"`{f}`" for f in d.fields),
             workaround,

@@ -22,7 +22,10 @@ from seqpack.errors import UsageError, param
 BRIDGE = "megatron-bridge"
 MCORE = "megatron-core"
 TE = "transformer-engine"
-COMPONENTS = (BRIDGE, MCORE, TE)
+#: cuDNN decides which fused-attention kernels Transformer Engine can pick (THD with attention sinks needs
+#: 9.18); read from the ``nvidia-cudnn-cu*`` distribution ``seqpack env`` reports, or given with ``--stack``.
+CUDNN = "cudnn"
+COMPONENTS = (BRIDGE, MCORE, TE, CUDNN)
 
 Release = tuple[int, ...]
 

@@ -34,6 +34,7 @@ REPORTED_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("megatron-bridge", ("megatron-bridge", "megatron_bridge")),
     ("transformer-engine", ("transformer-engine", "transformer_engine", "transformer-engine-torch")),
     ("flash-attn", ("flash-attn", "flash_attn")),
+    ("cudnn", ("nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "nvidia-cudnn-cu11")),
     ("numba", ("numba",)),
     ("pyarrow", ("pyarrow",)),
 )
