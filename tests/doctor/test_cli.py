@@ -55,6 +55,8 @@ def test_fix_prints_corrected_overrides(capsys: pytest.CaptureFixture[str]) -> N
         "train.micro_batch_size=1",
         "train.global_batch_size=32",
         "dataset.offline_packing_specs.packed_sequence_size=8192",
+        "dataset.seq_length=8192",
+        "model.seq_length=8192",
     ]
 
 

@@ -29,6 +29,7 @@ from seqpack.doctor import (
     parse_stack,
     suggest_fixes,
 )
+from seqpack.doctor._atlas import _message, _ruled_out_by_era, _why
 from seqpack.doctor._defect_model import EFFECTS
 from seqpack.doctor._versions import BRIDGE, CUDNN, MCORE, TE, Affected, release
 from seqpack.env import installed_packages
@@ -164,16 +165,28 @@ def test_trigger_version_and_twin(case: Case) -> None:
     if case.outside is not None:
         assert not defect.affected.covers(case.outside)
         assert case.id not in _ids(case.fail, stack={defect.component: case.outside}, launcher=case.launcher)
-    # No version known: a conditional warning, whatever the effect.
-    assert _ids(case.fail, launcher=case.launcher).get(case.id) == "warning"
+    # No version known: a conditional warning, whatever the effect -- unless the config's own key names rule
+    # the defect out (a v0.6-era config never runs on a Bridge release fixed before 0.6.0).
+    era = load_config(overrides=case.fail).view.era
+    want_unknown = None if _ruled_out_by_era(defect, era) else "warning"
+    assert _ids(case.fail, launcher=case.launcher).get(case.id) == want_unknown
 
 
 def test_unknown_version_says_which_release_fixes_it() -> None:
-    (f,) = [f for f in check(load_config(overrides=CASES[0].fail)).findings if f.id == "SP201"]
-    assert f.message.endswith("if your megatron-bridge is older than 0.5.0")
-    assert "0.5.0" in f.why and f.fix == ["model.pipeline_model_parallel_size=2"]
+    assert _message(BY_ID["SP201"], None, "en").endswith("if your megatron-bridge is older than 0.5.0")
+    assert "0.5.0" in _why(BY_ID["SP201"], "en") and BY_ID["SP201"].workaround == (f"{PP}=2",)
     (g,) = [f for f in check(load_config(overrides=CASES[3].fail)).findings if f.id == "SP204"]
     assert g.message.endswith("no megatron-bridge release is known to fix it")
+
+
+def test_a_v06_config_rules_out_bridge_defects_fixed_before_0_6() -> None:
+    """SP201 (fixed in 0.5.0) cannot hit a config written with 0.6's key names, whatever is installed; the
+    same config on a named 0.4.2 is still an error."""
+    loaded = load_config(overrides=CASES[0].fail)
+    assert loaded.view.era == "v0.6"
+    assert "SP201" not in _ids(CASES[0].fail)
+    assert _ids(CASES[0].fail, stack={BRIDGE: "0.4.2"}).get("SP201") == "error"
+    assert not _ruled_out_by_era(BY_ID["SP201"], "neutral") and not _ruled_out_by_era(BY_ID["SP204"], "v0.6")
 
 
 def test_launcher_selects_the_defects_of_the_code_that_runs() -> None:

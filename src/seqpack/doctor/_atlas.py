@@ -20,7 +20,7 @@ from seqpack.doctor._defect_facts import DefectContext
 from seqpack.doctor._defect_model import EFFECTS, Defect
 from seqpack.doctor._defects import DEFECTS
 from seqpack.doctor._findings import ERROR, WARNING, Finding
-from seqpack.doctor._versions import Affected
+from seqpack.doctor._versions import BRIDGE, Affected, release
 
 _VERSION_CLAUSE = {
     "en": {
@@ -92,6 +92,23 @@ def _why(defect: Defect, lang: str) -> str:
     return text
 
 
+#: The oldest Megatron-Bridge release that reads a config of each era's key names (bridge-format §1): a
+#: config written with ``enable_offline_packing`` runs on 0.6.0 or later, whatever is installed here.
+_ERA_FIRST_BRIDGE = {"v0.6": "0.6.0"}
+
+
+def _ruled_out_by_era(defect: Defect, era: str) -> bool:
+    """Whether the config's own key names rule a Bridge defect out when the Bridge version is unknown: a
+    v0.6-era config cannot run on a release fixed before 0.6.0 (that is inference from the config, not
+    silence about an unknown version)."""
+    first = _ERA_FIRST_BRIDGE.get(era)
+    fixed = defect.affected.fixed
+    if defect.component != BRIDGE or first is None or fixed is None:
+        return False
+    fixed_release, first_release = release(fixed), release(first)
+    return fixed_release is not None and first_release is not None and fixed_release <= first_release
+
+
 def _applies(defect: Defect, launcher: str | None) -> bool:
     """A defect applies to a launch that runs its code (:attr:`Defect.launchers`); to both when unknown."""
     return launcher is None or launcher in defect.launchers
@@ -114,6 +131,8 @@ def atlas_findings(
             continue
         version = stack.get(defect.component)
         if version is not None and not defect.affected.covers(version):
+            continue
+        if version is None and _ruled_out_by_era(defect, ctx.view.era):
             continue
         unknown_also = _also(defect, stack)
         if unknown_also is None or not defect.trigger(dctx):
