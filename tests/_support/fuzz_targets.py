@@ -245,7 +245,7 @@ def _targets() -> tuple[Target, ...]:
             ".txt",
             _mlm_args,
             (b"--seq-length 4096 --swiglu --lr=1e-4 --use-mcore-models",),
-            names=("Megatron-LM", "--mlm-args"),
+            names=("Megatron-LM", "mlm_args"),
         ),
         Target(
             "overrides",

@@ -213,7 +213,7 @@ def test_scratch_out_of_disk_names_directory(tmp_path: Path, monkeypatch: pytest
 
     store = ScratchStore(tmp_path / "scratch")  # the store's own folder inside the folder the user chose
     monkeypatch.setattr(os, "pwrite", full)
-    with pytest.raises(InputError, match=rf"^{re.escape(str(tmp_path))}: no space left .* --scratch-dir"):
+    with pytest.raises(InputError, match=rf"^{re.escape(str(tmp_path))}: no space left .* scratch_dir"):
         store.append(np.zeros(4, np.int64), np.ones(4, np.uint8), np.array([4]))
     store.remove()
     assert not (tmp_path / "scratch").exists()
