@@ -18,9 +18,9 @@ from pathlib import Path
 from types import FrameType
 
 import typer
-from rich.markup import escape
 
 from seqpack import __version__
+from seqpack._console import styled
 from seqpack._io import TEMP_PREFIX
 from seqpack.cli import _commands
 from seqpack.cli._common import ClickException, err_console, flag, state
@@ -130,6 +130,11 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _print_error(message: str) -> None:
+    """The one-line error: the message holds user text (paths, values), printed as it is."""
+    err_console.print(styled(("error:", "bold red"), " ", message), soft_wrap=True)
+
+
 def _run(args: list[str]) -> int:
     try:
         command = _commands.command_in(args)
@@ -146,18 +151,12 @@ def _run(args: list[str]) -> int:
     except SeqpackError as exc:
         if state.debug:
             raise
-        # The message holds user text (paths, values): escaped, so "[/x]" in a file name is not markup.
-        err_console.print(
-            f"[bold red]error:[/] {escape(exc.render(flag))}", highlight=False, markup=True, soft_wrap=True
-        )
+        _print_error(exc.render(flag))
         return exc.exit_code
     except OSError as exc:  # the environment, not the input (a full disk, a permission): still one line
         if state.debug:
             raise
-        message = os_error_message(exc)
-        err_console.print(
-            f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True
-        )
+        _print_error(os_error_message(exc))
         return 2
     except KeyboardInterrupt:
         err_console.print("Interrupted.")

@@ -63,7 +63,8 @@ def resolve_packed_paths(spec: str | os.PathLike[str]) -> list[str]:
             raise InputError(f"{text}: no Parquet files match (names must end with .parquet or .pq)")
         return paths
     if Path(text).is_dir():
-        found = glob.glob(os.path.join(text, "*.parquet")) + glob.glob(os.path.join(text, "*.pq"))
+        folder = glob.escape(text)  # the folder's own name is literal: "[x]" in it is no character class
+        found = glob.glob(os.path.join(folder, "*.parquet")) + glob.glob(os.path.join(folder, "*.pq"))
         paths = sorted(set(found))
         if not paths:
             raise InputError(f"{text}: directory holds no .parquet or .pq files")
