@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from seqpack._io import COMPRESSED_SUFFIXES, open_input, unreadable
+from seqpack._parquet import damage, open_parquet
 from seqpack.errors import InputError
 
 #: Records per chunk: big enough to amortise per-chunk costs, small enough to bound memory.
@@ -193,17 +194,14 @@ def _take_rows(
 
 
 def _parquet_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
-    try:
-        reader = pq.ParquetFile(path)
-    except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: undecodable column names
-        raise InputError(f"{os.fspath(path)}: not a readable Parquet file ({exc})") from None
+    reader = open_parquet(path)
     row = 0
     batches = reader.iter_batches(batch_size=chunk_rows)
     while True:
         try:
             batch = next(batches, None)
         except (pa.ArrowException, OSError) as exc:  # a corrupt page is found only when it is decoded
-            raise InputError(f"{os.fspath(path)} row {row}: cannot read Parquet data ({exc})") from None
+            raise InputError(f"{os.fspath(path)} row {row}: damaged ({damage(exc)})") from None
         if batch is None:
             return
         yield RawChunk(source, np.arange(row, row + batch.num_rows, dtype=np.int64), batch=batch)

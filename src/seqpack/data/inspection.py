@@ -21,6 +21,7 @@ from seqpack.data.packed import PackedBlock
 from seqpack.data.packed_scan import PackedScan
 from seqpack.data.packed_source import PackedSource
 from seqpack.data.packed_stats import MetadataMismatch, PackedStats, check_pack_capacity, compare_metadata
+from seqpack.data.recorded import RecordedCheck
 from seqpack.data.runs import check_run_ids
 from seqpack.data.text import eos_disagreement, load_tokenizer, tokenizer_eos_id
 from seqpack.errors import DataError
@@ -206,12 +207,15 @@ def _inspect(
     if on_packs is not None:
         on_packs(source.num_packs)
     scan = PackedScan()
-    for block in source.blocks():  # validated, strictly
-        facts = scan.add(block)
-        if pack_size is not None:
-            check_pack_capacity(block, pack_size, facts.pack_runtime)
-        if on_block is not None:
-            on_block(block)
+    with RecordedCheck(source.spec, files, meta_path, sidecar) as recorded:
+        for block in source.blocks():  # validated, strictly
+            facts = scan.add(block)
+            recorded.add(block)
+            if pack_size is not None:
+                check_pack_capacity(block, pack_size, facts.pack_runtime)
+            if on_block is not None:
+                on_block(block)
+        recorded.finish()
     stats = scan.stats
     check: MetadataCheck
     if meta_path is None:

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from seqpack._parquet import open_parquet, read_row_group
 from seqpack.data._write import IGNORE_INDEX
 from seqpack.data.metadata import hf_data_dir
 from seqpack.data.packed import (
@@ -40,7 +41,7 @@ from seqpack.data.packed import (
     resolve_packed_paths,
     validate_block,
 )
-from seqpack.errors import DataError, InputError, UsageError, where
+from seqpack.errors import DataError, UsageError, where
 
 #: The columns of the flattened layout that say where sequences end and what they train on.
 HF_COLUMNS: tuple[str, ...] = ("input_ids", "labels", "seq_lengths")
@@ -82,19 +83,13 @@ def layout_of(path: str, schema: pa.Schema) -> str:
 
 
 def _open(path: str) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(path, memory_map=True)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read as Parquet ({exc})") from None
+    return open_parquet(path, memory_map=True)
 
 
 def _groups(path: str, handle: pq.ParquetFile, columns: tuple[str, ...]) -> Iterator[tuple[int, pa.Table]]:
     first = 0
     for group in range(handle.metadata.num_row_groups):
-        try:
-            table = handle.read_row_group(group, columns=list(columns))
-        except (pa.ArrowException, OSError) as exc:
-            raise InputError(f"{path}: row group {group} cannot be read ({exc})") from None
+        table = read_row_group(handle, path, group, list(columns))
         yield first, table
         first += table.num_rows
 

@@ -10,9 +10,9 @@ import warnings
 from typing import Any
 
 from seqpack.diff._compare import diff_paths
-from seqpack.diff._packed_diff import recorded_fingerprint
+from seqpack.diff._packed_diff import recorded_entry_fingerprint, recorded_fingerprint
 
-__all__ = ["diff_paths", "recorded_fingerprint"]
+__all__ = ["diff_paths", "recorded_entry_fingerprint", "recorded_fingerprint"]
 
 #: Names that lived here before 0.2, and the module each lives in now.
 _MOVED = {

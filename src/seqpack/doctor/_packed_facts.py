@@ -26,6 +26,7 @@ from pathlib import Path
 from seqpack.data.metadata import PackingMetadata, find_metadata
 from seqpack.data.packed_scan import PackedScan
 from seqpack.data.packed_source import PackedSource
+from seqpack.data.recorded import RecordedCheck
 from seqpack.data.runs import check_run_ids
 
 
@@ -91,8 +92,12 @@ def read_packed_facts(
             facts.metadata = PackingMetadata.read(facts.metadata_path)
             check_run_ids(source.paths, facts.metadata_path, facts.metadata)
         scan = PackedScan(pad_multiple=multiple, eos_id=facts.eos_id)
-        for block in source.blocks():
-            scan.add(block)
+        sidecar = facts.metadata if facts.metadata_path is not None else None
+        with RecordedCheck(spec, source.paths, facts.metadata_path, sidecar) as recorded:
+            for block in source.blocks():
+                scan.add(block)
+                recorded.add(block)
+            recorded.finish()
     finally:
         source.close()
     facts.rows, facts.sequences = scan.stats.packs, scan.stats.sequences

@@ -21,6 +21,7 @@ from seqpack.batching import PackedDataset
 from seqpack.data.metadata import PackingMetadata, find_metadata
 from seqpack.data.packed_scan import PackedScan
 from seqpack.data.packed_stats import check_pack_capacity
+from seqpack.data.recorded import RecordedCheck
 from seqpack.data.runs import check_run_ids
 from seqpack.errors import DataError, UsageError, where
 
@@ -91,25 +92,29 @@ def load_training_data(
         infer_eos=True,
         keep_pack_runtime=True,
     )
-    for block in reader.iter_blocks():
-        facts = scan.add(block)
-        if facts.multiple_misses.size:
-            k = int(facts.multiple_misses[0])
-            raise DataError(
-                f"{where(block.path, row=block.first_row + facts.sequence_row(k), field='seq_start_id')}: a "
-                f"sequence of {int(facts.runtime[k])} runtime tokens is not a multiple of --pad-multiple "
-                f"{pad_multiple} "
-                "(the data was packed with another pad_seq_to_mult)"
-            )
-        if pack_size is not None:
-            check_pack_capacity(block, pack_size, facts.pack_runtime)
-        if facts.over_vocab is not None:
-            pos = facts.over_vocab
-            row = block.first_row + facts.token_row(pos)
-            raise DataError(
-                f"{where(block.path, row=row, field='input_ids')}: token id "
-                f"{int(block.input_ids[pos])} does not fit --vocab {vocab}"
-            )
+    with RecordedCheck(reader.spec, reader.paths, meta_path, sidecar if meta_path else None) as recorded:
+        for block in reader.iter_blocks():
+            facts = scan.add(block)
+            recorded.add(block)
+            if facts.multiple_misses.size:
+                k = int(facts.multiple_misses[0])
+                row = block.first_row + facts.sequence_row(k)
+                raise DataError(
+                    f"{where(block.path, row=row, field='seq_start_id')}: a "
+                    f"sequence of {int(facts.runtime[k])} runtime tokens is not a multiple of --pad-multiple "
+                    f"{pad_multiple} "
+                    "(the data was packed with another pad_seq_to_mult)"
+                )
+            if pack_size is not None:
+                check_pack_capacity(block, pack_size, facts.pack_runtime)
+            if facts.over_vocab is not None:
+                pos = facts.over_vocab
+                row = block.first_row + facts.token_row(pos)
+                raise DataError(
+                    f"{where(block.path, row=row, field='input_ids')}: token id "
+                    f"{int(block.input_ids[pos])} does not fit --vocab {vocab}"
+                )
+        recorded.finish()
     runtime_sizes = np.concatenate(scan.pack_runtime)
     if pack_size is None:
         pack_size = int(runtime_sizes.max())
