@@ -25,6 +25,7 @@ from seqpack._io import TEMP_PREFIX
 from seqpack.cli import _commands
 from seqpack.cli._common import ClickException, err_console, flag, state
 from seqpack.cli._exit import exit_process
+from seqpack.cli._repeats import refuse_repeated
 from seqpack.errors import SeqpackError
 
 
@@ -139,6 +140,7 @@ def _run(args: list[str]) -> int:
     try:
         command = _commands.command_in(args)
         application = build_app() if command is None else build_app((command,))
+        refuse_repeated(typer.main.get_command(application), args)
         result = application(args=args, prog_name="seqpack", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
