@@ -17,6 +17,7 @@ import io
 import json
 import math
 import os
+import struct
 import warnings
 from pathlib import Path
 from typing import Any
@@ -294,4 +295,58 @@ def read_tensorboard(path: str | os.PathLike[str]) -> Curves:
     metrics: dict[str, Series] = {}
     for tag, group in frame.groupby("tag", sort=False):
         metrics[canonical(str(tag))] = resolve(group["step"].to_numpy(), group["value"].to_numpy())
-    return Curves(source=source, format="tensorboard", metrics=metrics)
+    notes = [note for file in _event_files(Path(path)) if (note := event_file_damage(file)) is not None]
+    return Curves(source=source, format="tensorboard", metrics=metrics, notes=notes, damaged=list(notes))
+
+
+def _event_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("events.out.tfevents*") if p.is_file())
+    return [path]
+
+
+def _crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli), bit by bit: TFRecord frames checksum their 8 length bytes with it."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def _masked(crc: int) -> int:
+    """TFRecord's masked CRC: rotated right by 15 bits plus a constant, mod 2^32."""
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def event_file_damage(path: Path) -> str | None:
+    """What is wrong with the framing of a TensorBoard event file, in words, or ``None`` when every record
+    is whole. tbparse (and TensorBoard) stop at the first broken record without a word, so a file cut
+    short (a job killed while writing, a partial copy) read as a shorter run; the curves readers note it.
+
+    A record is ``length (8 bytes LE) | masked CRC-32C of those 8 bytes | data | masked CRC-32C of data``;
+    the framing is walked without reading the data.
+    """
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            offset = records = 0
+            while offset < size:
+                header = handle.read(12)
+                if len(header) < 12:
+                    stray = size - offset
+                    return f"{path}: cut short inside record {records + 1} ({stray} stray bytes at the end)"
+                (length,) = struct.unpack("<Q", header[:8])
+                (crc,) = struct.unpack("<I", header[8:])
+                if _masked(_crc32c(header[:8])) != crc:
+                    where_ = f"record {records + 1} at byte {offset}"
+                    return f"{path}: {where_} is damaged; later records are not read"
+                end = offset + 12 + length + 4
+                if end > size:
+                    return f"{path}: cut short inside record {records + 1} (it needs {end - size} more bytes)"
+                handle.seek(end)
+                offset, records = end, records + 1
+    except OSError as exc:
+        return f"{path}: cannot be read whole ({exc.strerror or exc})"
+    return None
