@@ -38,9 +38,12 @@ MAX_STEP = 2**62
 
 
 def _number(raw: Any) -> float | None:
-    """A float for numbers and ``nan``/``inf`` spellings; ``None`` for empty; raise ValueError otherwise."""
-    if raw is None or isinstance(raw, bool):
+    """A float for numbers and ``nan``/``inf`` spellings; ``None`` for empty; raise ValueError otherwise
+    (a boolean too: ``true`` is no loss, and reading it as a step not recorded hid the damage)."""
+    if raw is None:
         return None
+    if isinstance(raw, bool):
+        raise ValueError(shown(raw))
     if isinstance(raw, (int, float)):
         return float(raw)
     if isinstance(raw, str):
@@ -63,6 +66,9 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
         doc = _python_json(data)  # bare NaN, as Python's json.dump writes a missing step
         if doc is None:
             raise InputError(f"{source}: not JSON ({exc})") from None
+    twice = _key_given_twice(data)
+    if twice is not None:  # JSON parsers keep the last of two equal keys, silently
+        raise DataError(f"{source}: key {shown(twice)} is given twice (a metric or a step)")
     if not isinstance(doc, dict) or not doc:
         raise InputError(
             f"{source}: expected a JSON object of metrics (golden values), found {type(doc).__name__}"
@@ -78,6 +84,8 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
         if isinstance(values, list):  # older golden files: a list from start_step every step_interval
             start = _int_key(source, name, entry, "start_step")
             step = _int_key(source, name, entry, "step_interval")
+            if step < 1:  # 0 laid every value on one step, a negative one ran the steps backwards
+                raise DataError(f"{where(source, field=name)}: 'step_interval' must be >= 1, found {step}")
             items = [(start + k * step, v) for k, v in enumerate(values)]
         elif isinstance(values, dict):
             try:
@@ -86,9 +94,11 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
                 raise DataError(f"{where(source, field=name)}: step keys must be integers") from None
         else:
             raise InputError(f"{where(source, field=name)}: 'values' must be an object or a list")
-        far = next((step for step, _ in items if abs(step) > MAX_STEP), None)
+        far = next((step for step, _ in items if not 0 <= step <= MAX_STEP), None)
         if far is not None:
-            raise DataError(f"{where(source, field=name)}: step {shown(far)} is out of range")
+            raise DataError(f"{where(source, field=name)}: step {shown(far)} is out of range [0, 2^62]")
+        if len({step for step, _ in items}) != len(items):  # "10" and "010"
+            raise DataError(f"{where(source, field=name)}: a step is given twice")
         its: list[int] = []
         vals: list[float] = []
         unrecorded = 0
@@ -96,6 +106,8 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
             if isinstance(raw, str) and raw.strip().lower() == "nan":
                 unrecorded += 1
                 continue
+            if isinstance(raw, str):  # golden values are JSON numbers; "nan" is the one word they use
+                raise DataError(f"{where(source, field=name)}: step {step}: not a number: {shown(raw)}")
             try:
                 value = _number(raw)
             except ValueError:
@@ -114,6 +126,23 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
     if unrecorded_by_metric:
         notes.append(f'{source}: steps marked "nan" (not recorded): {", ".join(unrecorded_by_metric)}')
     return Curves(source=source, format="golden", metrics=metrics, notes=notes)
+
+
+def _key_given_twice(data: bytes) -> str | None:
+    """The first key that appears twice in one JSON object of ``data`` (``None`` if none does)."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        if not found and len(set(keys)) != len(keys):
+            found.append(next(k for i, k in enumerate(keys) if k in keys[:i]))
+        return dict(items)
+
+    try:
+        json.loads(data, object_pairs_hook=pairs, parse_constant=lambda word: word)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
 
 
 def _python_json(data: bytes) -> Any:
@@ -176,7 +205,7 @@ def _table_curves(
             step = _number(row.get(step_key))
         except ValueError:
             step = math.nan
-        if step is None or not math.isfinite(step) or step != int(step) or abs(step) > MAX_STEP:
+        if step is None or not math.isfinite(step) or step != int(step) or not 0 <= step <= MAX_STEP:
             raise DataError(
                 f"{where(source, first_line + k, field=step_key)}: expected an integer step, "
                 f"found {shown(row.get(step_key))}"
