@@ -174,3 +174,26 @@ def test_pages_carry_checksums_that_survive_stitching(reference: Path) -> None:
     assert meta.num_row_groups >= 2
     table = pq.read_table(reference / PACKED, page_checksum_verification=True)
     assert pc.max(pc.list_flatten(table.column("input_ids"))).as_py() < 1000
+
+
+@pytest.mark.parametrize("sidecar", [META, "rejects_training.jsonl"])
+def test_a_sidecar_of_another_run_is_refused_by_every_reader(
+    sidecar: str, reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The metadata or rejects file of another pack run (same names, same pack size, other samples) copied
+    beside the packed file: every reader refuses the set, naming both files."""
+    rows = random_examples(np.random.default_rng(30), 400, 1500)  # some longer than 1024: rejects
+    other = tmp_path / "other"
+    write_jsonl(tmp_path / "other.jsonl", rows)
+    assert main(["pack", str(tmp_path / "other.jsonl"), "--out", str(other), "-n", str(PACK_SIZE), "-q"]) == 0
+    capsys.readouterr()
+    assert (other / sidecar).stat().st_size > 0
+    out = tmp_path / "set"
+    shutil.copytree(reference, out)
+    shutil.copy(other / sidecar, out / sidecar)
+    for name, argv in readers(str(out / PACKED)).items():
+        code = main(argv)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 1, (name, err)
+        assert "come from different seqpack pack runs" in err[-1], (name, err[-1:])
+        assert sidecar in err[-1], (name, err[-1:])
