@@ -19,8 +19,10 @@ SRC = Path(seqpack.__file__).parent
 
 #: Lowest first; a package may import packages of lower layers only (docs/architecture.md).
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors"}),
-    frozenset({"_io", "_progress", "_plot", "_faults", "_ordered", "_ranges", "_arrow", "_bridge_keys"}),
+    frozenset({"errors", "_console"}),
+    frozenset(
+        {"_io", "_progress", "_plot", "_faults", "_ordered", "_ranges", "_arrow", "_bridge_keys", "_parquet"}
+    ),
     frozenset({"_yaml", "<root>", "findings"}),
     frozenset({"fingerprint", "packing", "translate", "curves", "env"}),
     frozenset({"data"}),

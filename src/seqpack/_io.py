@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,32 @@ def disk_full_error(directory: str | os.PathLike[str], exc: OSError) -> InputErr
         f"{os.fspath(directory)}: cannot write, the disk is full ({reason}); "
         "nothing was left under a final name"
     )
+
+
+def missing_dirs(path: Path) -> list[Path]:
+    """``path`` and its ancestors that do not exist yet, outermost first: what ``mkdir -p path`` creates,
+    so that a run that fails removes exactly those (:func:`remove_made_dirs`) and leaves the output
+    location as it found it."""
+    missing: list[Path] = []
+    probe = path
+    while not os.path.lexists(probe) and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    return missing[::-1]
+
+
+def make_dirs(path: Path) -> list[Path]:
+    """``mkdir -p path``, returning the directories it created (:func:`missing_dirs`)."""
+    missing = missing_dirs(path)
+    path.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def remove_made_dirs(made: list[Path]) -> None:
+    """Remove the directories :func:`make_dirs` created, innermost first, where they are empty again."""
+    for directory in reversed(made):
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 def fsync_dir(directory: Path) -> None:
@@ -93,6 +120,51 @@ def atomic_path(
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+def _backup(path: Path) -> Path:
+    """A second name for ``path``'s current bytes in its folder: a hard link, else a copy."""
+    fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".old", dir=path.parent)
+    os.close(fd)
+    backup = Path(name)
+    try:
+        os.unlink(backup)
+        os.link(path, backup)  # never follows a name planted meanwhile: link() fails on an existing one
+    except OSError:
+        shutil.copyfile(path, backup)
+    return backup
+
+
+@contextlib.contextmanager
+def restored_on_failure(*paths: Path) -> Iterator[None]:
+    """Put ``paths`` back as they were if the block fails: a file that existed gets its old bytes back (kept
+    as a hard link, or a copy where links are refused, under a temp name a later run reclaims), one that
+    did not is removed. For several files renamed into place one after another, so an error or Ctrl-C
+    between two renames leaves the earlier ones as they were (a SIGKILL cannot be handled; the run ids
+    catch that case)."""
+    kept: dict[Path, Path | None] = {}
+    try:
+        for path in paths:
+            if not path.exists():
+                kept[path] = None
+                continue
+            kept[path] = _backup(path)
+        yield
+    except BaseException:
+        for path, backup in kept.items():
+            with contextlib.suppress(OSError):
+                if backup is None:
+                    path.unlink()
+                elif os.path.exists(path) and os.path.samefile(backup, path):
+                    backup.unlink()  # never replaced: rename() between two links of one file does nothing
+                else:
+                    os.replace(backup, path)
+        raise
+    else:
+        for backup in kept.values():
+            if backup is not None:
+                with contextlib.suppress(OSError):
+                    backup.unlink()
 
 
 def atomic_write_bytes(final: str | os.PathLike[str], data: bytes, *, overwrite: bool = False) -> None:

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -31,6 +30,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from seqpack._console import literal_console
 
 
 class _SilentProgress:
@@ -123,12 +124,13 @@ def progress(quiet: bool = False, *extra_columns: Any) -> Iterator[Progress | _S
         lines.close()  # not after an error: its one-line message stays the last line
         return
     columns = (
-        TextColumn("[progress.description]{task.description}"),
+        # a description may name a file: shown as it is, never read as markup (seqpack._console)
+        TextColumn("{task.description}", style="progress.description", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         *extra_columns,
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+    with Progress(*columns, console=literal_console(stderr=True), transient=False) as bar:
         yield bar

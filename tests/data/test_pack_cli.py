@@ -177,8 +177,8 @@ def test_interrupt_leaves_nothing(
     args = [str(source), "--out", str(tmp_path / "out"), "--pack-size", "16", "--scratch-dir", str(scratch)]
     code, _, _ = run(args, capsys)
     assert code == 130
-    assert list((tmp_path / "out").iterdir()) == []
-    assert not scratch.exists() or list(scratch.iterdir()) == []
+    assert not (tmp_path / "out").exists()  # the run made it, so the run removes it
+    assert not scratch.exists()
 
 
 def test_datasets_directory_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -62,10 +62,10 @@ def test_best_fit_matches_linear_scan(case: tuple[int, list[int]]) -> None:
 
 def test_order_by_length_is_a_stable_counting_sort() -> None:
     lengths = np.array([3, 1, 3, 0, 1], dtype=np.int64)
-    order, counts = order_by_length(lengths, 4, False)
+    order, counts = order_by_length(lengths, False)
     assert order.tolist() == [3, 1, 4, 0, 2]
-    assert counts.tolist() == [1, 2, 0, 2, 0]
-    order, _ = order_by_length(lengths, 4, True)
+    assert counts.tolist() == [1, 2, 0, 2]  # sized by the longest length, not by any pack size
+    order, _ = order_by_length(lengths, True)
     assert order.tolist() == [0, 2, 1, 4, 3]
 
 

@@ -18,13 +18,14 @@ from pathlib import Path
 from types import FrameType
 
 import typer
-from rich.markup import escape
 
 from seqpack import __version__
+from seqpack._console import styled
 from seqpack._io import TEMP_PREFIX
 from seqpack.cli import _commands
 from seqpack.cli._common import ClickException, err_console, flag, state
 from seqpack.cli._exit import exit_process
+from seqpack.cli._repeats import refuse_repeated
 from seqpack.errors import SeqpackError
 
 __all__ = ["build_app", "console_main", "main"]
@@ -132,10 +133,16 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _print_error(message: str) -> None:
+    """The one-line error: the message holds user text (paths, values), printed as it is."""
+    err_console.print(styled(("error:", "bold red"), " ", message), soft_wrap=True)
+
+
 def _run(args: list[str]) -> int:
     try:
         command = _commands.command_in(args)
         application = build_app() if command is None else build_app((command,))
+        refuse_repeated(typer.main.get_command(application), args)
         result = application(args=args, prog_name="seqpack", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
@@ -148,18 +155,12 @@ def _run(args: list[str]) -> int:
     except SeqpackError as exc:
         if state.debug:
             raise
-        # The message holds user text (paths, values): escaped, so "[/x]" in a file name is not markup.
-        err_console.print(
-            f"[bold red]error:[/] {escape(exc.render(flag))}", highlight=False, markup=True, soft_wrap=True
-        )
+        _print_error(exc.render(flag))
         return exc.exit_code
     except OSError as exc:  # the environment, not the input (a full disk, a permission): still one line
         if state.debug:
             raise
-        message = os_error_message(exc)
-        err_console.print(
-            f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True
-        )
+        _print_error(os_error_message(exc))
         return 2
     except KeyboardInterrupt:
         err_console.print("Interrupted.")

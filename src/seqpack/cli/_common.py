@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 import typer
-from rich.console import Console
 
+from seqpack._console import literal_console
 from seqpack._ranges import Range
 
 
@@ -35,8 +35,9 @@ def _click_exception_type() -> type[Exception]:
 
 ClickException = _click_exception_type()
 
-out_console = Console(soft_wrap=True, highlight=False)
-err_console = Console(stderr=True, highlight=False)
+#: stdout and stderr; user text in them is printed literally (seqpack._console), styles come as Text.
+out_console = literal_console(soft_wrap=True)
+err_console = literal_console(stderr=True)
 
 
 @dataclass

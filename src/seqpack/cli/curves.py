@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from seqpack._console import literal_console, styled
 from seqpack._io import atomic_write_bytes
 from seqpack._progress import progress
 from seqpack._ranges import COUNT0, STEP
@@ -136,7 +136,7 @@ def _print_table(title: str, rows: list[dict[str, str]]) -> None:
     for row in rows:
         style = None if row.get("verdict") != "MISMATCH" else "red"
         table.add_row(*row.values(), style=style)
-    wide = Console(highlight=False, width=max(out_console.width, TABLE_WIDTH))
+    wide = literal_console(width=max(out_console.width, TABLE_WIDTH))
     wide.print(table)
 
 
@@ -245,7 +245,8 @@ def compare(
         _print_table(f"reference: {curves[0].source}  profile: {profile.name} ({comparisons[0].rule})", rows)
         for comp in comparisons:
             for reason in comp.reasons:
-                out_console.print(f"[red]mismatch[/]: {comp.candidate} '{comp.metric}': {reason}")
+                line = f": {comp.candidate} '{comp.metric}': {reason}"
+                out_console.print(styled(("mismatch", "red"), line))
         for note in notes:
             out_console.print(f"note: {note}", markup=False)
         out_console.print("verdict: " + ("match" if passed else "MISMATCH"))

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from seqpack._console import literal_console, styled
 from seqpack._ranges import RANKS
 from seqpack.cli._common import (
     FormatOption,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # seqpack.demo imports torch: loaded when the demo runs, not 
 
 #: ``seqpack.demo.DEFAULT_THREADS`` (not imported here, see above; a test keeps the two equal).
 DEFAULT_THREADS = 1
-OK, FAILED = "[green]✓[/]", "[red]✗[/]"
+OK, FAILED = ("✓", "green"), ("✗", "red")
 
 
 class _LineReporter:
@@ -64,13 +64,13 @@ class _BarReporter:
         self.work = 1
 
     def begin(self, index: int, total: int, name: str, title: str, work: int | None) -> None:
-        self.label = f"[{index}/{total}] [bold]{escape(name)}[/]: {escape(title)}"
+        self.label = f"[{index}/{total}] {name}: {title}"  # shown as it is: the bar reads no markup
         self.work = work or 1
         self.task = self.bar.add_task(f"  {self.label}", total=work, note="")
 
     def advance(self, amount: int = 1, note: str | None = None) -> None:
         if self.task is not None:
-            self.bar.update(self.task, advance=amount, note=escape(note or ""))
+            self.bar.update(self.task, advance=amount, note=note or "")
 
     def end(self, step: StepResult) -> None:
         if self.task is None:
@@ -79,10 +79,10 @@ class _BarReporter:
         # The line stays short (a terminal line); the summary at the end has each step's account.
         self.bar.update(
             self.task,
-            description=f"{mark} {self.label}",
+            description=f"{mark[0]} {self.label}",
             total=self.work,
             completed=self.work,
-            note="" if step.ok else "[red]did not do what it should[/]",
+            note="" if step.ok else "did not do what it should",
         )
 
 
@@ -97,13 +97,13 @@ def _reporter(quiet: bool) -> Iterator[Reporter]:
         yield _LineReporter(err_console)
         return
     columns = (
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(bar_width=24),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[note]}"),
+        TextColumn("{task.fields[note]}", markup=False),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+    with Progress(*columns, console=literal_console(stderr=True), transient=False) as bar:
         yield _BarReporter(bar)
 
 
@@ -117,19 +117,18 @@ def run_demo(options: DemoOptions, reporter: Reporter) -> DemoResult:
 def _print_summary(result: DemoResult) -> None:
     p = out_console.print
     if result.interrupted:
-        head = "[yellow]stopped on request[/]"
+        head = ("stopped on request", "yellow")
     elif result.passed:
-        head = "[green]every step did what it should[/]"
+        head = ("every step did what it should", "green")
     else:
-        head = "[red]some steps did not do what they should[/]"
-    p(f"[bold]seqpack demo[/]: {head} ({result.seconds:.1f} s, run size {result.sizes.name})")
+        head = ("some steps did not do what they should", "red")
+    tail = f" ({result.seconds:.1f} s, run size {result.sizes.name})"
+    p(styled(("seqpack demo", "bold"), ": ", head, tail))
     width = max(len(step.name) for step in result.steps) if result.steps else 0
     for step in result.steps:
         # One line per step, never folded: a narrow terminal wraps it, a pipe or a log keeps it whole.
-        p(
-            f" {OK if step.ok else FAILED} [bold]{escape(step.name):<{width}}[/]  {escape(step.summary)}",
-            soft_wrap=True,
-        )
+        mark = OK if step.ok else FAILED
+        p(styled(" ", mark, " ", (f"{step.name:<{width}}", "bold"), f"  {step.summary}"), soft_wrap=True)
     speedup = result.speedup
     if speedup is not None and speedup.real_tokens_per_s is not None:
         p(
@@ -138,8 +137,8 @@ def _print_summary(result: DemoResult) -> None:
             f"({speedup.padding_fraction_packed * 100:.1f}% packed)"
         )
     if result.layout.report.exists():
-        p(f"report    {escape(os.fspath(result.layout.report))}")
-    p(f"summary   {escape(os.fspath(result.layout.summary))}")
+        p(f"report    {os.fspath(result.layout.report)}")
+    p(f"summary   {os.fspath(result.layout.summary)}")
 
 
 def demo(
@@ -191,9 +190,7 @@ def demo(
     else:
         _print_summary(result)
     if result.interrupted:
-        err_console.print(
-            f"demo stopped on request; what it wrote is in {escape(os.fspath(result.layout.root))}"
-        )
+        err_console.print(f"demo stopped on request; what it wrote is in {os.fspath(result.layout.root)}")
         raise typer.Exit(130)
     if not result.passed:
         raise typer.Exit(1)

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from seqpack._console import styled
 from seqpack._progress import progress
 from seqpack._ranges import TOKEN_ID
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, number_option, out_console
@@ -24,7 +25,7 @@ def _excerpt(view: Mapping[str, Any]) -> str:
 def _print_packed(report: Mapping[str, Any]) -> None:
     p = out_console.print
     p(f"A: {report['a']['path']}\nB: {report['b']['path']}")
-    p(f"verdict: [bold]{report['verdict']}[/]")
+    p(styled("verdict: ", (report["verdict"], "bold")))
     meta = report["metadata"]
     if not meta["compared"] and not meta["differences"]:
         p("metadata: not compared (no sidecar {N}_metadata.jsonl beside A or B)")
@@ -94,7 +95,7 @@ def _print_packed(report: Mapping[str, Any]) -> None:
 def _print_batches(report: Mapping[str, Any]) -> None:
     p = out_console.print
     p(f"A: {report['a']['path']}\nB: {report['b']['path']}")
-    p(f"verdict: [bold]{report['verdict']}[/]")
+    p(styled("verdict: ", (report["verdict"], "bold")))
     for label, key in (("A", "only_in_a"), ("B", "only_in_b")):
         if report[key]:
             p(f"keys only in {label}: {', '.join(report[key])}")

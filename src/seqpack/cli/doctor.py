@@ -6,9 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
+from seqpack._console import styled
 from seqpack._ranges import COUNT0, RANKS, SIZE
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, err_console, number_option, out_console
 from seqpack.doctor import (
@@ -83,14 +83,9 @@ def _print_text(report: Report, fixes: list[str] | None) -> None:
         table.add_column("finding", ratio=3, overflow="fold")
         table.add_column("fix", ratio=2, overflow="fold")
         for f in report.findings:
-            severity = f"[{_SEVERITY_STYLE[f.severity]}]{f.severity}[/]" + (" (allowed)" if f.allowed else "")
-            table.add_row(
-                f.id,
-                severity,
-                f"{escape(f.message)}\n[dim]{escape(f.why)}\nfields: {escape(', '.join(f.fields))}\n"
-                f"upstream: {f.upstream}[/]",
-                escape("\n".join(f.fix)) or "-",
-            )
+            severity = styled((f.severity, _SEVERITY_STYLE[f.severity]), " (allowed)" if f.allowed else "")
+            details = f"{f.why}\nfields: {', '.join(f.fields)}\nupstream: {f.upstream}"
+            table.add_row(f.id, severity, styled(f"{f.message}\n", (details, "dim")), "\n".join(f.fix) or "-")
         out_console.print(table)
         counts = {
             s: sum(1 for f in report.findings if f.severity == s and not f.allowed) for s in _SEVERITY_STYLE

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
+from seqpack._console import styled
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
 from seqpack.env import SCHEMA_VERSION, EnvReport, env_report
 
@@ -18,7 +19,7 @@ def _print_text(report: EnvReport) -> None:
     versions.add_column("version")
     versions.add_row("python", table.python)
     for name, version in table.packages.items():
-        versions.add_row(name, version if version is not None else "[dim]not installed[/]")
+        versions.add_row(name, version if version is not None else styled(("not installed", "dim")))
     if table.cuda_available is not None:
         cuda = f"CUDA {table.cuda_version}" if table.cuda_version else "CPU-only build"
         gpus = ", ".join(table.gpu_names) if table.gpu_names else "no GPU visible"
@@ -29,7 +30,7 @@ def _print_text(report: EnvReport) -> None:
         return
     for finding in report.findings:
         style = _STYLE[finding.severity]
-        out_console.print(f"[{style}]{finding.id} {finding.severity}[/]: {finding.message}")
+        out_console.print(styled((f"{finding.id} {finding.severity}", style), f": {finding.message}"))
         out_console.print(f"  why: {finding.why}")
         for fix in finding.fix:
             out_console.print(f"  fix: {fix}")

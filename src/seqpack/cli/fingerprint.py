@@ -8,12 +8,12 @@ import typer
 
 from seqpack._progress import progress
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
-from seqpack.data.packed import fingerprint_packed
-from seqpack.diff import recorded_fingerprint
+from seqpack.data.packed import CHECKED, fingerprint_packed, mismatch, not_as_recorded
+from seqpack.diff import recorded_entry_fingerprint
 from seqpack.errors import UsageError
 
-#: What --check compares with the record seqpack pack wrote.
-_CHECKED = ("algorithm", "content", "packs")
+#: What --check compares with the record seqpack pack wrote: the fingerprints and the counts they cover.
+_CHECKED = ("algorithm", *CHECKED)
 
 
 def _print_text(path: str, result: dict[str, Any]) -> None:
@@ -50,13 +50,14 @@ def register(app: typer.Typer) -> None:
 
         Example: seqpack fingerprint out/packed/training_4096.idx.parquet --format json
         """
-        recorded = recorded_fingerprint(path) if check else None
+        recorded = recorded_entry_fingerprint(path) if check else None
         if check and recorded is None:
             raise UsageError(f"{path}: no fingerprint recorded in a metadata sidecar beside it (--check)")
         with progress(quiet) as bar:
             task = bar.add_task("fingerprint", total=None)
-            result = fingerprint_packed(path, on_packs=lambda n: bar.advance(task, n)).to_dict()
-        stored = recorded[1] if recorded else {}
+            found = fingerprint_packed(path, on_packs=lambda n: bar.advance(task, n))
+        result = found.to_dict()
+        stored = recorded[2] if recorded else {}
         mismatches = {
             k: [stored.get(k), result[k]] for k in _CHECKED if recorded and stored.get(k) != result[k]
         }
@@ -70,5 +71,6 @@ def register(app: typer.Typer) -> None:
                 out_console.print(f"check      {verdict} the record in {recorded[0]}")
                 for key, (was, now) in mismatches.items():
                     out_console.print(f"  {key}: recorded {was}, now {now}")
-        if mismatches:
-            raise typer.Exit(1)
+        if recorded is not None and mismatches:  # the report, then the one line every reader prints
+            what = mismatch(stored, found) or f"algorithm recorded {stored.get('algorithm')}"
+            raise not_as_recorded(path, recorded[0], recorded[1], what)

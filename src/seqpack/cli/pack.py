@@ -29,7 +29,7 @@ from seqpack.data.pipeline import (
 )
 from seqpack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
 from seqpack.errors import UsageError
-from seqpack.packing import CostModel, ModelDims, pad_multiple
+from seqpack.packing import MAX_PAD_MULTIPLE, CostModel, ModelDims, pad_multiple
 
 
 def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_parallel: bool) -> int:
@@ -37,7 +37,13 @@ def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_par
     if mult is not None and topology:
         raise UsageError("give either --pad-seq-to-mult or --cp/--tp/--sequence-parallel, not both")
     if topology:
-        return pad_multiple(cp or 1, tp or 1, sequence_parallel)
+        derived = pad_multiple(cp or 1, tp or 1, sequence_parallel)
+        if derived > MAX_PAD_MULTIPLE:
+            raise UsageError(
+                f"--cp {cp or 1} --tp {tp or 1} need a pre-padding multiple of {derived}, larger than "
+                f"{MAX_PAD_MULTIPLE}, the largest seqpack writes"
+            )
+        return derived
     return 1 if mult is None else mult
 
 

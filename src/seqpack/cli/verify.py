@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from seqpack._console import styled
 from seqpack._ranges import INT32_MAX, SEED, SIZE, Range
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, number_option, out_console
 from seqpack.errors import UsageError
@@ -20,10 +21,8 @@ PACK_SIZE = Range(2, INT32_MAX)
 
 def _print_text(results: list[PartResult]) -> None:
     for part in results:
-        line = f"[{_STYLE[part.status]}]{part.status}[/]"
-        if part.reason:
-            line += f": {part.reason}"
-        out_console.print(f"{part.name:8} {line}")
+        reason = f": {part.reason}" if part.reason else ""
+        out_console.print(styled(f"{part.name:8} ", (part.status, _STYLE[part.status]), reason))
         d = part.details
         if part.name == "packing":
             out_console.print(

@@ -488,16 +488,32 @@ def compare_curves(
     out = []
     for run in candidates:
         for name in names:
-            out.append(
-                compare_series(
-                    reference.metrics[name],
-                    run.metrics[name],
-                    profile,
-                    metric=name,
-                    reference_name=reference.source,
-                    candidate_name=run.source,
-                    steps=steps,
-                    candidate_missing=run.missing.get(name),
-                )
+            found = compare_series(
+                reference.metrics[name],
+                run.metrics[name],
+                profile,
+                metric=name,
+                reference_name=reference.source,
+                candidate_name=run.source,
+                steps=steps,
+                candidate_missing=run.missing.get(name),
             )
+            hidden = _hidden_by_damage(run, found.only_reference) or _hidden_by_damage(
+                reference, found.only_candidate
+            )
+            if hidden is not None:
+                found.reasons.append(hidden)
+                found.passed = False
+            out.append(found)
     return out
+
+
+def _hidden_by_damage(run: Curves, beyond: IntArray) -> str | None:
+    """Why the comparison cannot pass when ``run`` was read only in part and the other run has steps
+    (``beyond``: those ``run`` lacks) after the last one read: the damage may hide a divergence."""
+    if not run.damaged or beyond.size == 0:
+        return None
+    return (
+        f"{run.source} was read only in part ({run.damaged[0]}); {beyond.size} step(s) of the other run "
+        f"from {int(beyond.min())} on are not compared"
+    )

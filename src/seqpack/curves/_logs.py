@@ -94,6 +94,7 @@ class _State:
     step_times: list[tuple[int, float, float | None]] = field(default_factory=list)
     validation: _Columns = field(default_factory=_Columns)
     notes: list[str] = field(default_factory=list)
+    damaged: list[str] = field(default_factory=list)  # what stopped the read early (Curves.damaged)
     segments: list[list[int]] = field(default_factory=list)  # [first, max, records, line]
     previous: int | None = None
     pending_step_time: tuple[float, float | None] | None = None
@@ -147,13 +148,20 @@ def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> int:
             f"{source}: more than {MAX_KEYS} different field names in one block: not a training log"
         )
     n = rec_iter.size
-    if at_eof and n and not state.nemo and not block.endswith(b"\n") and not rec_closed[-1]:
+    # A last line without its newline is cut off unless it ends as Megatron ends every line (" |") and holds
+    # a loss: a line cut inside a value ("lm loss: 9.1E+") or before it ("iteration 30/ 100 |") would
+    # otherwise read as a loss Megatron left off (a NaN), silently.
+    tail_line = block[block.rfind(b"\n") + 1 :].rstrip()
+    cut_short = bool(n) and (not rec_closed[-1] or not tail_line.endswith(b"|") or b"loss" not in tail_line)
+    if at_eof and n and not state.nemo and not block.endswith(b"\n") and cut_short:
         last = int(rec_pos[-1])
         if block.find(b"\n", last) < 0:
-            state.note(
+            cut = (
                 f"{source}:{_line_of(state, block, last)}: last line is cut off; "
                 f"record of iteration {int(rec_iter[-1])} ignored"
             )
+            state.note(cut)
+            state.damaged.append(cut)
             n -= 1
             keep = f_rec < n
             rec_iter, rec_pos = rec_iter[:n], rec_pos[:n]
@@ -377,6 +385,7 @@ def _finish(state: _State, source: str, input_format: str | None) -> Curves:
         missing={LOSS: missing} if missing.size else {},
         skipped=skipped,
         notes=state.notes,
+        damaged=state.damaged,
     )
 
 

@@ -81,6 +81,9 @@ class Curves:
     notes: list[str] = field(default_factory=list)
     #: The run's name when the input holds several (a W&B panel export of several runs).
     run: str | None = None
+    #: Damage that stopped the reader early (a TensorBoard file cut short): also in ``notes``; a comparison
+    #: whose other run has steps past what was read is a mismatch, never a shorter match.
+    damaged: list[str] = field(default_factory=list)
 
     @property
     def restarts(self) -> int:

@@ -18,6 +18,7 @@ import io
 import json
 import math
 import os
+import struct
 import warnings
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,12 @@ MAX_STEP = 2**62
 
 
 def _number(raw: Any) -> float | None:
-    """A float for numbers and ``nan``/``inf`` spellings; ``None`` for empty; raise ValueError otherwise."""
-    if raw is None or isinstance(raw, bool):
+    """A float for numbers and ``nan``/``inf`` spellings; ``None`` for empty; raise ValueError otherwise
+    (a boolean too: ``true`` is no loss, and reading it as a step not recorded hid the damage)."""
+    if raw is None:
         return None
+    if isinstance(raw, bool):
+        raise ValueError(shown(raw))
     if isinstance(raw, (int, float)):
         return float(raw)
     if isinstance(raw, str):
@@ -63,6 +67,9 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
         doc = _python_json(data)  # bare NaN, as Python's json.dump writes a missing step
         if doc is None:
             raise InputError(f"{source}: not JSON ({exc})") from None
+    twice = _key_given_twice(data)
+    if twice is not None:  # JSON parsers keep the last of two equal keys, silently
+        raise DataError(f"{source}: key {shown(twice)} is given twice (a metric or a step)")
     if not isinstance(doc, dict) or not doc:
         raise InputError(
             f"{source}: expected a JSON object of metrics (golden values), found {type(doc).__name__}"
@@ -78,6 +85,8 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
         if isinstance(values, list):  # older golden files: a list from start_step every step_interval
             start = _int_key(source, name, entry, "start_step")
             step = _int_key(source, name, entry, "step_interval")
+            if step < 1:  # 0 laid every value on one step, a negative one ran the steps backwards
+                raise DataError(f"{where(source, field=name)}: 'step_interval' must be >= 1, found {step}")
             items = [(start + k * step, v) for k, v in enumerate(values)]
         elif isinstance(values, dict):
             try:
@@ -86,9 +95,11 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
                 raise DataError(f"{where(source, field=name)}: step keys must be integers") from None
         else:
             raise InputError(f"{where(source, field=name)}: 'values' must be an object or a list")
-        far = next((step for step, _ in items if abs(step) > MAX_STEP), None)
+        far = next((step for step, _ in items if not 0 <= step <= MAX_STEP), None)
         if far is not None:
-            raise DataError(f"{where(source, field=name)}: step {shown(far)} is out of range")
+            raise DataError(f"{where(source, field=name)}: step {shown(far)} is out of range [0, 2^62]")
+        if len({step for step, _ in items}) != len(items):  # "10" and "010"
+            raise DataError(f"{where(source, field=name)}: a step is given twice")
         its: list[int] = []
         vals: list[float] = []
         unrecorded = 0
@@ -96,6 +107,8 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
             if isinstance(raw, str) and raw.strip().lower() == "nan":
                 unrecorded += 1
                 continue
+            if isinstance(raw, str):  # golden values are JSON numbers; "nan" is the one word they use
+                raise DataError(f"{where(source, field=name)}: step {step}: not a number: {shown(raw)}")
             try:
                 value = _number(raw)
             except ValueError:
@@ -114,6 +127,23 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
     if unrecorded_by_metric:
         notes.append(f'{source}: steps marked "nan" (not recorded): {", ".join(unrecorded_by_metric)}')
     return Curves(source=source, format="golden", metrics=metrics, notes=notes)
+
+
+def _key_given_twice(data: bytes) -> str | None:
+    """The first key that appears twice in one JSON object of ``data`` (``None`` if none does)."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        if not found and len(set(keys)) != len(keys):
+            found.append(next(k for i, k in enumerate(keys) if k in keys[:i]))
+        return dict(items)
+
+    try:
+        json.loads(data, object_pairs_hook=pairs, parse_constant=lambda word: word)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
 
 
 def _python_json(data: bytes) -> Any:
@@ -176,7 +206,7 @@ def _table_curves(
             step = _number(row.get(step_key))
         except ValueError:
             step = math.nan
-        if step is None or not math.isfinite(step) or step != int(step) or abs(step) > MAX_STEP:
+        if step is None or not math.isfinite(step) or step != int(step) or not 0 <= step <= MAX_STEP:
             raise DataError(
                 f"{where(source, first_line + k, field=step_key)}: expected an integer step, "
                 f"found {shown(row.get(step_key))}"
@@ -295,4 +325,58 @@ def read_tensorboard(path: str | os.PathLike[str]) -> Curves:
     metrics: dict[str, Series] = {}
     for tag, group in frame.groupby("tag", sort=False):
         metrics[canonical(str(tag))] = resolve(group["step"].to_numpy(), group["value"].to_numpy())
-    return Curves(source=source, format="tensorboard", metrics=metrics)
+    notes = [note for file in _event_files(Path(path)) if (note := event_file_damage(file)) is not None]
+    return Curves(source=source, format="tensorboard", metrics=metrics, notes=notes, damaged=list(notes))
+
+
+def _event_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("events.out.tfevents*") if p.is_file())
+    return [path]
+
+
+def _crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli), bit by bit: TFRecord frames checksum their 8 length bytes with it."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def _masked(crc: int) -> int:
+    """TFRecord's masked CRC: rotated right by 15 bits plus a constant, mod 2^32."""
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def event_file_damage(path: Path) -> str | None:
+    """What is wrong with the framing of a TensorBoard event file, in words, or ``None`` when every record
+    is whole. tbparse (and TensorBoard) stop at the first broken record without a word, so a file cut
+    short (a job killed while writing, a partial copy) read as a shorter run; the curves readers note it.
+
+    A record is ``length (8 bytes LE) | masked CRC-32C of those 8 bytes | data | masked CRC-32C of data``;
+    the framing is walked without reading the data.
+    """
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            offset = records = 0
+            while offset < size:
+                header = handle.read(12)
+                if len(header) < 12:
+                    stray = size - offset
+                    return f"{path}: cut short inside record {records + 1} ({stray} stray bytes at the end)"
+                (length,) = struct.unpack("<Q", header[:8])
+                (crc,) = struct.unpack("<I", header[8:])
+                if _masked(_crc32c(header[:8])) != crc:
+                    where_ = f"record {records + 1} at byte {offset}"
+                    return f"{path}: {where_} is damaged; later records are not read"
+                end = offset + 12 + length + 4
+                if end > size:
+                    return f"{path}: cut short inside record {records + 1} (it needs {end - size} more bytes)"
+                handle.seek(end)
+                offset, records = end, records + 1
+    except OSError as exc:
+        return f"{path}: cannot be read whole ({exc.strerror or exc})"
+    return None

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from seqpack._arrow import numpy_array
 from seqpack._io import atomic_write_bytes
+from seqpack._parquet import read_table
 from seqpack.data.format import ROW_GROUP_SIZE, MetadataEntry, PackingMetadata
 
 #: The file beside the remapped packs that maps each new id back to the tokenizer's.
@@ -64,7 +65,7 @@ def remap_packs(
     packed: Path, metadata: Path, out_dir: Path, *, tokenizer: str, tokenizer_size: int, overwrite: bool
 ) -> Remap:
     """Write the packs and their sidecar under ``out_dir`` (same names) with the ids remapped."""
-    table = pq.read_table(packed)
+    table = read_table(packed)
     column = table.column("input_ids").combine_chunks()
     offsets = column.offsets
     values = column.values.to_numpy(zero_copy_only=False)

@@ -36,7 +36,16 @@ from seqpack.data.format import (
     find_metadata,
     packed_names,
 )
-from seqpack.data.packed import PackedRow, PackedSource, infer_eos_id, resolve_packed_paths, scan_blocks
+from seqpack.data.packed import (
+    PackedRow,
+    PackedSource,
+    files_recorded_fingerprint,
+    infer_eos_id,
+    mismatch,
+    not_as_recorded,
+    resolve_packed_paths,
+    scan_blocks,
+)
 from seqpack.diff._match import match_sequences
 from seqpack.errors import InputError
 from seqpack.fingerprint import MASK_KINDS, PackTable, SequenceTable
@@ -98,6 +107,12 @@ def _entry_for(metadata: PackingMetadata, location: str) -> MetadataEntry | None
 
 def recorded_fingerprint(location: str) -> tuple[str, dict[str, Any]] | None:
     """The fingerprint ``seqpack pack`` recorded for ``location`` (sidecar path, record), if there is one."""
+    found = recorded_entry_fingerprint(location)
+    return None if found is None else (found[0], found[2])
+
+
+def recorded_entry_fingerprint(location: str) -> tuple[str, int, dict[str, Any]] | None:
+    """:func:`recorded_fingerprint` with the index of the entry that holds it."""
     meta_path = find_metadata([location])
     if meta_path is None:
         return None
@@ -107,7 +122,9 @@ def recorded_fingerprint(location: str) -> tuple[str, dict[str, Any]] | None:
     check_run_ids(files, meta_path, metadata)
     entry = _entry_for(metadata, location)
     found = entry.recorded("fingerprint") if entry else None
-    return (os.fspath(meta_path), dict(found)) if isinstance(found, Mapping) else None
+    if entry is None or not isinstance(found, Mapping):
+        return None
+    return os.fspath(meta_path), metadata.entries.index(entry), dict(found)
 
 
 def _open_side(location: str) -> tuple[PackedSource, str | None, PackingMetadata | None]:
@@ -127,8 +144,13 @@ def _scan(
     on_packs: ProgressHook,
 ) -> _Side:
     scanner = scan_blocks(source.blocks(), eos_id=eos, keep_sequences=True, on_packs=on_packs)
+    found = scanner.result()
+    recorded = files_recorded_fingerprint(source.paths, meta) if path is not None else None
+    what = None if recorded is None else mismatch(recorded[1], found)
+    if what is not None and path is not None and recorded is not None:  # a side unlike its own record
+        raise not_as_recorded(source.location, path, recorded[0], what)
     seqs, packs = scanner.tables()
-    return _Side(label, source, path, meta, seqs, packs, scanner.result().to_dict())
+    return _Side(label, source, path, meta, seqs, packs, found.to_dict())
 
 
 def _excerpt(tokens: npt.NDArray[Any], mask: npt.NDArray[Any], start: int = 0) -> dict[str, Any]:

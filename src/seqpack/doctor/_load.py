@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -169,18 +170,37 @@ class _Delete:
 DELETE = _Delete()
 
 
+#: One segment of an override key: a config field name, or a list index.
+_KEY_SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+", re.ASCII)
+
+
+def _check_key(item: str, key: str) -> None:
+    """Refuse a key that is not a dotted path of field names (``model..seq_length``, ``.model.x``,
+    ``--model.x``, ``model.x ``): OmegaConf reads some of them as another key (an empty section, a field
+    named ``--model``), so the override would be ignored, or applied somewhere else, without a word."""
+    bad = next((part for part in key.split(".") if not _KEY_SEGMENT.fullmatch(part)), None)
+    if bad is not None:
+        what = "an empty segment" if not bad else f"segment {shown(bad)}"
+        raise UsageError(
+            f"override {shown(item)}: key {shown(key)} is not a dotted path of field names ({what}); "
+            "e.g. model.context_parallel_size=2"
+        )
+
+
 def parse_override(item: str) -> tuple[str, Any]:
     """Parse one override as run_recipe does: ``a.b=c`` (values in the OmegaConf dotlist grammar),
     ``+a.b=c`` and ``++a.b=c`` (add / force-add: the same here), ``~a.b`` or ``~a.b=c`` (delete: the value
-    is :data:`DELETE`)."""
+    is :data:`DELETE`). The key must be a dotted path of field names (:func:`_check_key`)."""
     if item.startswith("~"):
-        key = item[1:].split("=", 1)[0].strip()
-        if not key:
+        key = item[1:].split("=", 1)[0]
+        if not key.strip():
             raise UsageError(f"override {item!r}: expected ~KEY")
+        _check_key(item, key)
         return key, DELETE
-    text = item.lstrip("+")
+    text = item[2:] if item.startswith("++") else item[1:] if item.startswith("+") else item
     if "=" not in text or not text.split("=", 1)[0].strip():
         raise UsageError(f"override {item!r}: expected KEY=VALUE, e.g. model.context_parallel_size=2")
+    _check_key(item, text.split("=", 1)[0])
     try:
         parsed = OmegaConf.from_dotlist([text])
         key = text.split("=", 1)[0].strip()

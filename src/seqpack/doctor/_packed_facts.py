@@ -7,7 +7,7 @@ The files are read through the shared readers of :mod:`seqpack.data`:
 * the metadata sidecar ``{N}_metadata.jsonl`` (one JSON *array*; seqpack's record under ``"seqpack"``).
 
 Sequence lengths come straight from the Arrow list offsets, without a Python loop per token or sequence,
-in the one scan :class:`~seqpack.data.packed.PackedScan` that ``inspect`` and the trainer share (it
+in the one scan :class:`~seqpack.data.packed._reader.PackedScan` that ``inspect`` and the trainer share (it
 also counts EOS inputs inside trained spans, which a known-defect trigger reads).
 For one row of stored length 11 with ``seq_start_id = [0, 7]``::
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seqpack.data.format import PackingMetadata, check_run_ids, find_metadata
-from seqpack.data.packed import PackedScan, PackedSource
+from seqpack.data.packed import PackedScan, PackedSource, RecordedCheck
 
 
 @dataclass
@@ -91,8 +91,12 @@ def read_packed_facts(
             facts.metadata = PackingMetadata.read(facts.metadata_path)
             check_run_ids(source.paths, facts.metadata_path, facts.metadata)
         scan = PackedScan(pad_multiple=multiple, eos_id=facts.eos_id)
-        for block in source.blocks():
-            scan.add(block)
+        sidecar = facts.metadata if facts.metadata_path is not None else None
+        with RecordedCheck(location, source.paths, facts.metadata_path, sidecar) as recorded:
+            for block in source.blocks():
+                scan.add(block)
+                recorded.add(block)
+            recorded.finish()
     finally:
         source.close()
     facts.rows, facts.sequences = scan.stats.packs, scan.stats.sequences

@@ -12,6 +12,7 @@ candidate already carries what its release carries. Missing trailing parts are z
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -28,6 +29,23 @@ CUDNN = "cudnn"
 COMPONENTS = (BRIDGE, MCORE, TE, CUDNN)
 
 Release = tuple[int, ...]
+
+#: A version as PEP 440 spells one (its separators and spellings included: ``1.0-rc1``, ``1.0.post2``,
+#: ``2.6.0+cu124``): epoch, release, pre-, post- and dev-release, local label. A typed version must be one
+#: whole: ``0.6.2garbage`` used to be read as 0.6.2.
+PEP440 = re.compile(
+    r"""v?(\d+!)?\d+(\.\d+)*
+        ([-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?
+        (-\d+|[-_.]?(post|rev|r)[-_.]?\d*)?
+        ([-_.]?dev[-_.]?\d*)?
+        (\+[a-z0-9]+([-_.][a-z0-9]+)*)?""",
+    re.IGNORECASE | re.VERBOSE | re.ASCII,
+)
+
+
+def is_version(text: str) -> bool:
+    """Whether ``text`` (surrounding spaces allowed) is a version PEP 440 accepts."""
+    return PEP440.fullmatch(text.strip()) is not None
 
 
 def release(text: str) -> Release | None:
@@ -67,6 +85,8 @@ def parse_stack(items: Iterable[str]) -> dict[str, str]:
     """``["megatron-bridge==0.6.2,megatron-core==0.19.2"]`` -> ``{"megatron-bridge": "0.6.2", ...}``.
 
     Items may be repeated or comma-joined; names are normalised (``megatron_core`` -> ``megatron-core``).
+    A version that is not PEP 440 (``0.6.2garbage``) and a component given twice are refused: either would
+    silently check another release than the one meant.
     """
     stack: dict[str, str] = {}
     for item in items:
@@ -75,10 +95,16 @@ def parse_stack(items: Iterable[str]) -> dict[str, str]:
                 continue
             name, sep, version = part.partition("==")
             name = name.strip().lower().replace("_", "-")
-            if not sep or name not in COMPONENTS or release(version) is None:
+            if not sep or name not in COMPONENTS:
                 raise UsageError(
                     f"{param('stack')} {part!r}: expected NAME==VERSION with NAME one of "
                     f"{', '.join(COMPONENTS)}"
+                )
+            if not is_version(version):
+                raise UsageError(f"--stack {part!r}: {version.strip()!r} is not a version (PEP 440)")
+            if name in stack:
+                raise UsageError(
+                    f"--stack gives {name} twice ({name}=={stack[name]}, then {part}); give it once"
                 )
             stack[name] = version.strip()
     return stack

@@ -31,7 +31,7 @@ from seqpack.packing._cost import (
     resolve_cost_model,
     squared_sums,
 )
-from seqpack.packing._pad import pad_multiple
+from seqpack.packing._pad import MAX_PAD_MULTIPLE, pad_multiple
 from seqpack.packing._plan import BRIDGE_METADATA_KEYS, PackPlan, bridge_metadata_values, packing_efficiency
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "EFFICIENCY_TOLERANCE",
     "FIRST_FIT_DECREASING",
     "FIRST_FIT_SHUFFLE",
+    "MAX_PAD_MULTIPLE",
     "CostModel",
     "ModelDims",
     "PackPlan",

@@ -72,7 +72,7 @@ def _validated(lengths: npt.ArrayLike, pack_size: int) -> IntArray:
 def _bridge_order(lengths: IntArray, pack_size: int, algorithm: str, seed: int) -> tuple[IntArray, IntArray]:
     """Bridge 0.6.2's packs for ``lengths`` (see the module docstring): ``(pack_offsets, items)``."""
     rng = np.random.RandomState(seed)  # the stream np.random.seed(seed) gives the legacy global RNG
-    order, counts = order_by_length(lengths, pack_size, False)
+    order, counts = order_by_length(lengths, False)
     seq = lengths[order]  # Bridge's expanded ascending length list
     if algorithm == FIRST_FIT_SHUFFLE:
         rng.shuffle(seq)  # same Fisher-Yates draws as np.random.shuffle on Bridge's Python list
@@ -90,7 +90,7 @@ def _bridge_order(lengths: IntArray, pack_size: int, algorithm: str, seed: int) 
 
 
 def _best_fit_decreasing(lengths: IntArray, pack_size: int) -> tuple[IntArray, IntArray]:
-    order, _ = order_by_length(lengths, pack_size, True)
+    order, _ = order_by_length(lengths, True)
     bin_of, n_bins = best_fit(lengths[order], pack_size)
     offsets, positions = group_by_bin(bin_of, n_bins)
     return offsets, order[positions]

@@ -2,9 +2,10 @@
 
 Three jobs, each O(n log n) or better:
 
-* :func:`order_by_length` -- a stable counting sort of item indices by length (lengths are bounded by the
-  pack size, so this is O(n + pack_size)); ascending it *is* Bridge's histogram ``create_hist``
-  (one bucket per length, items in input order).
+* :func:`order_by_length` -- a stable counting sort of item indices by length, O(n + longest length)
+  (sized by the data, never by the pack size: two short items in packs of 10^8 tokens allocate a few
+  bytes); ascending it *is* Bridge's histogram ``create_hist`` (one bucket per length, items in input
+  order).
 * :func:`first_fit` / :func:`best_fit` -- assign each item of a sequence of lengths to a bin.
 * :func:`group_by_bin` and :func:`fill_like_bridge` -- turn "bin of each position" into the CSR plan
   (``pack_offsets``, ``items``).
@@ -55,13 +56,16 @@ def _tree_set(tree: IntArray, size: int, leaf: int, value: int) -> None:
 
 
 @numba.njit(cache=True)
-def order_by_length(lengths: IntArray, max_length: int, descending: bool) -> tuple[IntArray, IntArray]:
+def order_by_length(lengths: IntArray, descending: bool) -> tuple[IntArray, IntArray]:
     """Stable counting sort: item indices ordered by length, ties in input order; also the histogram.
 
-    Returns ``(order, counts)`` with ``counts[L]`` the number of items of length ``L`` (0..max_length).
+    Returns ``(order, counts)`` with ``counts[L]`` the number of items of length ``L`` (0..longest).
     Ascending, ``order`` lists Bridge's ``create_hist`` buckets one after another: lengths 3,1,3,0 ->
     order [3, 1, 0, 2] (bucket 0: [3], bucket 1: [1], bucket 3: [0, 2]).
     """
+    max_length = 0
+    for length in lengths:
+        max_length = max(max_length, length)
     counts = np.zeros(max_length + 1, dtype=np.int64)
     for length in lengths:
         counts[length] += 1
@@ -141,37 +145,51 @@ def best_fit(seq: IntArray, pack_size: int) -> tuple[IntArray, int]:
     """Best fit over ``seq``: each length goes to an open bin with the *smallest* remaining capacity that
     still holds it, else a new bin. Returns ``(bin_of_position, n_bins)``.
 
-    Remaining capacity is an integer in ``[0, pack_size]``, so bins are kept in one stack per capacity
-    (``head[c]`` -> ``next_bin[b]`` -> ...) and a segment tree of "capacity c has bins" flags finds the
-    smallest capacity >= the length in O(log pack_size). Among bins of equal capacity the most recently
-    touched one is taken (any choice gives the same bin count: such bins are interchangeable).
+    Bins are kept in one stack per remaining capacity (``head[c]`` -> ``next_bin[b]`` -> ...) and a
+    segment tree of "capacity c has bins" flags finds the smallest capacity >= the length in
+    O(log longest). Among bins of equal capacity the most recently touched one is taken (any choice gives
+    the same bin count: such bins are interchangeable).
+
+    Capacities above the longest length ``M`` share one slot, ``M + 1``, so memory grows with the data,
+    not with ``pack_size``. That slot never holds two bins: a bin with more than ``M`` left takes any item,
+    so while one exists no new bin opens. Its true capacity lives in ``room[b]``::
+
+        pack 100, seq 9 8 3 (M = 9): 9 -> bin 0 (room 91, slot 10); 8 -> slot 10 is the only fit -> bin 0
+        (room 83, slot 10); 3 -> bin 0 (room 80): one bin, capacity slots 0..10 instead of 0..100
     """
     n = seq.shape[0]
-    size = _tree_size(pack_size + 1)
+    longest = 0
+    for need in seq:
+        longest = max(longest, need)
+    big = longest + 1  # the shared slot of every capacity > longest
+    size = _tree_size(big + 1)
     flags = np.zeros(2 * size, dtype=np.int64)
-    head = np.full(pack_size + 1, -1, dtype=np.int64)
-    count = np.zeros(pack_size + 1, dtype=np.int64)
+    head = np.full(big + 1, -1, dtype=np.int64)
+    count = np.zeros(big + 1, dtype=np.int64)
+    room = np.empty(n, dtype=np.int64)
     next_bin = np.empty(n, dtype=np.int64)
     bin_of = np.empty(n, dtype=np.int64)
     n_bins = 0
     for pos in range(n):
         need = seq[pos]
-        cap = _first_flagged_at_or_after(flags, size, need)
-        if cap < 0:
+        slot = _first_flagged_at_or_after(flags, size, need)
+        if slot < 0:
             bin_id = n_bins
             n_bins += 1
+            room[bin_id] = pack_size
         else:
-            bin_id = head[cap]
-            head[cap] = next_bin[bin_id]
-            count[cap] -= 1
-            if count[cap] == 0:
-                _tree_set(flags, size, cap, 0)
-        new_cap = (pack_size if cap < 0 else cap) - need
-        next_bin[bin_id] = head[new_cap]
-        head[new_cap] = bin_id
-        count[new_cap] += 1
-        if count[new_cap] == 1:
-            _tree_set(flags, size, new_cap, 1)
+            bin_id = head[slot]
+            head[slot] = next_bin[bin_id]
+            count[slot] -= 1
+            if count[slot] == 0:
+                _tree_set(flags, size, slot, 0)
+        room[bin_id] -= need
+        new_slot = min(room[bin_id], big)
+        next_bin[bin_id] = head[new_slot]
+        head[new_slot] = bin_id
+        count[new_slot] += 1
+        if count[new_slot] == 1:
+            _tree_set(flags, size, new_slot, 1)
         bin_of[pos] = bin_id
     return bin_of, n_bins
 

@@ -7,6 +7,11 @@ import math
 
 from seqpack.errors import UsageError
 
+#: Largest pre-padding multiple ``pack`` takes (``--pad-seq-to-mult`` or the one ``--cp/--tp`` derive):
+#: 2 * CP * TP for CP x TP up to 32768 GPUs. Padding is written out, so a sample costs up to this many
+#: tokens whatever its length; without a bound, two 3-token rows with a multiple of 10^9 took 24 GB.
+MAX_PAD_MULTIPLE = 1 << 16
+
 
 def pad_multiple(cp: int = 1, tp: int = 1, sequence_parallel: bool = False) -> int:
     """The ``pad_seq_to_mult`` a (CP, TP, SP) topology needs: ``lcm(cp_mult, sp_mult)`` (bridge-format §7).

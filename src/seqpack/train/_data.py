@@ -2,7 +2,7 @@
 
 The whole file is scanned once, a row group at a time (the reader checks the bridge-format §3 invariants of
 each group as it decodes it), by the scan ``inspect`` and the doctor share
-(:class:`~seqpack.data.packed.PackedScan`), to learn each pack's runtime size, the largest token id,
+(:class:`~seqpack.data.packed._reader.PackedScan`), to learn each pack's runtime size, the largest token id,
 the longest sequence and, when the metadata does not record it, the EOS id;
 packs are read again by index (:class:`~seqpack.batching.PackedDataset`) when a step needs them, through
 the reader's row-group cache, so memory stays bounded by a few row groups.
@@ -19,7 +19,7 @@ import numpy as np
 
 from seqpack.batching import PackedDataset
 from seqpack.data.format import PackingMetadata, check_run_ids, find_metadata
-from seqpack.data.packed import PackedScan, PackedSource, check_pack_capacity
+from seqpack.data.packed import PackedScan, PackedSource, RecordedCheck, check_pack_capacity
 from seqpack.errors import DataError, UsageError, param, where
 
 
@@ -107,25 +107,29 @@ def load_training_data(
         infer_eos=True,
         keep_pack_runtime=True,
     )
-    for block in reader.iter_blocks():
-        facts = scan.add(block)
-        if facts.multiple_misses.size:
-            k = int(facts.multiple_misses[0])
-            raise DataError(
-                f"{where(block.path, row=block.first_row + facts.sequence_row(k), field='seq_start_id')}: a "
-                f"sequence of {int(facts.runtime[k])} runtime tokens is not a multiple of "
-                f"{param('pad_multiple')} {pad_multiple} "
-                "(the data was packed with another pad_seq_to_mult)"
-            )
-        if pack_size is not None:
-            check_pack_capacity(block, pack_size, facts.pack_runtime)
-        if facts.over_vocab is not None:
-            pos = facts.over_vocab
-            row = block.first_row + facts.token_row(pos)
-            raise DataError(
-                f"{where(block.path, row=row, field='input_ids')}: token id "
-                f"{int(block.input_ids[pos])} does not fit {param('vocab')} {vocab}"
-            )
+    with RecordedCheck(reader.location, reader.paths, meta_path, sidecar if meta_path else None) as recorded:
+        for block in reader.iter_blocks():
+            facts = scan.add(block)
+            recorded.add(block)
+            if facts.multiple_misses.size:
+                k = int(facts.multiple_misses[0])
+                row = block.first_row + facts.sequence_row(k)
+                raise DataError(
+                    f"{where(block.path, row=row, field='seq_start_id')}: a "
+                    f"sequence of {int(facts.runtime[k])} runtime tokens is not a multiple of "
+                    f"{param('pad_multiple')} {pad_multiple} "
+                    "(the data was packed with another pad_seq_to_mult)"
+                )
+            if pack_size is not None:
+                check_pack_capacity(block, pack_size, facts.pack_runtime)
+            if facts.over_vocab is not None:
+                pos = facts.over_vocab
+                row = block.first_row + facts.token_row(pos)
+                raise DataError(
+                    f"{where(block.path, row=row, field='input_ids')}: token id "
+                    f"{int(block.input_ids[pos])} does not fit {param('vocab')} {vocab}"
+                )
+        recorded.finish()
     runtime_sizes = np.concatenate(scan.pack_runtime)
     if pack_size is None:
         pack_size = int(runtime_sizes.max())

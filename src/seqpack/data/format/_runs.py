@@ -25,9 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
 
+from seqpack._parquet import open_parquet
 from seqpack.data.format._metadata import RUN_ID, PackingMetadata
 from seqpack.data.format._names import hf_split, packed_names, rejects_filename
 from seqpack.errors import DataError, SeqpackError, param
@@ -42,12 +41,12 @@ def new_run_id() -> str:
 
 
 def parquet_run_id(path: str | os.PathLike[str]) -> str | None:
-    """The run id in a packed Parquet file's footer, or ``None`` (legacy, another tool, or unreadable:
-    the packed reader reports an unreadable file itself)."""
-    try:
-        meta = pq.read_metadata(path).metadata or {}
-    except (pa.ArrowException, OSError, ValueError):
+    """The run id in a packed Parquet file's footer, or ``None`` (legacy, another tool). A file that is
+    not Parquet (cut short, overwritten) is refused here as every reader refuses it, not taken for a file
+    without a run id, which would read as a mix of two runs."""
+    if os.fspath(path).lower().endswith(".npy"):  # a legacy packed file: no footer, no run id
         return None
+    meta = open_parquet(path).metadata.metadata or {}
     value = meta.get(PARQUET_RUN_ID)
     return value.decode(errors="replace") if value else None
 

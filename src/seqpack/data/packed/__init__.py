@@ -12,12 +12,20 @@ from seqpack.data.packed._reader import (
     resolve_packed_paths,
     validate_block,
 )
+from seqpack.data.packed._recorded import (
+    CHECKED,
+    RecordedCheck,
+    files_recorded_fingerprint,
+    mismatch,
+    not_as_recorded,
+)
 from seqpack.data.packed._scan import PackedScan, collect_stats
 from seqpack.data.packed._source import PackedSource, fingerprint_packed, infer_eos_id, scan_blocks
 from seqpack.data.packed._stats import MetadataMismatch, PackedStats, check_pack_capacity, compare_metadata
 from seqpack.data.packed._supervised import PackedSequence, first_sequences
 
 __all__ = [
+    "CHECKED",
     "CONSISTENT",
     "MISMATCH",
     "EosCheck",
@@ -31,14 +39,18 @@ __all__ = [
     "PackedSource",
     "PackedStats",
     "Piece",
+    "RecordedCheck",
     "check_pack_capacity",
     "collect_stats",
     "compare_metadata",
     "decode_pieces",
+    "files_recorded_fingerprint",
     "fingerprint_packed",
     "first_sequences",
     "infer_eos_id",
     "inspect_packed",
+    "mismatch",
+    "not_as_recorded",
     "read_legacy_npy",
     "resolve_packed_paths",
     "scan_blocks",

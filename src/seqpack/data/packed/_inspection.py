@@ -18,6 +18,7 @@ import numpy as np
 from seqpack._io import unreadable
 from seqpack.data.format import MetadataEntry, PackingMetadata, check_run_ids, find_metadata, packed_names
 from seqpack.data.packed._reader import PackedBlock
+from seqpack.data.packed._recorded import RecordedCheck
 from seqpack.data.packed._scan import PackedScan
 from seqpack.data.packed._source import PackedSource
 from seqpack.data.packed._stats import MetadataMismatch, PackedStats, check_pack_capacity, compare_metadata
@@ -209,12 +210,15 @@ def _inspect(
     if on_packs is not None:
         on_packs(source.num_packs)
     scan = PackedScan()
-    for block in source.blocks():  # validated, strictly
-        facts = scan.add(block)
-        if pack_size is not None:
-            check_pack_capacity(block, pack_size, facts.pack_runtime)
-        if on_block is not None:
-            on_block(block)
+    with RecordedCheck(source.location, files, meta_path, sidecar) as recorded:
+        for block in source.blocks():  # validated, strictly
+            facts = scan.add(block)
+            recorded.add(block)
+            if pack_size is not None:
+                check_pack_capacity(block, pack_size, facts.pack_runtime)
+            if on_block is not None:
+                on_block(block)
+        recorded.finish()
     stats = scan.stats
     check: MetadataCheck
     if meta_path is None:

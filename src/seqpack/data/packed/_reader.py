@@ -27,12 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from seqpack._io import unreadable
-from seqpack.data.format import PARQUET_SUFFIXES, REQUIRED_COLUMNS
+from seqpack._parquet import open_parquet, read_row_group
+from seqpack.data.format import MAX_TOKEN_ID, PARQUET_SUFFIXES, REQUIRED_COLUMNS
 from seqpack.errors import DataError, InputError, where
 
 #: Row groups kept decoded for random access; Bridge keeps one, a few more spare a shuffled sampler rereads.
@@ -61,7 +63,8 @@ def resolve_packed_paths(location: str | os.PathLike[str]) -> list[str]:
             raise InputError(f"{text}: no Parquet files match (names must end with .parquet or .pq)")
         return paths
     if Path(text).is_dir():
-        found = glob.glob(os.path.join(text, "*.parquet")) + glob.glob(os.path.join(text, "*.pq"))
+        folder = glob.escape(text)  # the folder's own name is literal: "[x]" in it is no character class
+        found = glob.glob(os.path.join(folder, "*.parquet")) + glob.glob(os.path.join(folder, "*.pq"))
         paths = sorted(set(found))
         if not paths:
             raise InputError(f"{text}: directory holds no .parquet or .pq files")
@@ -149,6 +152,24 @@ def _first_true(mask: np.ndarray) -> int | None:
     return int(hits[0]) if hits.size else None
 
 
+@numba.njit(cache=True, nogil=True)
+def _token_scan(ids: np.ndarray, mask: np.ndarray, max_id: int) -> tuple[int, int]:
+    """One pass over a block's flat columns: the first token id outside ``[0, max_id]`` and the first mask
+    value that is not 0/1 (each ``-1`` when there is none). numpy needed five passes and three temporaries
+    for the same answers, more time than hashing the block for its fingerprint."""
+    bad_id = -1
+    for i in range(ids.shape[0]):
+        if ids[i] < 0 or ids[i] > max_id:
+            bad_id = i
+            break
+    bad_mask = -1
+    for i in range(mask.shape[0]):
+        if mask[i] != 0 and mask[i] != 1:
+            bad_mask = i
+            break
+    return bad_id, bad_mask
+
+
 def _row_of(offsets: np.ndarray, flat_index: int) -> int:
     """The row holding flat element ``flat_index`` of a CSR column."""
     return int(np.searchsorted(offsets, flat_index, side="right") - 1)
@@ -207,7 +228,8 @@ def validate_block(block: PackedBlock, *, allow_empty_sequences: bool = True) ->
             r = int(owner[bad])
             k = bad - block.start_offsets[r]
             note(r, 5, "seq_start_id", f"entry {k} = {starts[bad]} is not < len(input_ids) = {row_len[r]}")
-    bad = _first_true((block.loss_mask != 0) & (block.loss_mask != 1))
+    bad_id, bad_mask = _token_scan(block.input_ids, block.loss_mask, MAX_TOKEN_ID)
+    bad = bad_mask if bad_mask >= 0 else None
     if bad is not None:
         r = _row_of(block.mask_offsets, bad)
         note(
@@ -216,15 +238,13 @@ def validate_block(block: PackedBlock, *, allow_empty_sequences: bool = True) ->
             "loss_mask",
             f"value {block.loss_mask[bad]} at position {bad - block.mask_offsets[r]} is not 0/1",
         )
-    bad = _first_true(block.input_ids < 0)
-    if bad is not None:
+    if bad_id >= 0:
+        ids, bad = block.input_ids, bad_id
         r = _row_of(block.input_offsets, bad)
-        note(
-            r,
-            8,
-            "input_ids",
-            f"negative token id {block.input_ids[bad]} at position {bad - block.input_offsets[r]}",
+        what = (
+            "negative token id" if ids[bad] < 0 else f"token id beyond {MAX_TOKEN_ID} (no vocabulary has it)"
         )
+        note(r, 8, "input_ids", f"{what} {ids[bad]} at position {bad - block.input_offsets[r]}")
     if findings:
         r, _, field, message = min(findings)
         raise DataError(f"{where(block.path, row=block.first_row + r, field=field)}: {message}")
@@ -307,10 +327,7 @@ class PackedReader:
         handle = self._files.get(index)
         if handle is None:
             path = self.paths[index]
-            try:
-                handle = pq.ParquetFile(path, memory_map=True)
-            except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: undecodable column names
-                raise InputError(f"{path}: cannot read as Parquet ({exc})") from None
+            handle = open_parquet(path, memory_map=True)
             _check_schema(path, handle.schema_arrow)
             self._files[index] = handle
         return handle
@@ -325,10 +342,7 @@ class PackedReader:
     def _read_group(self, file_index: int, group: int) -> PackedBlock:
         path = self.paths[file_index]
         first = int(self._group_offsets[file_index][group])
-        try:
-            table = self._open(file_index).read_row_group(group, columns=list(REQUIRED_COLUMNS))
-        except (pa.ArrowException, OSError) as exc:
-            raise InputError(f"{path}: row group {group} cannot be read ({exc})") from None
+        table = read_row_group(self._open(file_index), path, group, list(REQUIRED_COLUMNS))
         ids = _list_column(path, table, "input_ids", first)
         mask = _list_column(path, table, "loss_mask", first)
         starts = _list_column(path, table, "seq_start_id", first)

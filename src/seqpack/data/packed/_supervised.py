@@ -17,7 +17,7 @@ the sequence is a training target".
   -100 elsewhere (the model shifts), so ``supervised[t] = labels[t] != -100``; ``seq_lengths`` splits a row.
 
 Only the row groups needed for the first ``k`` sequences are read; each is checked first (Bridge rows with
-:func:`~seqpack.data.packed.validate_block`; HF rows for matching lengths and labels).
+:func:`~seqpack.data.packed._reader.validate_block`; HF rows for matching lengths and labels).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from seqpack._parquet import open_parquet, read_row_group
 from seqpack.data.format import IGNORE_INDEX, REQUIRED_COLUMNS, hf_data_dir
 from seqpack.data.packed._reader import (
     PackedBlock,
@@ -39,7 +40,7 @@ from seqpack.data.packed._reader import (
     resolve_packed_paths,
     validate_block,
 )
-from seqpack.errors import DataError, InputError, UsageError, param, where
+from seqpack.errors import DataError, UsageError, param, where
 
 #: The columns of the flattened layout that say where sequences end and what they train on.
 HF_COLUMNS: tuple[str, ...] = ("input_ids", "labels", "seq_lengths")
@@ -81,19 +82,13 @@ def layout_of(path: str, schema: pa.Schema) -> str:
 
 
 def _open(path: str) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(path, memory_map=True)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read as Parquet ({exc})") from None
+    return open_parquet(path, memory_map=True)
 
 
 def _groups(path: str, handle: pq.ParquetFile, columns: tuple[str, ...]) -> Iterator[tuple[int, pa.Table]]:
     first = 0
     for group in range(handle.metadata.num_row_groups):
-        try:
-            table = handle.read_row_group(group, columns=list(columns))
-        except (pa.ArrowException, OSError) as exc:
-            raise InputError(f"{path}: row group {group} cannot be read ({exc})") from None
+        table = read_row_group(handle, path, group, list(columns))
         yield first, table
         first += table.num_rows
 

@@ -28,7 +28,15 @@ import orjson
 
 from seqpack import __version__
 from seqpack._faults import fault_point
-from seqpack._io import atomic_path, disk_full_error, is_disk_full
+from seqpack._io import (
+    atomic_path,
+    disk_full_error,
+    is_disk_full,
+    make_dirs,
+    missing_dirs,
+    remove_made_dirs,
+    restored_on_failure,
+)
 from seqpack._progress import progress
 from seqpack.data.format import (
     HF_METADATA,
@@ -261,6 +269,9 @@ class _SpoolToScratch:
         self.lengths: list[np.ndarray] = []
         #: The EOS every piece was padded with: given, or inferred from the first chunk's rows.
         self.eos_id: int | None = None
+        #: The first sample not packed whole ("a.jsonl:3 (9 runtime tokens)"): what a failed run names,
+        #: since its rejects file is not kept.
+        self.first_rejected: str | None = None
 
     def add(self, examples: Examples, shaped: Shaped, spec: Shaping) -> None:
         """Store one chunk's shaped pieces (in input order), count them, list what was not kept as is."""
@@ -305,6 +316,10 @@ class _SpoolToScratch:
             RUN_ID: self.run_id,
         }
         self.rejects.write(orjson.dumps(record) + b"\n")
+        if self.first_rejected is None and action is not Action.kept:
+            where = int(examples.locs[i])
+            at = f":{where}" if examples.line_based else f" row {where}"
+            self.first_rejected = f"{self.paths[examples.source]}{at} has {runtime} {unit}"
 
 
 @dataclass(frozen=True)
@@ -343,12 +358,16 @@ def pack_files(opts: PackOptions) -> PackResult:
     """Pack ``opts``' inputs into its output directory (see the module docstring), step by step:
     resolve the inputs, pass 1 (read, shape, spool), plan, pass 2 (write), commit."""
     run = _resolve(opts)
-    lock, store = _claim_output_dir(run)
+    lock, store, made = _claim_output_dir(run)
+    done = False
     try:
         with contextlib.ExitStack() as stack:
             # Commit order (the stack exits in reverse): metadata, then rejects, then the packed file last,
             # so a run killed at any point leaves no packed file under its final name that inspect accepts
-            # (inspect reads a lone packed file without its sidecar).
+            # (inspect reads a lone packed file without its sidecar). A run that fails between those steps
+            # puts the metadata and rejects files back as they were.
+            outputs = run.outputs
+            stack.enter_context(restored_on_failure(outputs.metadata, outputs.rejects))
             packed_tmp = stack.enter_context(atomic_path(run.outputs.packed, overwrite=True))
             stack.callback(fault_point, "rename")
             rejects_tmp = stack.enter_context(atomic_path(run.outputs.rejects, overwrite=True))
@@ -366,6 +385,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 .committed(input_hash.result(), _counts(spool.counts, plan))
             )
             entry = _commit(run, record, plan)
+        done = True
     except OSError as exc:  # ENOSPC, EFBIG (a file-size limit), EDQUOT: the directory, in one line
         if not is_disk_full(exc):
             raise
@@ -373,6 +393,8 @@ def pack_files(opts: PackOptions) -> PackResult:
     finally:
         store.remove()
         lock.release()
+        if not done:  # a failed run leaves no folder it made (the temp files went with their contexts)
+            remove_made_dirs(made)
     outputs = run.outputs
     return PackResult(
         outputs.packed,
@@ -443,23 +465,30 @@ def _text_spec(opts: PackOptions, spec: ResolvedText) -> ResolvedText:
     return spec
 
 
-def _claim_output_dir(run: _Run) -> tuple[OutputLock, ScratchStore]:
+def _claim_output_dir(run: _Run) -> tuple[OutputLock, ScratchStore, list[Path]]:
     """Make the output directory and take it with its scratch store: one run per output directory; a
-    killed run's leftovers are reclaimed (docs/failure-behaviour.md)."""
+    killed run's leftovers are reclaimed (docs/failure-behaviour.md). Also returns the directories this
+    run created, for a failed run to remove."""
     out, scratch_dir = run.opts.run.out_dir, run.opts.run.scratch_dir
     data_dir = run.outputs.packed.parent
-    out.mkdir(parents=True, exist_ok=True)
-    if data_dir != out:  # the HF layout's data/ folder: never a link out of the directory
-        if data_dir.is_symlink():
-            raise UsageError(f"{data_dir}: a symbolic link; seqpack writes a real folder here")
-        data_dir.mkdir(exist_ok=True)
-    lock = claim_output_dir(out, scratch_dir, data_dir)
+    made: list[Path] = []
+    lock: OutputLock | None = None
     try:
+        made += make_dirs(out)
+        if data_dir != out:  # the HF layout's data/ folder: never a link out of the directory
+            if data_dir.is_symlink():
+                raise UsageError(f"{data_dir}: a symbolic link; seqpack writes a real folder here")
+            made += make_dirs(data_dir)
+        if scratch_dir is not None:  # the store makes it, and names it in its own errors
+            made += missing_dirs(scratch_dir)
+        lock = claim_output_dir(out, scratch_dir, data_dir)
         store = ScratchStore((scratch_dir or out) / default_scratch_dir(out).name)
     except BaseException:
-        lock.release()
+        if lock is not None:
+            lock.release()
+        remove_made_dirs(made)
         raise
-    return lock, store
+    return lock, store, made
 
 
 def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _SpoolToScratch:
@@ -492,8 +521,9 @@ def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _Spoo
     if counts.samples_in == 0:
         raise DataError(f"{', '.join(spool.paths)}: empty input (no samples)")
     if counts.sequences == 0:
-        raise DataError(
-            f"{', '.join(spool.paths)}: no sample fits max length {opts.max_seq_length}; see the rejects"
+        raise DataError(  # the rejects file is not kept when nothing is packed: name a sample instead
+            f"{', '.join(spool.paths)}: no sample fits max length {opts.max_seq_length} "
+            f"({counts.rejected + counts.dropped} too long; {spool.first_rejected}); nothing was written"
         )
     return spool
 

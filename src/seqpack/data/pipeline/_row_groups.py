@@ -27,7 +27,7 @@ seqpack requires it.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -54,10 +54,18 @@ _META_PAGE_OFFSETS = (9, 10, 11)  # data_page_offset, index_page_offset, diction
 _META_OUTSIDE = (14,)  # bloom_filter_offset
 
 
+def writer_options(compression: str) -> dict[str, Any]:
+    """pyarrow's ``ParquetWriter`` options of every part: no page index (it lives outside the column
+    chunks, where stitching cannot move it) and a CRC-32 in every page header, so a damaged page is refused
+    on read instead of decoded into other token ids. The checksums sit inside the column chunks and cover
+    page bytes only, never file offsets, so they survive stitching unchanged."""
+    return {"compression": compression, "write_page_index": False, "write_page_checksum": True}
+
+
 def encode_row_group(batch: pa.RecordBatch, compression: str) -> pa.Buffer:
     """``batch`` as a complete one-row-group Parquet file in memory (pyarrow releases the GIL)."""
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, batch.schema, compression=compression, write_page_index=False) as writer:
+    with pq.ParquetWriter(sink, batch.schema, **writer_options(compression)) as writer:
         writer.write_batch(batch, row_group_size=max(1, batch.num_rows))
     return sink.getvalue()
 
@@ -65,7 +73,7 @@ def encode_row_group(batch: pa.RecordBatch, compression: str) -> pa.Buffer:
 def encode_empty(schema: pa.Schema, compression: str) -> pa.Buffer:
     """A Parquet file with ``schema`` and no row groups, as pyarrow writes it."""
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, schema, compression=compression, write_page_index=False):
+    with pq.ParquetWriter(sink, schema, **writer_options(compression)):
         pass
     return sink.getvalue()
 

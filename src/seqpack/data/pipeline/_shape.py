@@ -37,6 +37,7 @@ import numba
 import numpy as np
 
 from seqpack.errors import UsageError, param
+from seqpack.packing import MAX_PAD_MULTIPLE
 
 
 class TooLong(enum.Enum):
@@ -84,9 +85,15 @@ class Shaping:
 
 
 def check_lengths(max_seq_length: int, pad_multiple: int) -> None:
-    """Usage errors of bridge-format §2: ``m >= 1``, ``m <= max`` (else the cap is 0)."""
+    """Usage errors of bridge-format §2: ``m >= 1``, ``m <= max`` (else the cap is 0); and seqpack's bound
+    :data:`~seqpack.packing.MAX_PAD_MULTIPLE` (padding is materialised, so it is checked before reading)."""
     if pad_multiple < 1:
         raise UsageError(f"{param('pad_seq_to_mult')} must be >= 1, got {pad_multiple}")
+    if pad_multiple > MAX_PAD_MULTIPLE:
+        raise UsageError(
+            f"{param('pad_seq_to_mult')} {pad_multiple} is larger than {MAX_PAD_MULTIPLE}, the largest "
+            "pre-padding multiple seqpack writes (2 x CP x TP of up to 32768 GPUs)"
+        )
     if max_seq_length < 1:
         raise UsageError(f"{param('max_seq_length')} must be >= 1, got {max_seq_length}")
     if pad_multiple > max_seq_length:

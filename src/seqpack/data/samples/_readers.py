@@ -19,13 +19,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from seqpack._io import COMPRESSED_SUFFIXES, open_input, unreadable
+from seqpack._parquet import damage, open_parquet
 from seqpack.errors import InputError
 
 #: Records per chunk: big enough to amortise per-chunk costs, small enough to bound memory.
 DEFAULT_CHUNK_ROWS = 1024
-#: Longest JSON line accepted (a 1M-token pre-tokenized sample is ~8 MiB); a longer one is an InputError,
-#: so a file without newlines cannot be read into memory whole.
-MAX_LINE_BYTES = 256 << 20
+#: Longest JSON line accepted, in bytes without its newline; a longer one is an InputError, so a file
+#: without newlines cannot be read into memory whole. Sized by what one line costs downstream, not by the
+#: reader: a chat line of this size tokenized by Qwen3's tokenizer peaks at 2.7 GB (one worker; 3.1 GB in
+#: all with two), a 4 MiB one at 0.9 GB, so the tokenizer's ~140 bytes of memory per byte of text stay
+#: under 4 GB. A 1M-token pre-tokenized sample is ~8 MiB.
+MAX_LINE_BYTES = 16 << 20
 _JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -105,16 +109,17 @@ def _jsonl_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk
 
 
 def _line_chunks(source: int, handle: Any, chunk_rows: int, name: str) -> Iterator[RawChunk]:
-    buffer = bytearray(_READ_BLOCK)
+    # The buffer never holds more than a longest line and its newline, so the limit is exact.
+    buffer = bytearray(min(_READ_BLOCK, MAX_LINE_BYTES + 1))
     filled = 0  # bytes at the start of ``buffer`` carried over: the unfinished last line
     line_number = 0  # lines numbered so far (1-based numbers of the next block start after it)
     pending: list[tuple[bytes, np.ndarray, np.ndarray]] = []  # (data, spans, locs) not yet yielded
     pending_rows = 0
     while True:
         if filled == len(buffer):  # one line longer than the buffer: grow it, up to the line limit
-            if filled >= MAX_LINE_BYTES:
+            if filled > MAX_LINE_BYTES:  # the limit's bytes and one more, and still no newline
                 raise InputError(f"{name}:{line_number + 1}: line longer than {MAX_LINE_BYTES} bytes")
-            buffer.extend(bytes(len(buffer)))
+            buffer.extend(bytes(min(len(buffer), MAX_LINE_BYTES + 1 - len(buffer))))
         with memoryview(buffer) as window:
             read = handle.readinto(window[filled:])
         total = filled + read
@@ -189,17 +194,14 @@ def _take_rows(
 
 
 def _parquet_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
-    try:
-        reader = pq.ParquetFile(path)
-    except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: undecodable column names
-        raise InputError(f"{os.fspath(path)}: not a readable Parquet file ({exc})") from None
+    reader = open_parquet(path)
     row = 0
     batches = reader.iter_batches(batch_size=chunk_rows)
     while True:
         try:
             batch = next(batches, None)
         except (pa.ArrowException, OSError) as exc:  # a corrupt page is found only when it is decoded
-            raise InputError(f"{os.fspath(path)} row {row}: cannot read Parquet data ({exc})") from None
+            raise InputError(f"{os.fspath(path)} row {row}: damaged ({damage(exc)})") from None
         if batch is None:
             return
         yield RawChunk(source, np.arange(row, row + batch.num_rows, dtype=np.int64), batch=batch)

@@ -1,0 +1,154 @@
+"""The packs as ``seqpack pack`` recorded them, checked by every reader that reads a split whole.
+
+The pack writer fingerprints every row group as it writes it and stores the result in the split's
+metadata entry (``"seqpack": {"fingerprint": {...}}``): an order-independent content hash of the
+sequences with their masks, a hash chain over the packs as stored, and the counts of packs (rows),
+sequences, tokens and supervised tokens. Bridge's six metadata values cannot see most damage -- two
+packs swapped, one token or mask bit edited, ten rows dropped from a file whose run id was kept -- and
+the readers used to pass such files. So ``inspect``, ``doctor --packed``, ``train`` and ``diff`` hash the
+packs while they read them (:class:`RecordedCheck`, on a thread of its own: about 7 s of the 30 s
+``inspect`` spends on 1M samples, hidden behind the read) and refuse a set that no longer matches its
+record, exit 1, with one message::
+
+    out/training_4096.idx.parquet: does not match what seqpack pack recorded in out/4096_metadata.jsonl
+    entry 0 (num_packs recorded 75382, found 75372); the packs changed after they were written: pack
+    again, or restore the files
+
+A set without a recorded fingerprint (another tool's, the HF layout, an older seqpack) has nothing to be
+compared with and is read as before.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import TracebackType
+from typing import Any
+
+from seqpack.data.format import PackingMetadata, hf_split, packed_names
+from seqpack.data.packed._reader import PackedBlock
+from seqpack.errors import DataError
+from seqpack.fingerprint import (
+    FINGERPRINT_ALGORITHM,
+    BlockHashes,
+    Fingerprint,
+    PackedFingerprinter,
+    hash_block,
+)
+
+#: The recorded values compared, in the order a difference is reported: the shape first (rows, sequences,
+#: tokens: their numbers are the clearest to read), then the content (any token or mask value: a changed
+#: mask bit also changes the supervised count, reported as content), then the order of the packs.
+CHECKED = ("num_packs", "num_sequences", "num_tokens", "content", "num_supervised", "packs")
+_WHAT = {
+    "content": "content fingerprint differs: a token or a mask value changed",
+    "packs": "packs fingerprint differs: packs reordered, or a sequence moved between packs",
+}
+#: Blocks hashed ahead of the reader: enough to keep the hashing thread busy, bounded memory.
+_IN_FLIGHT = 2
+
+
+def files_recorded_fingerprint(
+    files: Sequence[str | os.PathLike[str]], metadata: PackingMetadata | None
+) -> tuple[int, dict[str, Any]] | None:
+    """``(entry index, fingerprint record)`` seqpack pack recorded for the split of ``files``, if any."""
+    if metadata is None or not files:
+        return None
+    name = os.fspath(files[0])
+    picked = metadata.pick(packed_names([os.fspath(f) for f in files]).split or hf_split(name))
+    if picked is None:
+        return None
+    found = picked[1].recorded("fingerprint")
+    if not isinstance(found, Mapping) or found.get("algorithm") != FINGERPRINT_ALGORITHM:
+        return None
+    return picked[0], dict(found)
+
+
+def mismatch(recorded: Mapping[str, Any], found: Fingerprint) -> str | None:
+    """What differs between a recorded fingerprint and one computed from the data, in words; ``None``."""
+    now = found.to_dict()
+    for key in CHECKED:
+        if recorded.get(key) != now[key]:
+            return _WHAT.get(key) or f"{key} recorded {recorded.get(key)}, found {now[key]}"
+    return None
+
+
+def not_as_recorded(location: str, metadata_path: str | os.PathLike[str], entry: int, what: str) -> DataError:
+    """The one error every reader raises for packs that differ from their record."""
+    return DataError(
+        f"{location}: does not match what seqpack pack recorded in {os.fspath(metadata_path)} entry {entry} "
+        f"({what}); the packs changed after they were written: pack again, or restore the files"
+    )
+
+
+class RecordedCheck:
+    """Hashes the blocks a reader reads, in order, on a thread of its own (the hash kernel releases the
+    GIL), and compares the result with the split's record when the pass ends (:meth:`finish`).
+
+    Without a recorded fingerprint it does nothing and costs nothing::
+
+        with RecordedCheck(location, files, meta_path, sidecar) as check:
+            for block in source.blocks():
+                check.add(block)
+            check.finish()          # DataError when the packs are not what pack recorded
+    """
+
+    def __init__(
+        self,
+        location: str,
+        files: Sequence[str | os.PathLike[str]],
+        metadata_path: str | os.PathLike[str] | None,
+        metadata: PackingMetadata | None,
+    ) -> None:
+        self.location = location
+        self.metadata_path = metadata_path
+        self.recorded = files_recorded_fingerprint(files, metadata) if metadata_path is not None else None
+        self._fingerprinter = PackedFingerprinter()
+        self._pool = ThreadPoolExecutor(1, "seqpack-hash") if self.recorded is not None else None
+        self._pending: deque[Future[BlockHashes]] = deque()
+
+    def add(self, block: PackedBlock) -> None:
+        """Hash ``block`` (the next one in stored order) in the background."""
+        if self._pool is None:
+            return
+        self._pending.append(
+            self._pool.submit(
+                hash_block,
+                block.input_offsets,
+                block.input_ids,
+                block.mask_offsets,
+                block.loss_mask,
+                block.start_offsets,
+                block.seq_start_id,
+            )
+        )
+        while len(self._pending) > _IN_FLIGHT:
+            self._fingerprinter.add(self._pending.popleft().result())
+
+    def finish(self) -> None:
+        """Compare everything added with the record; raise the one :class:`DataError` if they differ."""
+        if self.recorded is None or self.metadata_path is None:
+            return
+        while self._pending:
+            self._fingerprinter.add(self._pending.popleft().result())
+        entry, record = self.recorded
+        what = mismatch(record, self._fingerprinter.result())
+        if what is not None:
+            raise not_as_recorded(self.location, self.metadata_path, entry, what)
+
+    def close(self) -> None:
+        for future in self._pending:
+            future.cancel()
+        self._pending.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> RecordedCheck:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

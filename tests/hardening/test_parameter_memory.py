@@ -1,0 +1,187 @@
+"""Memory sized by the data, never by a parameter: a huge pack size, ``seq_length`` or pad multiple with two
+short rows costs what two short rows cost; where a parameter does size what is written (the pad multiple,
+the line length), its limit is stated, checked before anything is read, and exact.
+
+The CLI cases run in a child process under an address-space limit: on the code before the fix, a pack
+size of 2^31 - 1 allocated 16 GB in the counting sort (a ``MemoryError`` traceback under the limit).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from _support.pack_inputs import run, write_jsonl
+from seqpack.data.samples import _readers
+from seqpack.data.samples._readers import iter_chunks
+from seqpack.errors import InputError
+from seqpack.packing import ALGORITHMS, MAX_PAD_MULTIPLE, pack_lengths
+
+#: Address space a child may map: far above what two rows need (~1 GiB with numba, pyarrow and
+#: transformers imported), far below what a buffer sized by 2^31 - 1 takes.
+CHILD_ADDRESS_SPACE = 3 << 30
+LARGEST_PACK = 2**31 - 1
+ROWS = [{"input_ids": [5, 6, 7, 2]}, {"input_ids": [8, 9, 2]}]
+
+
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (CHILD_ADDRESS_SPACE, CHILD_ADDRESS_SPACE))
+
+
+def _seqpack(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "seqpack", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        preexec_fn=_limited,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_pack_lengths_with_an_astronomical_pack_size_is_sized_by_the_lengths(algorithm: str) -> None:
+    lengths = [3, 9, 2, 7]
+    plan = pack_lengths(lengths, 10**15, algorithm=algorithm)
+    assert plan.num_packs == 1
+    assert sorted(plan.pack(0).tolist()) == [0, 1, 2, 3]
+    # the same packs as a pack size just large enough (same order: only the capacity slots differ)
+    assert plan.to_lists() == pack_lengths(lengths, sum(lengths), algorithm=algorithm).to_lists()
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_pack_with_the_largest_pack_size_stays_small(tmp_path: Path, algorithm: str) -> None:
+    write_jsonl(tmp_path / "a.jsonl", ROWS)
+    result = _seqpack(
+        ["pack", "a.jsonl", "--out", "o", "--pack-size", str(LARGEST_PACK), "--algorithm", algorithm, "-q"],
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = pq.read_table(tmp_path / "o" / f"training_{LARGEST_PACK}.idx.parquet").to_pylist()
+    assert len(rows) == 1
+    assert sorted(rows[0]["seq_start_id"]) == [0, 3] or sorted(rows[0]["seq_start_id"]) == [0, 4]
+
+
+def test_plan_with_the_largest_pack_size_stays_small(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "a.jsonl", ROWS)
+    args = ["plan", "a.jsonl", "--pack-sizes", f"4096,{LARGEST_PACK}", "--token-slots", str(LARGEST_PACK)]
+    result = _seqpack([*args, "--format", "json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    sizes = [c["pack_size"] for c in json.loads(result.stdout)["candidates"]]
+    assert sizes == [4096, LARGEST_PACK]
+
+
+@pytest.mark.parametrize("strategy", ["bfd", "bfd_split", "wrapped"])
+def test_pack_dataset_with_an_astronomical_seq_length(strategy: str) -> None:
+    from datasets import Dataset
+
+    from seqpack.hf import pack_dataset
+
+    ds = Dataset.from_dict({"input_ids": [[1, 2, 3, 4, 5], [6, 7], [8, 9, 10], [11]]})
+    packed = pack_dataset(ds, seq_length=10**15, strategy=strategy)
+    assert packed.num_rows == 1
+    assert sorted(packed[0]["input_ids"]) == list(range(1, 12))
+
+
+def test_pad_multiple_over_the_limit_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_jsonl(tmp_path / "a.jsonl", ROWS)
+    pack = 4 * MAX_PAD_MULTIPLE  # room for both rows at the limit
+    base = [str(tmp_path / "a.jsonl"), "--pack-size", str(pack), "--out", str(tmp_path / "o")]
+    code, _, err = run([*base, "--pad-seq-to-mult", str(MAX_PAD_MULTIPLE + 1)], capsys)
+    assert code == 2
+    assert err.strip().endswith(
+        f"--pad-seq-to-mult {MAX_PAD_MULTIPLE + 1} is larger than {MAX_PAD_MULTIPLE}, "
+        "the largest pre-padding multiple seqpack writes (2 x CP x TP of up to 32768 GPUs)"
+    )
+    assert not (tmp_path / "o").exists()
+    code, _, err = run([*base, "--cp", str(MAX_PAD_MULTIPLE)], capsys)
+    assert code == 2 and f"--cp {MAX_PAD_MULTIPLE} --tp 1 need a pre-padding multiple" in err
+    assert not (tmp_path / "o").exists()
+    # at the limit: each sample padded to exactly one multiple
+    code, _, err = run([*base, "--pad-seq-to-mult", str(MAX_PAD_MULTIPLE)], capsys)
+    assert code == 0, err
+    (row,) = pq.read_table(tmp_path / "o" / f"training_{pack}.idx.parquet").to_pylist()
+    assert len(row["input_ids"]) == 2 * (MAX_PAD_MULTIPLE + 1)
+
+
+def _line_of(size: int) -> bytes:
+    """A pre-tokenized sample whose JSON text is exactly ``size`` bytes (no newline)."""
+    body = b'{"input_ids": [' + b"5, " * max(0, (size - 20) // 3) + b"2]}"
+    assert len(body) <= size
+    return body[:-1] + b" " * (size - len(body)) + b"}"
+
+
+@pytest.mark.parametrize("block", [7, 16, 64, 200])
+@pytest.mark.parametrize("newline", [True, False])
+def test_line_limit_is_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int, newline: bool
+) -> None:
+    """A small limit, read with blocks smaller and larger than it: a line of the limit's bytes (its newline
+    not counted) is read, one byte more is refused, whether or not it ends the file without a newline."""
+    monkeypatch.setattr(_readers, "MAX_LINE_BYTES", 100)
+    monkeypatch.setattr(_readers, "_READ_BLOCK", block)
+    first = b'{"input_ids": [5, 2]}\n'
+    end = b"\n" if newline else b""
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(first + _line_of(100) + end)
+    chunks = list(iter_chunks([path], chunk_rows=4))
+    assert [loc for chunk in chunks for loc in chunk.locs.tolist()] == [1, 2]
+    assert chunks[-1].lines is not None and chunks[-1].lines[-1].rstrip(b"\n") == _line_of(100)
+    path.write_bytes(first + _line_of(101) + end)
+    with pytest.raises(InputError, match=r"in\.jsonl:2: line longer than 100 bytes$"):
+        list(iter_chunks([path], chunk_rows=4))
+
+
+def test_the_real_line_limit_is_enforced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The shipped constant itself, end to end through ``pack``: 16 MiB read, 16 MiB + 1 refused."""
+    limit = _readers.MAX_LINE_BYTES
+    assert limit == 16 << 20  # the limit docs/failure-behaviour.md and SECURITY.md state
+    tokens = (limit - 20) // 3 + 1
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(_line_of(limit) + b"\n")
+    code, _, err = run([str(path), "--out", str(tmp_path / "o"), "--pack-size", str(tokens)], capsys)
+    assert code == 0, err
+    path.write_bytes(_line_of(limit + 1) + b"\n")
+    code, _, err = run([str(path), "--out", str(tmp_path / "p"), "--pack-size", str(tokens)], capsys)
+    assert code == 2
+    assert err.strip() == f"error: {path}:1: line longer than {limit} bytes"
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_a_chat_line_at_the_limit_stays_under_4_gb_with_a_real_tokenizer(tmp_path: Path) -> None:
+    """The limit is sized by what one line costs: Qwen3's tokenizer on a chat line of the limit's bytes."""
+    from _support.tokenizers import qwen3_tokenizer_dir
+
+    rng = np.random.default_rng(0)
+    words = np.array(["packing", "the", "sequence", "of", "tokens", "gradient", "loss", "a", "bridge"])
+    text = " ".join(rng.choice(words, size=_readers.MAX_LINE_BYTES // 6).tolist())
+    row = {"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]}
+    room = _readers.MAX_LINE_BYTES - len(json.dumps(row))
+    row["messages"][0]["content"] = text[: room // 2]
+    row["messages"][1]["content"] = text[: room - room // 2]
+    line = json.dumps(row).encode()
+    assert len(line) == _readers.MAX_LINE_BYTES
+    (tmp_path / "c.jsonl").write_bytes(line + b"\n")
+    tok = str(qwen3_tokenizer_dir())
+    args = ["pack", "c.jsonl", "--tokenizer", tok, "--out", "o", "--pack-size", str(LARGEST_PACK)]
+    result = subprocess.run(
+        [sys.executable, "-m", "seqpack", *args, "--workers", "1", "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    peak_bytes = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    assert peak_bytes < 4e9
