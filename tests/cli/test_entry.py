@@ -24,3 +24,18 @@ def test_module_entry_runs() -> None:
     result = subprocess.run([sys.executable, "-m", "seqpack", "--version"], capture_output=True, text=True)
     assert result.returncode == 0
     assert result.stdout.startswith("seqpack ")
+
+
+def test_commands_are_registered_one_way() -> None:
+    """Every command module exposes ``COMMAND`` (a command's function or a group's Typer app) and registers
+    nothing itself: ``seqpack.cli._commands`` adds each under its module's name."""
+    import importlib
+
+    import typer
+
+    from seqpack.cli._commands import COMMAND_MODULES
+
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"seqpack.cli.{name}")
+        assert callable(module.COMMAND) or isinstance(module.COMMAND, typer.Typer), name
+        assert not hasattr(module, "register"), f"seqpack.cli.{name} registers itself"

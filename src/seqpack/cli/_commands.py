@@ -1,4 +1,5 @@
-"""The table of commands: each command module exposes ``register(app)``; this file lists them in order.
+"""The table of commands: each command module exposes ``COMMAND`` (the function of a command, or the Typer
+app of a command group); this file lists them in order and registers them, one way for all.
 
 A command's module imports what the command needs (numba kernels, the text stack, the doctor's rule
 tables ...), ~1 s in all. A run that names its command imports that module alone (:func:`command_in`);
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 import typer
 
 # One line per command module (``seqpack.cli.<name>``), in the order ``seqpack --help`` shows them. Each
-# module registers the command of its own name (``curves``, ``correlate`` and ``translate`` are groups).
+# module's ``COMMAND`` is the command of its own name (``curves``, ``correlate``, ``translate``: groups).
 COMMAND_MODULES: tuple[str, ...] = (
     "pack",
     "inspect",
@@ -33,9 +34,13 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def register(app: typer.Typer, names: Sequence[str] = COMMAND_MODULES) -> None:
-    """Import the command modules ``names`` and let each add its command(s) to ``app``."""
+    """Import the command modules ``names`` and add each one's ``COMMAND`` to ``app`` under its name."""
     for name in names:
-        importlib.import_module(f"seqpack.cli.{name}").register(app)
+        command = importlib.import_module(f"seqpack.cli.{name}").COMMAND
+        if isinstance(command, typer.Typer):
+            app.add_typer(command, name=name)
+        else:
+            app.command(name)(command)
 
 
 def command_in(args: Sequence[str]) -> str | None:

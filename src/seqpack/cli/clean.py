@@ -68,6 +68,5 @@ def clean(
         raise typer.Exit(1)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the ``clean`` command to the root app."""
-    app.command("clean")(clean)
+#: What ``seqpack clean`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = clean

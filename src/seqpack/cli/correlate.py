@@ -206,6 +206,5 @@ def run_command(
         raise typer.Exit(report.exit_code)
 
 
-def register(root: typer.Typer) -> None:
-    """Add the ``correlate`` command group to the root app."""
-    root.add_typer(app, name="correlate")
+#: What ``seqpack correlate`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = app

@@ -348,6 +348,5 @@ def export(
         err_console.print(f"wrote {golden}")
 
 
-def register(root: typer.Typer) -> None:
-    """Add the ``curves`` command group to the root app."""
-    root.add_typer(app, name="curves")
+#: What ``seqpack curves`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = app

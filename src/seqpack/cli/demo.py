@@ -196,6 +196,5 @@ def demo(
         raise typer.Exit(1)
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``seqpack demo`` to the app."""
-    app.command("demo")(demo)
+#: What ``seqpack demo`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = demo

@@ -119,38 +119,38 @@ def _print_batches(report: Mapping[str, Any]) -> None:
             p(f"  {names[kind]} supervised in A, not in B: {counts['supervised_in_a_not_b']:,} tokens")
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``seqpack diff`` to ``app``."""
+def diff(
+    a: str = typer.Argument(
+        ..., help="Packed data (Parquet file/glob/dir or legacy .npy) or a batch dump .npz."
+    ),
+    b: str = typer.Argument(..., help="The other side, of the same kind."),
+    eos_id: int = number_option(
+        None,
+        "--eos-id",
+        help="EOS token id for the mask kinds (default: metadata, dump, or inferred).",
+        range=TOKEN_ID,
+    ),
+    output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,
+) -> None:
+    """Show what differs between two packed datasets (or two batch dumps), cheapest difference first.
 
-    @app.command("diff")
-    def diff(
-        a: str = typer.Argument(
-            ..., help="Packed data (Parquet file/glob/dir or legacy .npy) or a batch dump .npz."
-        ),
-        b: str = typer.Argument(..., help="The other side, of the same kind."),
-        eos_id: int = number_option(
-            None,
-            "--eos-id",
-            help="EOS token id for the mask kinds (default: metadata, dump, or inferred).",
-            range=TOKEN_ID,
-        ),
-        output_format: OutputFormat = FormatOption,
-        quiet: bool = QuietOption,
-    ) -> None:
-        """Show what differs between two packed datasets (or two batch dumps), cheapest difference first.
+    Exit 0 when identical, 1 when anything differs, 2 when a side cannot be read.
 
-        Exit 0 when identical, 1 when anything differs, 2 when a side cannot be read.
+    Example: seqpack diff old/training_4096.idx.parquet new/training_4096.idx.parquet
+    """
+    with progress(quiet) as bar:
+        task = bar.add_task("diff (packs of A, then B)", total=None)
+        report = diff_paths(a, b, eos_id=eos_id, on_packs=lambda n: bar.advance(task, n))
+    if output_format is OutputFormat.json:
+        emit_json(report)
+    elif report["kind"] == "batches":
+        _print_batches(report)
+    else:
+        _print_packed(report)
+    if not report["identical"]:
+        raise typer.Exit(1)
 
-        Example: seqpack diff old/training_4096.idx.parquet new/training_4096.idx.parquet
-        """
-        with progress(quiet) as bar:
-            task = bar.add_task("diff (packs of A, then B)", total=None)
-            report = diff_paths(a, b, eos_id=eos_id, on_packs=lambda n: bar.advance(task, n))
-        if output_format is OutputFormat.json:
-            emit_json(report)
-        elif report["kind"] == "batches":
-            _print_batches(report)
-        else:
-            _print_packed(report)
-        if not report["identical"]:
-            raise typer.Exit(1)
+
+#: What ``seqpack diff`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = diff

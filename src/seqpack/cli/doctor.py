@@ -250,5 +250,5 @@ def doctor(
         raise typer.Exit(1)
 
 
-def register(app: typer.Typer) -> None:
-    app.command("doctor")(doctor)
+#: What ``seqpack doctor`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = doctor

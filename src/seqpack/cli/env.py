@@ -36,21 +36,21 @@ def _print_text(report: EnvReport) -> None:
             out_console.print(f"  fix: {fix}")
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``seqpack env`` to ``app``."""
+def env(output_format: OutputFormat = FormatOption) -> None:
+    """Report the versions of Python, torch (+CUDA), Megatron and friends, and what follows from them.
 
-    @app.command("env")
-    def env(output_format: OutputFormat = FormatOption) -> None:
-        """Report the versions of Python, torch (+CUDA), Megatron and friends, and what follows from them.
+    Exit 1 when a finding is an error (e.g. a Megatron release that needs a newer Python).
 
-        Exit 1 when a finding is an error (e.g. a Megatron release that needs a newer Python).
+    Example: seqpack env --format json
+    """
+    report = env_report()
+    if output_format is OutputFormat.json:
+        emit_json(report.to_dict(), SCHEMA_VERSION)
+    else:
+        _print_text(report)
+    if any(f.severity == "error" for f in report.findings):
+        raise typer.Exit(1)
 
-        Example: seqpack env --format json
-        """
-        report = env_report()
-        if output_format is OutputFormat.json:
-            emit_json(report.to_dict(), SCHEMA_VERSION)
-        else:
-            _print_text(report)
-        if any(f.severity == "error" for f in report.findings):
-            raise typer.Exit(1)
+
+#: What ``seqpack env`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = env

@@ -168,6 +168,5 @@ def inspect_command(
         raise typer.Exit(1)
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``seqpack inspect`` to the app."""
-    app.command("inspect")(inspect_command)
+#: What ``seqpack inspect`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = inspect_command

@@ -237,5 +237,5 @@ def pack(
         err_console.print(f"{not_packed} sample(s) not packed: see {result.rejects_path}")
 
 
-def register(app: typer.Typer) -> None:
-    app.command("pack")(pack)
+#: What ``seqpack pack`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = pack

@@ -235,5 +235,5 @@ def plan(
         out_console.print(f"plot: {plot}")
 
 
-def register(app: typer.Typer) -> None:
-    app.command("plan")(plan)
+#: What ``seqpack plan`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = plan

@@ -108,5 +108,5 @@ def _flatten(tree: dict[str, object], prefix: str = "") -> dict[str, object]:
     return out
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(translate_app, name="translate")
+#: What ``seqpack translate`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = translate_app

@@ -76,61 +76,61 @@ def _print_config(d: dict[str, Any]) -> None:
         out_console.print(f"{'':9}stand-ins: {'; '.join(d['stand_ins'])}", soft_wrap=True)
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``seqpack verify`` to ``app``."""
+def verify(
+    bridge: bool = typer.Option(False, "--bridge", help="Compare with Megatron-Bridge's own code."),
+    bridge_wheel: Path = typer.Option(
+        None, "--bridge-wheel", help="A megatron-bridge .whl to use instead of the installed package."
+    ),
+    megatron_core_wheel: Path = typer.Option(
+        None,
+        "--megatron-core-wheel",
+        help="A megatron-core .whl (with megatron.training) for the config part with --bridge-wheel.",
+    ),
+    samples: int = number_option(2000, "--samples", help="Generated samples to pack.", range=SIZE),
+    pack_size: int = number_option(
+        512, "--pack-size", help="Pack capacity in runtime tokens.", range=PACK_SIZE
+    ),
+    seed: int = number_option(
+        0, "--seed", help="Seed of the generated data and of both packings.", range=SEED
+    ),
+    pad_seq_to_mult: int = number_option(
+        1, "--pad-seq-to-mult", help="CP/SP pre-padding multiple.", range=SIZE
+    ),
+    keep: Path = typer.Option(None, "--keep", help="Keep the generated data and both packings here."),
+    output_format: OutputFormat = FormatOption,
+) -> None:
+    """Pack a generated dataset with seqpack --bridge-compat and with Bridge's own packing, and diff them;
+    collate with both; validate doctor's rule cases with Bridge's ConfigContainer.
 
-    @app.command("verify")
-    def verify(
-        bridge: bool = typer.Option(False, "--bridge", help="Compare with Megatron-Bridge's own code."),
-        bridge_wheel: Path = typer.Option(
-            None, "--bridge-wheel", help="A megatron-bridge .whl to use instead of the installed package."
-        ),
-        megatron_core_wheel: Path = typer.Option(
-            None,
-            "--megatron-core-wheel",
-            help="A megatron-core .whl (with megatron.training) for the config part with --bridge-wheel.",
-        ),
-        samples: int = number_option(2000, "--samples", help="Generated samples to pack.", range=SIZE),
-        pack_size: int = number_option(
-            512, "--pack-size", help="Pack capacity in runtime tokens.", range=PACK_SIZE
-        ),
-        seed: int = number_option(
-            0, "--seed", help="Seed of the generated data and of both packings.", range=SEED
-        ),
-        pad_seq_to_mult: int = number_option(
-            1, "--pad-seq-to-mult", help="CP/SP pre-padding multiple.", range=SIZE
-        ),
-        keep: Path = typer.Option(None, "--keep", help="Keep the generated data and both packings here."),
-        output_format: OutputFormat = FormatOption,
-    ) -> None:
-        """Pack a generated dataset with seqpack --bridge-compat and with Bridge's own packing, and diff them;
-        collate with both; validate doctor's rule cases with Bridge's ConfigContainer.
+    Parts that cannot run here (collate needs an importable Bridge; config needs an importable Bridge, or
+    --bridge-wheel with a Megatron-Core that has megatron.training, e.g. --megatron-core-wheel) are
+    reported as skipped with the reason, never as passed. Exit 1 when any part fails.
 
-        Parts that cannot run here (collate needs an importable Bridge; config needs an importable Bridge, or
-        --bridge-wheel with a Megatron-Core that has megatron.training, e.g. --megatron-core-wheel) are
-        reported as skipped with the reason, never as passed. Exit 1 when any part fails.
+    Example: seqpack verify --bridge --bridge-wheel megatron_bridge-0.6.2-py3-none-any.whl
 
-        Example: seqpack verify --bridge --bridge-wheel megatron_bridge-0.6.2-py3-none-any.whl
+    Example (every part on a CPU machine, from wheels): seqpack verify --bridge --bridge-wheel
+    megatron_bridge-0.6.2-py3-none-any.whl --megatron-core-wheel
+    megatron_core-0.19.2-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl
+    """
+    if not bridge:
+        raise UsageError("nothing to verify: pass --bridge")
+    opts = VerifyOptions(
+        wheel=None if bridge_wheel is None else str(bridge_wheel),
+        megatron_core_wheel=None if megatron_core_wheel is None else str(megatron_core_wheel),
+        samples=samples,
+        pack_size=pack_size,
+        seed=seed,
+        pad_seq_to_mult=pad_seq_to_mult,
+        keep=keep,
+    )
+    results = verify_bridge(opts)
+    if output_format is OutputFormat.json:
+        emit_json({"parts": [r.to_dict() for r in results]})
+    else:
+        _print_text(results)
+    if any(r.status == "failed" for r in results):
+        raise typer.Exit(1)
 
-        Example (every part on a CPU machine, from wheels): seqpack verify --bridge --bridge-wheel
-        megatron_bridge-0.6.2-py3-none-any.whl --megatron-core-wheel
-        megatron_core-0.19.2-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl
-        """
-        if not bridge:
-            raise UsageError("nothing to verify: pass --bridge")
-        opts = VerifyOptions(
-            wheel=None if bridge_wheel is None else str(bridge_wheel),
-            megatron_core_wheel=None if megatron_core_wheel is None else str(megatron_core_wheel),
-            samples=samples,
-            pack_size=pack_size,
-            seed=seed,
-            pad_seq_to_mult=pad_seq_to_mult,
-            keep=keep,
-        )
-        results = verify_bridge(opts)
-        if output_format is OutputFormat.json:
-            emit_json({"parts": [r.to_dict() for r in results]})
-        else:
-            _print_text(results)
-        if any(r.status == "failed" for r in results):
-            raise typer.Exit(1)
+
+#: What ``seqpack verify`` runs (``seqpack.cli._commands`` registers it under the module's name).
+COMMAND = verify
