@@ -18,6 +18,9 @@ import os
 import signal
 
 ENV = "SEQPACK_FAULT"
+#: ``SEQPACK_FAULT_ONCE=<file>``: fire only in the first process to create ``<file>`` (a retried worker
+#: of a distributed run starts with fresh counters and would otherwise be killed again and again).
+ONCE_ENV = "SEQPACK_FAULT_ONCE"
 _SIGNALS = {"kill": signal.SIGKILL, "stop": signal.SIGSTOP}
 _seen: dict[str, int] = {}
 
@@ -33,4 +36,10 @@ def fault_point(name: str) -> None:
     count, _, action = rest.partition(":")
     _seen[name] = _seen.get(name, 0) + 1
     if _seen[name] == int(count or 1):
+        once = os.environ.get(ONCE_ENV)
+        if once:
+            try:
+                os.close(os.open(once, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                return
         os.kill(os.getpid(), _SIGNALS[action or "kill"])

@@ -49,6 +49,7 @@ from seqpack.data.format import (
     offline_packing_overrides,
     packed_filename,
     rejects_filename,
+    sharded_dirname,
     write_metadata_entry,
 )
 from seqpack.data.pipeline._input import resolve_input
@@ -609,8 +610,14 @@ def overrides_for_result(
     if record.layout == Layout.hf.value:
         return []
     n = result.pack_size
-    out = result.packed_path.parent
-    paths = {split: out / packed_filename(split, n) for split in SPLITS}
+    out = result.metadata_path.parent
+    # a split packed by the ray engine is a directory of shards (sharded_dirname), else one file
+    paths = {
+        split: out / sharded_dirname(split, n)
+        if (out / sharded_dirname(split, n)).is_dir()
+        else out / packed_filename(split, n)
+        for split in SPLITS
+    }
     return offline_packing_overrides(
         n,
         record.pad_seq_to_mult,
