@@ -40,14 +40,27 @@ def _node_args(**extra: Any) -> dict[str, Any]:
     }
 
 
+#: The fault the workers carry (``seqpack._faults``): kill the worker writing a shard's row group, once,
+#: when a test deletes :func:`fault_file` (it exists, disarmed, from the start).
+WORKER_FAULT = "shard:1:kill"
+
+
+def fault_file(tmp: str) -> str:
+    return os.path.join(tmp, "worker-fault-fired")
+
+
 @contextmanager
-def two_node_cluster() -> Iterator[Any]:
-    """Start the head and one more node, connect this process as the driver; always shut everything down
-    and restore the environment."""
+def two_node_cluster() -> Iterator[tuple[Any, str]]:
+    """Start the head and one more node, connect this process as the driver; yields the cluster and its
+    temporary directory. Always shuts everything down and restores the environment."""
     tmp = tempfile.mkdtemp(prefix="sp-ray-", dir="/tmp")
-    saved = {k: os.environ.get(k) for k in [*_ENV, "RAY_TMPDIR"]}
+    saved = {k: os.environ.get(k) for k in [*_ENV, "RAY_TMPDIR", "SEQPACK_FAULT", "SEQPACK_FAULT_ONCE"]}
     os.environ.update({k: v for k, v in _ENV.items() if v})
     os.environ["RAY_TMPDIR"] = tmp
+    # the raylets' workers inherit these; the driver never passes the "shard" point
+    open(fault_file(tmp), "w").close()
+    os.environ["SEQPACK_FAULT"] = WORKER_FAULT
+    os.environ["SEQPACK_FAULT_ONCE"] = fault_file(tmp)
     os.makedirs(os.path.join(tmp, "ray"))
     cluster = None
     import ray  # after the environment: Ray reads it when it is imported
@@ -57,14 +70,20 @@ def two_node_cluster() -> Iterator[Any]:
         cluster = Cluster(initialize_head=True, head_node_args=_node_args())
         cluster.add_node(**_node_args())
         ray.init(address=cluster.address, _node_ip_address=LOOPBACK, log_to_driver=False)
-        yield cluster
+        for key in ("SEQPACK_FAULT", "SEQPACK_FAULT_ONCE"):  # the raylets have them; no other test may
+            _restore(key, saved.pop(key))
+        yield cluster, tmp
     finally:
         ray.shutdown()
         if cluster is not None:
             cluster.shutdown()
         for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+            _restore(key, value)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _restore(key: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import signal
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import seqpack
-from _support.pack_inputs import random_examples, write_jsonl
+from _support.pack_inputs import EOS, random_examples, write_jsonl
 from seqpack.cli import main
 from seqpack.data.format import PARQUET_RUN_ID, ROW_GROUP_SIZE, PackingMetadata
 
@@ -55,11 +59,18 @@ def local(inputs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> seqpa
     return seqpack.pack(inputs, tmp_path_factory.mktemp("local"), PACK, pad_seq_to_mult=4)
 
 
+@pytest.fixture(scope="module")
+def sharded(ray_cluster: Any, inputs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The inputs packed on the cluster, three shards (one file each)."""
+    out = tmp_path_factory.mktemp("sharded") / "out"
+    return seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
+
+
 def test_sharded_set_equals_the_local_pack(
-    ray_cluster: Any, inputs: list[Path], local: Any, tmp_path: Path
+    sharded: Any, inputs: list[Path], local: Any, tmp_path: Path
 ) -> None:
-    out = tmp_path / "out"
-    result = seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
+    result = sharded
+    out = result.metadata_path.parent
     shard_dir = out / f"training_{PACK}"
     assert result.packed_path == shard_dir
     # a directory of zero-padded shards only; the sidecar and the rejects beside it; no staging left
@@ -92,3 +103,95 @@ def test_sharded_set_equals_the_local_pack(
     assert main(["fingerprint", str(shard_dir), "--check"]) == 0
     assert main(["doctor", "--packed", str(shard_dir)]) in (0, 1)
     assert main(["diff", str(local.packed_path), str(shard_dir), "--quiet"]) in (0, 1)
+
+
+def _bridge_sequences(dataset: Any) -> Counter[tuple[tuple[int, ...], tuple[int, ...]]]:
+    found: Counter[tuple[tuple[int, ...], tuple[int, ...]]] = Counter()
+    for i in range(len(dataset)):
+        item = dataset[i]
+        bounds = item["seq_boundaries"]
+        for a, b in itertools.pairwise(bounds):
+            found[(tuple(item["input_ids"][a:b]), tuple(item["loss_mask"][a:b]))] += 1
+    return found
+
+
+@pytest.mark.network
+def test_bridge_reads_the_training_directory_beside_a_validation_split(
+    sharded: Any, inputs: list[Path], tmp_path: Path
+) -> None:
+    """Both splits side by side: Bridge 0.6.2's own reader, given the training directory, yields every
+    training sequence once and nothing of the validation split; the shared sidecar serves pad_cu_seqlens."""
+    from _support.bridge_batching import bridge_parquet_dataset
+
+    out = tmp_path / "out"
+    shutil.copytree(sharded.metadata_path.parent, out)
+    # one input file, two shards: each takes every other chunk of it
+    val = seqpack.pack(
+        inputs[2], out, PACK, pad_seq_to_mult=4, engine="ray", shards=2, split="validation", chunk_rows=128
+    )
+    assert sorted(os.listdir(val.packed_path)) == [f"validation_{PACK}-{i:05d}.idx.parquet" for i in range(2)]
+    assert [e.split for e in PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries] == [
+        "training",
+        "validation",
+    ]
+    assert seqpack.inspect(val.packed_path).ok
+    train_dir = out / f"training_{PACK}"
+    want = sequences(sorted(train_dir.glob("*.parquet")))
+    dataset = bridge_parquet_dataset(
+        str(train_dir),
+        EOS,
+        max_seq_length=PACK,
+        pad_seq_to_mult=4,
+        pad_to_max_length=True,
+        pad_cu_seqlens=True,
+        pack_metadata_file_path=str(out / f"{PACK}_metadata.jsonl"),
+    )
+    assert len(dataset) == sharded.num_packs
+    assert _bridge_sequences(dataset) == want
+    entries = PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries
+    batch = dataset.collate_fn([dataset[i] for i in range(4)])
+    # pad_cu_seqlens: boundary lists as long as the largest max_samples_per_bin of the entries, + 2
+    assert batch["cu_seqlens_q"].shape[-1] == max(e.max_samples_per_bin for e in entries) + 2
+
+
+def test_a_killed_worker_is_retried_and_the_output_is_exact(
+    ray_cluster: Any, inputs: list[Path], local: Any, tmp_path: Path
+) -> None:
+    from _support.ray_cluster import fault_file
+
+    _, ray_tmp = ray_cluster
+    fired = Path(fault_file(ray_tmp))
+    fired.unlink()  # armed: the first worker to write a row group is SIGKILLed, once
+    result = seqpack.pack(inputs, tmp_path / "out", PACK, pad_seq_to_mult=4, engine="ray", shards=2)
+    assert fired.exists()  # a worker did die
+    assert sequences(sorted(result.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
+    assert seqpack.inspect(result.packed_path).ok
+
+
+def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
+    ray_cluster: Any, inputs: list[Path], local: Any, tmp_path: Path
+) -> None:
+    cluster, _ = ray_cluster
+    out = tmp_path / "out"
+    script = (
+        "import sys, seqpack; seqpack.pack(sys.argv[1:4], sys.argv[4], 256, pad_seq_to_mult=4, "
+        "engine='ray', shards=3, ray_address=sys.argv[5])"
+    )
+    env = {**os.environ, "SEQPACK_FAULT": "commit:1:kill"}  # metadata written, packs not yet renamed
+    env.pop("SEQPACK_FAULT_ONCE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *map(str, inputs), str(out), cluster.address],
+        env=env, capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    assert not (out / f"training_{PACK}").exists()
+    assert main(["inspect", str(out), "-q"]) == 2  # no packed file any reader would take
+    staged = sorted((out / f".training_{PACK}.staging" / "shards").glob("*.parquet"))
+    assert len(staged) == 3
+    # a staged shard that no longer matches its record is packed again, not trusted
+    staged[1].write_bytes(staged[0].read_bytes())
+    again = seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
+    assert again.seconds["reused_shards"] == 2
+    assert sequences(sorted(again.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
+    assert seqpack.inspect(again.packed_path).ok
+    assert not (out / f".training_{PACK}.staging").exists()

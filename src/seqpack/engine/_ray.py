@@ -1,5 +1,6 @@
-"""The Ray Data driver of ``seqpack pack --engine ray``: one task per shard, retried by Ray when a worker
-dies; the driver keeps only the shards' small records (docs/scale.md).
+"""The Ray Data driver of ``seqpack pack --engine ray``: one task per shard; a task whose worker dies (a
+killed process, a lost node) is run again by Ray Data (its default: retry until done) and the shard starts
+over; the driver keeps only the shards' small records (docs/scale.md).
 
 ``ray`` is imported inside :func:`pack_on_ray` only: it is an optional extra.
 """
@@ -23,9 +24,6 @@ from seqpack.data.pipeline import (
 )
 from seqpack.engine._task import run_shard
 from seqpack.errors import DataError, InputError, SeqpackError, UsageError, param
-
-#: Times Ray reruns a shard whose worker died (a killed process, a lost node); the shard starts over.
-TASK_RETRIES = 3
 
 
 def _shard_row(row: dict[str, Any], job: ShardJob, slices: tuple[ShardSlice, ...]) -> dict[str, Any]:
@@ -74,10 +72,6 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
             ray.shutdown()
 
 
-def _retries() -> dict[str, Any]:
-    return {"max_retries": TASK_RETRIES}
-
-
 def _map_shards(ray: Any, sharded: ShardedRun) -> list[dict[str, Any]]:
     """One Ray Data task per shard (one CPU each); Ray reruns a task whose worker died."""
     slices = tuple(sharded.slices)
@@ -87,7 +81,6 @@ def _map_shards(ray: Any, sharded: ShardedRun) -> list[dict[str, Any]]:
         .map(
             functools.partial(_shard_row, job=sharded.job, slices=slices),
             num_cpus=1,
-            ray_remote_args_fn=_retries,
         )
         .take_all()
     )

@@ -115,6 +115,10 @@ class StagingPaths:
         return self.root / "shards"
 
     @property
+    def partial(self) -> Path:
+        return self.root / "partial"
+
+    @property
     def done(self) -> Path:
         return self.root / "done"
 
@@ -220,17 +224,22 @@ def pack_shard(job: ShardJob, piece: ShardSlice) -> ShardOutcome:
                 cost=opts.size.cost_model,
             )
             store.offsets()
-            with atomic_path(packed, overwrite=True) as packed_tmp:
-                write_packed(
-                    packed_tmp,
-                    store.read,
-                    plan.items,
-                    plan.pack_offsets,
-                    on_row_group=lambda _p, _t: fault_point("shard"),
-                    layout=Layout.bridge,
-                    fingerprinter=fingerprinter,
-                    key_value={PARQUET_RUN_ID: job.run_id.encode()},
-                )
+            # written beside the staged shards, never among them: a worker killed mid-write leaves its
+            # partial file where no commit looks
+            partial = staging.partial / f"{packed.name}.{uuid.uuid4().hex[:8]}"
+            staging.partial.mkdir(exist_ok=True)
+            write_packed(
+                partial,
+                store.read,
+                plan.items,
+                plan.pack_offsets,
+                on_row_group=lambda _p, _t: fault_point("shard"),
+                layout=Layout.bridge,
+                fingerprinter=fingerprinter,
+                key_value={PARQUET_RUN_ID: job.run_id.encode()},
+            )
+            _fsync(partial)
+            os.replace(partial, packed)
             values = plan.bridge_metadata()
             stats = (values["dataset_max_seqlen"], values["max_samples_per_bin"], values["min_packed_seqlen"])
             num_packs, runtime_tokens = plan.num_packs, int(plan.total_length)
@@ -427,6 +436,10 @@ def commit_sharded(
             with open(staging.rejects(outcome.index), "rb") as part:
                 shutil.copyfileobj(part, out)
     fault_point("rename")
+    wanted = {staging.shard(o.index).name for o in packed}
+    for leftover in staging.shards.iterdir():  # only the shards of the records go in
+        if leftover.name not in wanted:
+            leftover.unlink()
     _swap_in(staging.shards, staging.final, staging.root / "replaced")
     shutil.rmtree(staging.root, ignore_errors=True)
     return PackResult(
@@ -451,6 +464,14 @@ def _swap_in(staged: Path, final: Path, trash: Path) -> None:
         os.replace(final, trash)
     os.replace(staged, final)
     fsync_dir(final.parent)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:
