@@ -195,3 +195,23 @@ def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
     assert sequences(sorted(again.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
     assert seqpack.inspect(again.packed_path).ok
     assert not (out / f".training_{PACK}.staging").exists()
+
+
+@pytest.mark.network
+def test_chats_with_a_real_tokenizer_equal_the_local_pack(ray_cluster: Any, tmp_path: Path) -> None:
+    """Raw chat text tokenized on the workers (Qwen3's tokenizer, loaded once per worker) gives the very
+    sequences and rejects of the local pack."""
+    pytest.importorskip("transformers")
+    from _support.chat_rows import chat_rows
+    from _support.tokenizers import qwen3_tokenizer_dir
+
+    tokenizer = qwen3_tokenizer_dir()
+    chats = [write_jsonl(tmp_path / f"chats{i}.jsonl", chat_rows(i, 60)) for i in range(2)]
+    options = {"tokenizer": tokenizer, "max_seq_length": 400, "pad_seq_to_mult": 8}
+    local = seqpack.pack(chats, tmp_path / "local", 512, **options)
+    result = seqpack.pack(chats, tmp_path / "ray", 512, engine="ray", shards=2, **options)
+    assert sequences(sorted(result.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
+    assert rejects(result.rejects_path) == rejects(local.rejects_path)
+    assert result.record.tokenizer_sha256 == local.record.tokenizer_sha256
+    assert result.record.eos_id == local.record.eos_id
+    assert seqpack.inspect(result.packed_path, tokenizer=tokenizer).ok

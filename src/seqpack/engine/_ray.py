@@ -18,6 +18,7 @@ from seqpack.data.pipeline import (
     ShardJob,
     ShardOutcome,
     ShardSlice,
+    check_sharded,
     commit_sharded,
     prepare_sharded,
     read_outcome,
@@ -38,6 +39,9 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
     process is connected to, else starts one on this machine for the run. ``shards``: default one per
     CPU of the cluster. A stopped run of the same command is resumed (its checked shards reused).
     """
+    check_sharded(opts)
+    if shards is not None and shards < 1:
+        raise UsageError(f"{param('shards')} must be >= 1, got {shards}")
     try:
         import ray
     except ImportError:

@@ -298,17 +298,24 @@ class ShardedRun:
     input_hash: _BackgroundHash
 
 
-def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
-    """Resolve the run as the local pipeline does, infer the EOS from the first chunk (as it does), and
-    open the staging directory: a staging directory of the same command is resumed (its run id kept),
-    one of another command is refused unless ``overwrite``."""
+def check_sharded(opts: PackOptions) -> None:
+    """Usage errors of a sharded run, before any cluster is joined: each shard is planned alone, so
+    Bridge's exact rows (one plan over all samples) cannot be made, and only Bridge's layout is sharded."""
+    opts.check()
     if opts.run.layout is not Layout.bridge:
         raise UsageError(f"the ray engine writes Bridge's layout only ({param('layout')} bridge)")
     if opts.bridge_compat:
         raise UsageError(
-            f"{param('bridge_compat')} plans all samples at once as Bridge does; the ray engine plans each "
-            "shard alone: pack on one machine for Bridge's exact rows"
+            f"{param('bridge_compat')} needs one plan over all samples, and the ray engine plans each shard "
+            "alone; pack on one machine for Bridge's exact rows"
         )
+
+
+def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
+    """Resolve the run as the local pipeline does, infer the EOS from the first chunk (as it does), and
+    open the staging directory: a staging directory of the same command is resumed (its run id kept),
+    one of another command is refused unless ``overwrite``."""
+    check_sharded(opts)
     run = _resolve(opts)
     final = StagingPaths(opts.run.out_dir, opts.run.split, opts.size.pack_size).final
     if final.exists() and not opts.run.overwrite:
