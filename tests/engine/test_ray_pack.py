@@ -191,7 +191,7 @@ def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
     # a staged shard that no longer matches its record is packed again, not trusted
     staged[1].write_bytes(staged[0].read_bytes())
     again = seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
-    assert again.seconds["reused_shards"] == 2
+    assert again.engine["reused_shards"] == 2
     assert sequences(sorted(again.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
     assert seqpack.inspect(again.packed_path).ok
     assert not (out / f".training_{PACK}.staging").exists()

@@ -65,11 +65,16 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
         except Exception as exc:  # a shard's own error (bad input) comes back wrapped by Ray: unwrap it
             raise (_seqpack_cause(exc) or exc) from None
         seconds["shards"] = time.perf_counter() - t1
-        seconds["reused_shards"] = float(sum(bool(r["reused"]) for r in rows))
         t2 = time.perf_counter()
-        result = commit_sharded(sharded, _outcomes(sharded), seconds)
+        outcomes = _outcomes(sharded)
+        result = commit_sharded(sharded, outcomes, seconds)
         seconds["commit"] = time.perf_counter() - t2
-        seconds["total"] = time.perf_counter() - t0
+        result.engine.update(
+            shards=float(len(outcomes)),
+            reused_shards=float(sum(bool(r["reused"]) for r in rows)),
+            shard_cpu_seconds=sum(o.cpu_seconds for o in outcomes),
+            worker_peak_rss_mb=max(o.peak_rss_mb for o in outcomes),
+        )
         return result
     finally:
         if started:

@@ -112,6 +112,9 @@ class PackResult:
     runtime_tokens: int
     pack_size: int
     seconds: dict[str, float] = field(default_factory=dict)
+    #: A distributed run's measures (``--engine ray``): shards, shards reused by a resumed run, the
+    #: shards' CPU seconds, the largest worker's peak memory (MB); empty for a local run.
+    engine: dict[str, float] = field(default_factory=dict)
 
     @property
     def padding_saved(self) -> int:
@@ -144,6 +147,7 @@ class PackResult:
             "bridge_metadata": bridge,
             "overrides": list(overrides),
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            **({"engine": {k: round(v, 3) for k, v in self.engine.items()}} if self.engine else {}),
         }
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -179,6 +180,8 @@ class ShardOutcome:
     fingerprint_result: dict[str, Any]  # the shard's own fingerprints, checked when the shard is reused
     run_id: str
     seconds: float
+    cpu_seconds: float = 0.0  # this worker's CPU time on the shard
+    peak_rss_mb: float = 0.0  # the worker process's peak resident memory so far
 
     def to_json(self) -> bytes:
         return orjson.dumps({"version": STAGING_VERSION, **asdict(self)})
@@ -195,7 +198,7 @@ class ShardOutcome:
 def pack_shard(job: ShardJob, piece: ShardSlice) -> ShardOutcome:
     """Pass 1, plan and pass 2 of one shard, on this worker; the shard's file, its rejects and its
     ``done/`` record are written atomically, the record last (its presence says the shard is complete)."""
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     staging, opts = job.staging, job.opts
     staging.shards.mkdir(parents=True, exist_ok=True)
     staging.done.mkdir(parents=True, exist_ok=True)
@@ -257,6 +260,8 @@ def pack_shard(job: ShardJob, piece: ShardSlice) -> ShardOutcome:
         fingerprinter.result().to_dict(),
         job.run_id,
         time.perf_counter() - t0,
+        time.process_time() - cpu0,
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     )
     with atomic_path(staging.pack_hashes(piece.index), overwrite=True) as tmp, open(tmp, "wb") as handle:
         np.save(handle, fingerprinter.pack_hashes(), allow_pickle=False)
