@@ -23,6 +23,7 @@ import seqpack
 from _support.pack_inputs import EOS, random_examples, write_jsonl
 from seqpack.cli import main
 from seqpack.data.format import PARQUET_RUN_ID, ROW_GROUP_SIZE, PackingMetadata
+from seqpack.data.pipeline import overrides_for_result
 
 PACK = 256
 
@@ -98,6 +99,8 @@ def test_sharded_set_equals_the_local_pack(
     assert result.counts.samples_in == local.counts.samples_in
     assert result.counts.rejected == local.counts.rejected > 0
     # the combined entry is what the rows say (inspect recomputes it), and its fingerprint reads back
+    overrides = overrides_for_result(result)
+    assert any(o.endswith(f"packed_train_data_path={shard_dir}") for o in overrides), overrides
     report = seqpack.inspect(shard_dir)
     assert report.ok and report.metadata.status == "consistent"
     assert main(["fingerprint", str(shard_dir), "--check"]) == 0
@@ -169,7 +172,7 @@ def test_a_killed_worker_is_retried_and_the_output_is_exact(
 
 
 def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
-    ray_cluster: Any, inputs: list[Path], local: Any, tmp_path: Path
+    ray_cluster: Any, sharded: Any, inputs: list[Path], local: Any, tmp_path: Path
 ) -> None:
     cluster, _ = ray_cluster
     out = tmp_path / "out"
@@ -195,6 +198,8 @@ def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
     assert sequences(sorted(again.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
     assert seqpack.inspect(again.packed_path).ok
     assert not (out / f".training_{PACK}.staging").exists()
+    # the same input and shards: the same packs, in the same order, as the uninterrupted run
+    assert again.record.fingerprint == sharded.record.fingerprint
 
 
 @pytest.mark.network

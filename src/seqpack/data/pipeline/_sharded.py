@@ -453,6 +453,9 @@ def commit_sharded(
         if leftover.name not in wanted:
             leftover.unlink()
     _swap_in(staging.shards, staging.final, staging.root / "replaced")
+    # a one-file set of this split replaced with --overwrite (_resolve refused it otherwise): the sidecar
+    # entry is this run's now, so the old file would only be refused as a mix
+    outputs.packed.unlink(missing_ok=True)
     shutil.rmtree(staging.root, ignore_errors=True)
     return PackResult(
         staging.final,
