@@ -58,27 +58,35 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
         seconds: dict[str, float] = {"cluster": time.perf_counter() - t0}
         count = shards if shards is not None else max(1, int(ray.cluster_resources().get("CPU", 1)))
         sharded = prepare_sharded(opts, count)
-        ray.data.DataContext.get_current().enable_progress_bars = not opts.run.quiet
-        t1 = time.perf_counter()
         try:
-            rows = _map_shards(ray, sharded)
-        except Exception as exc:  # a shard's own error (bad input) comes back wrapped by Ray: unwrap it
-            raise (_seqpack_cause(exc) or exc) from None
-        seconds["shards"] = time.perf_counter() - t1
-        t2 = time.perf_counter()
-        outcomes = _outcomes(sharded)
-        result = commit_sharded(sharded, outcomes, seconds)
-        seconds["commit"] = time.perf_counter() - t2
-        result.engine.update(
-            shards=float(len(outcomes)),
-            reused_shards=float(sum(bool(r["reused"]) for r in rows)),
-            shard_cpu_seconds=sum(o.cpu_seconds for o in outcomes),
-            worker_peak_rss_mb=max(o.peak_rss_mb for o in outcomes),
-        )
-        return result
+            return _run(ray, sharded, opts, seconds)
+        finally:
+            sharded.release()
     finally:
         if started:
             ray.shutdown()
+
+
+def _run(ray: Any, sharded: ShardedRun, opts: PackOptions, seconds: dict[str, float]) -> PackResult:
+    """Map the shards, then commit them (the driver's part after resolving)."""
+    ray.data.DataContext.get_current().enable_progress_bars = not opts.run.quiet
+    t1 = time.perf_counter()
+    try:
+        rows = _map_shards(ray, sharded)
+    except Exception as exc:  # a shard's own error (bad input) comes back wrapped by Ray: unwrap it
+        raise (_seqpack_cause(exc) or exc) from None
+    seconds["shards"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    outcomes = _outcomes(sharded)
+    result = commit_sharded(sharded, outcomes, seconds)
+    seconds["commit"] = time.perf_counter() - t2
+    result.engine.update(
+        shards=float(len(outcomes)),
+        reused_shards=float(sum(bool(r["reused"]) for r in rows)),
+        shard_cpu_seconds=sum(o.cpu_seconds for o in outcomes),
+        worker_peak_rss_mb=max(o.peak_rss_mb for o in outcomes),
+    )
+    return result
 
 
 def _map_shards(ray: Any, sharded: ShardedRun) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ from seqpack.data.format import (
     sharded_dirname,
     write_metadata_entry,
 )
+from seqpack.data.pipeline._lock import OutputLock, claim_output_dir
 from seqpack.data.pipeline._options import PackOptions
 from seqpack.data.pipeline._pipeline import (
     Counts,
@@ -301,6 +302,11 @@ class ShardedRun:
     record: Any  # PackRecord as resolving knows it
     resumed: bool
     input_hash: _BackgroundHash
+    lock: OutputLock
+
+    def release(self) -> None:
+        """Let another run write to the output directory (after the commit, or on any error)."""
+        self.lock.release()
 
 
 def check_sharded(opts: PackOptions) -> None:
@@ -332,12 +338,18 @@ def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
         eos_id = _infer_eos(inputs, run.text, opts)
     staging = StagingPaths(opts.run.out_dir, opts.run.split, opts.size.pack_size)
     identity = _identity(run.record.to_dict(), inputs, shards)
-    run_id, resumed = _open_staging(staging, identity, run.record.run_id, opts.run.overwrite)
+    opts.run.out_dir.mkdir(parents=True, exist_ok=True)
+    lock = claim_output_dir(opts.run.out_dir)  # one driver per output directory, as locally
+    try:
+        run_id, resumed = _open_staging(staging, identity, run.record.run_id, opts.run.overwrite)
+    except BaseException:
+        lock.release()
+        raise
     record = run.record if run_id == run.record.run_id else _with_run_id(run.record, run_id)
     job = ShardJob(
         opts, tuple(inputs), run.text, int(eos_id), check_eos, run_id, staging, opts.run.scratch_dir
     )
-    return ShardedRun(job, slices, run.outputs, record, resumed, _BackgroundHash(inputs))
+    return ShardedRun(job, slices, run.outputs, record, resumed, _BackgroundHash(inputs), lock)
 
 
 def _with_run_id(record: Any, run_id: str) -> Any:
