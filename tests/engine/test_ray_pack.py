@@ -103,6 +103,11 @@ def test_sharded_set_equals_the_local_pack(
     assert any(o.endswith(f"packed_train_data_path={shard_dir}") for o in overrides), overrides
     report = seqpack.inspect(shard_dir)
     assert report.ok and report.metadata.status == "consistent"
+    # the DP imbalance Bridge's sampler would see stays within 1% of one plan's
+    ours = seqpack.inspect(shard_dir, dp=4, gbs=32).dp_imbalance
+    theirs = seqpack.inspect(local.packed_path, dp=4, gbs=32).dp_imbalance
+    assert ours is not None and theirs is not None
+    assert abs(ours["mean"] - theirs["mean"]) <= 0.01 * theirs["mean"]
     assert main(["fingerprint", str(shard_dir), "--check"]) == 0
     assert main(["doctor", "--packed", str(shard_dir)]) in (0, 1)
     assert main(["diff", str(local.packed_path), str(shard_dir), "--quiet"]) in (0, 1)
