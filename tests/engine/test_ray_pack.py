@@ -4,6 +4,7 @@ Bridge 0.6.2's reader takes the directory, seqpack's readers read it as they rea
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -125,7 +126,7 @@ def _bridge_sequences(dataset: Any) -> Counter[tuple[tuple[int, ...], tuple[int,
 
 @pytest.mark.network
 def test_bridge_reads_the_training_directory_beside_a_validation_split(
-    sharded: Any, inputs: list[Path], tmp_path: Path
+    sharded: Any, inputs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Both splits side by side: Bridge 0.6.2's own reader, given the training directory, yields every
     training sequence once and nothing of the validation split; the shared sidecar serves pad_cu_seqlens."""
@@ -133,16 +134,23 @@ def test_bridge_reads_the_training_directory_beside_a_validation_split(
 
     out = tmp_path / "out"
     shutil.copytree(sharded.metadata_path.parent, out)
-    # one input file, two shards: each takes every other chunk of it
-    val = seqpack.pack(
-        inputs[2], out, PACK, pad_seq_to_mult=4, engine="ray", shards=2, split="validation", chunk_rows=128
-    )
-    assert sorted(os.listdir(val.packed_path)) == [f"validation_{PACK}-{i:05d}.idx.parquet" for i in range(2)]
+    # one input file, two shards: each takes every other chunk of it; through the command line
+    args = ["pack", "-q", str(inputs[2]), "-o", str(out), "-n", str(PACK), "--pad-seq-to-mult", "4"]
+    args += ["--engine", "ray", "--shards", "2", "--split", "validation", "--chunk-rows", "128"]
+    assert main([*args, "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    val_dir = out / f"validation_{PACK}"
+    assert summary["packed_path"] == str(val_dir) and summary["engine"]["shards"] == 2
+    # the overrides train on both directories
+    overrides = summary["overrides"]
+    assert any(o.endswith(f".packed_val_data_path={val_dir}") for o in overrides), overrides
+    assert any(o.endswith(f".packed_train_data_path={out / f'training_{PACK}'}") for o in overrides)
+    assert sorted(os.listdir(val_dir)) == [f"validation_{PACK}-{i:05d}.idx.parquet" for i in range(2)]
     assert [e.split for e in PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries] == [
         "training",
         "validation",
     ]
-    assert seqpack.inspect(val.packed_path).ok
+    assert seqpack.inspect(val_dir).ok
     train_dir = out / f"training_{PACK}"
     want = sequences(sorted(train_dir.glob("*.parquet")))
     dataset = bridge_parquet_dataset(
