@@ -359,7 +359,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             assert spool.eos_id is not None  # pass 1 refuses an input without samples
             record = (
                 run.record.with_eos(spool.eos_id)
-                .with_plan(plan.algorithm, _cost_model_record(opts, plan))
+                .with_plan(plan.algorithm, _cost_model_record(opts))
                 .with_fingerprint(fingerprint)
                 .committed(input_hash.result(), _counts(spool.counts, plan))
             )
@@ -551,7 +551,7 @@ def _commit(run: _Run, record: PackRecord, plan: PackPlan) -> MetadataEntry:
     return entry
 
 
-def _cost_model_record(opts: PackOptions, plan: PackPlan) -> dict[str, Any] | None:
+def _cost_model_record(opts: PackOptions) -> dict[str, Any] | None:
     """The cost model the balanced algorithm evened packs under (``None`` for any other algorithm)."""
     return (opts.size.cost_model or CostModel.default()).to_record() if opts.algorithm == BALANCED else None
 

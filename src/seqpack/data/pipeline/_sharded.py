@@ -40,6 +40,7 @@ from seqpack.data.format import (
     Layout,
     MetadataEntry,
     PackCounts,
+    PackRecord,
     most_common_last_token,
     shard_filename,
     sharded_dirname,
@@ -299,7 +300,7 @@ class ShardedRun:
     job: ShardJob
     slices: list[ShardSlice]
     outputs: _Outputs
-    record: Any  # PackRecord as resolving knows it
+    record: PackRecord  # as resolving knows it (the commit adds what the shards measured)
     resumed: bool
     input_hash: _BackgroundHash
     lock: OutputLock
@@ -345,15 +346,11 @@ def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
     except BaseException:
         lock.release()
         raise
-    record = run.record if run_id == run.record.run_id else _with_run_id(run.record, run_id)
+    record = replace(run.record, run_id=run_id)  # a resumed run keeps the staged run's id
     job = ShardJob(
         opts, tuple(inputs), run.text, int(eos_id), check_eos, run_id, staging, opts.run.scratch_dir
     )
     return ShardedRun(job, slices, run.outputs, record, resumed, _BackgroundHash(inputs), lock)
-
-
-def _with_run_id(record: Any, run_id: str) -> Any:
-    return replace(record, run_id=run_id)
 
 
 def _infer_eos(inputs: list[Path], text: ResolvedText | None, opts: PackOptions) -> int:
@@ -446,7 +443,7 @@ def commit_sharded(
     )
     record = (
         sharded.record.with_eos(job.eos_id)
-        .with_plan(opts.algorithm, _cost_model_record(opts, None))  # type: ignore[arg-type]
+        .with_plan(opts.algorithm, _cost_model_record(opts))
         .with_fingerprint(fingerprinter.result().to_dict())
         .committed(sharded.input_hash.result(), pack_counts)
     )
