@@ -8,6 +8,7 @@ over; the driver keeps only the shards' small records (docs/scale.md).
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from typing import Any
 
@@ -70,6 +71,8 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
 def _run(ray: Any, sharded: ShardedRun, opts: PackOptions, seconds: dict[str, float]) -> PackResult:
     """Map the shards, then commit them (the driver's part after resolving)."""
     ray.data.DataContext.get_current().enable_progress_bars = not opts.run.quiet
+    if opts.run.quiet:  # Ray Data logs each dataset's start and end at INFO on stderr
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
     t1 = time.perf_counter()
     try:
         rows = _map_shards(ray, sharded)
