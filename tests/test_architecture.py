@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"_yaml", "<root>", "findings"}),
     frozenset({"fingerprint", "packing", "translate", "curves", "env"}),
     frozenset({"data"}),
-    frozenset({"batching"}),
+    frozenset({"batching", "engine"}),
     frozenset({"doctor", "plan", "train", "diff"}),
     frozenset({"verify", "hf", "correlate", "demo", "_api"}),
     frozenset({"cli"}),

@@ -18,6 +18,7 @@ from seqpack.curves import compare_curves as _compare_curves
 from seqpack.data.packed import Inspection, inspect_packed
 from seqpack.data.pipeline import PackOptions, PackResult, pack_files
 from seqpack.doctor import DoctorOptions, Report, check, load_config
+from seqpack.engine import pack_on_ray
 from seqpack.errors import UsageError
 from seqpack.packing import CostModel, ModelDims
 from seqpack.plan import SamplerSimulation
@@ -32,7 +33,8 @@ def pack(
 
     ``options`` are the fields of :class:`seqpack.data.pipeline.PackOptions`'s groups, flat
     (``bridge_compat``, ``algorithm``, ``pad_seq_to_mult``, ``tokenizer``, ``too_long``, ``layout``,
-    ``prompt_field``, ...);
+    ``prompt_field``, ...); ``engine="ray"`` (with ``ray_address``, ``shards``) packs on a Ray cluster
+    into a directory of shards (docs/scale.md);
     progress bars are off unless ``quiet=False``.
 
     >>> import tempfile, seqpack
@@ -45,7 +47,14 @@ def pack(
     ('training_1024.idx.parquet', '1024_metadata.jsonl')
     """
     paths = [Path(inputs)] if isinstance(inputs, (str, os.PathLike)) else [Path(p) for p in inputs]
-    return pack_files(PackOptions.from_flat(paths, Path(out_dir), pack_size, **{"quiet": True, **options}))
+    engine = options.pop("engine", "local")
+    address, shards = options.pop("ray_address", None), options.pop("shards", None)
+    opts = PackOptions.from_flat(paths, Path(out_dir), pack_size, **{"quiet": True, **options})
+    if engine == "ray":
+        return pack_on_ray(opts, address=address, shards=shards)
+    if engine != "local" or address is not None or shards is not None:
+        raise TypeError("pack(): engine is 'local' or 'ray'; ray_address and shards go with engine='ray'")
+    return pack_files(opts)
 
 
 def inspect(

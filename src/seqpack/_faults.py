@@ -18,6 +18,9 @@ import os
 import signal
 
 ENV = "SEQPACK_FAULT"
+#: ``SEQPACK_FAULT_ONCE=<file>``: fire at the n-th pass or any later one, but only in the one process that
+#: creates ``<file>`` (workers of a distributed run are reused and retried: counters alone cannot say "once").
+ONCE_ENV = "SEQPACK_FAULT_ONCE"
 _SIGNALS = {"kill": signal.SIGKILL, "stop": signal.SIGSTOP}
 _seen: dict[str, int] = {}
 
@@ -32,5 +35,14 @@ def fault_point(name: str) -> None:
         return
     count, _, action = rest.partition(":")
     _seen[name] = _seen.get(name, 0) + 1
-    if _seen[name] == int(count or 1):
+    once = os.environ.get(ONCE_ENV)
+    if once:  # any pass from the n-th on, in the one process that creates the file (deleting it re-arms)
+        if _seen[name] < int(count or 1):
+            return
+        try:
+            os.close(os.open(once, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        os.kill(os.getpid(), _SIGNALS[action or "kill"])
+    elif _seen[name] == int(count or 1):
         os.kill(os.getpid(), _SIGNALS[action or "kill"])

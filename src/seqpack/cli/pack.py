@@ -28,6 +28,7 @@ from seqpack.data.pipeline import (
     pack_files,
 )
 from seqpack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
+from seqpack.engine import pack_on_ray
 from seqpack.errors import UsageError
 from seqpack.packing import MAX_PAD_MULTIPLE, CostModel, ModelDims, pad_multiple
 
@@ -65,7 +66,10 @@ def _print_text(summary: dict[str, Any]) -> None:
         ("efficiency", f"{summary['efficiency_percent']:.2f} %"),
         ("padding tokens", f"{summary['padding_tokens']:,}"),
         ("padding saved vs padding each sample", f"{summary['padding_tokens_saved']:,} tokens"),
-        ("time (read / plan / write)", " / ".join(f"{v:.2f}s" for v in summary["seconds"].values())),
+        (
+            f"time ({' / '.join(summary['seconds'])})",
+            " / ".join(f"{v:.2f}s" for v in summary["seconds"].values()),
+        ),
     ]
     for key, value in rows:
         table.add_row(key, value)
@@ -174,7 +178,21 @@ def pack(
     scratch_dir: Path = typer.Option(
         None, "--scratch-dir", help="Where the scratch store goes (default: DIR)."
     ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing {split}_{N} pack set."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace an existing {split}_{N} pack set (ray: restart, not resume)."
+    ),
+    engine: str = typer.Option(
+        "local", "--engine", help="local (this machine) or ray (a Ray cluster; a directory of shards)."
+    ),
+    ray_address: str = typer.Option(
+        None, "--ray-address", help="Ray cluster to run on (auto, HOST:PORT); default: start one here."
+    ),
+    shards: int | None = number_option(
+        None,
+        "--shards",
+        help="Shards of a ray run, each planned alone (default: the cluster's CPUs).",
+        range=SIZE,
+    ),
     output_format: OutputFormat = FormatOption,
     quiet: bool = QuietOption,
 ) -> None:
@@ -224,7 +242,11 @@ def pack(
         too_long=too_long,
         bridge_compat=bridge_compat,
     )
-    result = pack_files(opts)
+    if engine not in ("local", "ray"):
+        raise UsageError(f"--engine must be local or ray, got {engine!r}")
+    if engine == "local" and (ray_address is not None or shards is not None):
+        raise UsageError("--ray-address and --shards go with --engine ray")
+    result = pack_files(opts) if engine == "local" else pack_on_ray(opts, address=ray_address, shards=shards)
     overrides = overrides_for_result(result, cp=cp or 1, tp=tp or 1, sequence_parallel=sequence_parallel)
     summary = result.to_dict(overrides)
     if output_format is OutputFormat.json:

@@ -130,6 +130,9 @@ class PackedFingerprinter:
 
     eos_id: int = -1
     keep_sequences: bool = False
+    #: Keep the per-pack hashes (24 bytes a pack), so that shards fingerprinted apart can be folded into
+    #: one set's fingerprint in pack order (:meth:`merge`).
+    keep_packs: bool = False
     _c1: np.uint64 = field(default_factory=lambda: np.uint64(0))
     _c2: np.uint64 = field(default_factory=lambda: np.uint64(0))
     _chain1: np.uint64 = _CHAIN_SEEDS[0]
@@ -155,6 +158,8 @@ class PackedFingerprinter:
                 (block.seq_hashes[:, 0], block.seq_hashes[:, 2], block.seq_lengths, block.seq_kinds)
             )
             self._pack_parts.append((block.pack_hashes, block.pack_nseq, block.pack_lengths))
+        elif self.keep_packs:
+            self._pack_parts.append((block.pack_hashes,))
 
     def update_block(self, block: CsrPacks) -> None:
         """Add a block read by :class:`seqpack.data.packed.PackedReader` (already validated)."""
@@ -169,6 +174,28 @@ class PackedFingerprinter:
                 self.eos_id,
             )
         )
+
+    def pack_hashes(self) -> npt.NDArray[np.uint64]:
+        """The kept per-pack hashes (``keep_packs`` or ``keep_sequences``), shape ``(packs, 3)``."""
+        return _cat([p[0] for p in self._pack_parts], np.uint64, (0, 3))
+
+    def state(self) -> dict[str, Any]:
+        """The order-free part of the fingerprints as plain ints (JSON-safe): the content sums and counts."""
+        return {"content": [int(self._c1), int(self._c2)], "counts": list(self._counts)}
+
+    def merge(self, state: dict[str, Any], pack_hashes: npt.NDArray[np.uint64]) -> None:
+        """Append a shard fingerprinted apart (its :meth:`state` and :meth:`pack_hashes`) after the packs
+        added so far: the content sums add up, the pack chain runs on over the shard's packs, so merging
+        shards in name order gives the fingerprint of reading them one after another."""
+        c1, c2 = (np.uint64(v) for v in state["content"])
+        with np.errstate(over="ignore"):
+            self._c1 = np.uint64(self._c1 + c1)
+            self._c2 = np.uint64(self._c2 + c2)
+        hashes = np.ascontiguousarray(pack_hashes, dtype=np.uint64).reshape(-1, 3)
+        self._chain1 = np.uint64(pack_chain(self._chain1, hashes))
+        self._chain2 = np.uint64(pack_chain(self._chain2, hashes))
+        for i, value in enumerate(state["counts"]):
+            self._counts[i] += int(value)
 
     def result(self) -> Fingerprint:
         """The fingerprints of everything added so far."""

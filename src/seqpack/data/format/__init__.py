@@ -24,10 +24,13 @@ from seqpack.data.format._names import (
     hf_filename,
     hf_metadata_path,
     hf_split,
+    is_sharded,
     metadata_filename,
     packed_filename,
     packed_names,
     rejects_filename,
+    shard_filename,
+    sharded_dirname,
 )
 from seqpack.data.format._overrides import offline_packing_overrides
 from seqpack.data.format._record import RUN_KEYS, PackCounts, PackRecord
@@ -77,6 +80,7 @@ __all__ = [
     "hf_filename",
     "hf_metadata_path",
     "hf_split",
+    "is_sharded",
     "metadata_filename",
     "most_common_last_token",
     "new_run_id",
@@ -85,5 +89,7 @@ __all__ = [
     "packed_names",
     "read_metadata",
     "rejects_filename",
+    "shard_filename",
+    "sharded_dirname",
     "write_metadata_entry",
 ]

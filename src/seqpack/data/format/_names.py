@@ -6,6 +6,12 @@ A pack set of Bridge's layout, for packs of ``N`` tokens (bridge-format §3)::
     training_{N}.idx.parquet      the packed rows of a split (``validation_{N}.idx.parquet`` beside it)
     rejects_training.jsonl        seqpack's list of samples not packed, with the reason
 
+A sharded set (``seqpack pack --engine ray``) keeps the sidecar and the rejects file where they are and
+puts a split's packs in a directory, one file a shard, zero-padded so that name order is pack order
+(Bridge reads a directory's ``*.parquet`` sorted by name, rows numbered across files in that order)::
+
+    training_{N}/training_{N}-00000.idx.parquet, training_{N}-00001.idx.parquet, ...
+
 and of the Hugging Face layout (one pack size per directory)::
 
     metadata.hf.jsonl             the sidecar, beside data/
@@ -34,6 +40,17 @@ def metadata_filename(pack_size: int) -> str:
 def packed_filename(split: str, pack_size: int) -> str:
     """Bridge's default packed-data name for a split: ``{split}_{N}.idx.parquet``."""
     return f"{split}_{pack_size}.idx.parquet"
+
+
+def sharded_dirname(split: str, pack_size: int) -> str:
+    """The directory of a sharded split: ``{split}_{N}`` (only that split's packs of that size in it:
+    Bridge trains on every ``*.parquet`` of a directory)."""
+    return f"{split}_{pack_size}"
+
+
+def shard_filename(split: str, pack_size: int, index: int) -> str:
+    """Shard ``index`` of a sharded split: ``{split}_{N}-{index:05d}.idx.parquet``."""
+    return f"{split}_{pack_size}-{index:05d}.idx.parquet"
 
 
 #: The flattened Hugging Face layout's split names, as ``datasets`` names them.
@@ -79,7 +96,7 @@ def hf_data_dir(location: str | os.PathLike[str]) -> str:
 
 #: Bridge's packed file names, ``{split}_{N}.idx.parquet`` (or legacy ``{split}_{N}.npy``), bridge-format §3.
 _PACKED_NAME = re.compile(
-    r"^(?P<split>.+)_(?P<size>\d+)(\.idx\.parquet|\.idx\.pq|\.parquet|\.pq|\.npy)$", re.I
+    r"^(?P<split>.+)_(?P<size>\d+)(?P<shard>-\d{5,})?(\.idx\.parquet|\.idx\.pq|\.parquet|\.pq|\.npy)$", re.I
 )
 
 
@@ -118,12 +135,23 @@ def find_metadata(paths: Sequence[str | os.PathLike[str]], pack_size: int | None
         return None
     first = Path(paths[0])
     directory = first if first.is_dir() else first.parent
+    if is_sharded(paths):  # a sharded split's directory sits beside its sidecar
+        directory = directory.parent
     size = pack_size if pack_size is not None else packed_names(paths).pack_size
     if size is not None:
         candidate = directory / metadata_filename(size)
         return candidate if candidate.is_file() else None
     found = sorted(directory.glob("*_metadata.jsonl"))
     return found[0] if len(found) == 1 else None
+
+
+def is_sharded(paths: Sequence[str | os.PathLike[str]]) -> bool:
+    """Whether ``paths`` are the shards of a sharded split (names like ``training_4096-00000.idx.parquet``),
+    or the directory holding them."""
+    if len(paths) == 1 and Path(paths[0]).is_dir():
+        paths = sorted(Path(paths[0]).glob("*.parquet"))
+    found = [_PACKED_NAME.match(Path(p).name) for p in paths]
+    return bool(found) and all(m is not None and m.group("shard") for m in found)
 
 
 def rejects_filename(split: str) -> str:

@@ -57,6 +57,7 @@ from seqpack.data.format import (
     offline_packing_overrides,
     packed_filename,
     rejects_filename,
+    sharded_dirname,
     write_metadata_entry,
 )
 from seqpack.data.pipeline._input import resolve_input
@@ -126,6 +127,9 @@ class PackResult:
     runtime_tokens: int
     pack_size: int
     seconds: dict[str, float] = field(default_factory=dict)
+    #: A distributed run's measures (``--engine ray``): shards, shards reused by a resumed run, the
+    #: shards' CPU seconds, the largest worker's peak memory (MB); empty for a local run.
+    engine: dict[str, float] = field(default_factory=dict)
 
     @property
     def padding_saved(self) -> int:
@@ -158,6 +162,7 @@ class PackResult:
             "bridge_metadata": bridge,
             "overrides": list(overrides),
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            **({"engine": {k: round(v, 3) for k, v in self.engine.items()}} if self.engine else {}),
         }
 
 
@@ -380,7 +385,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             assert spool.eos_id is not None  # pass 1 refuses an input without samples
             record = (
                 run.record.with_eos(spool.eos_id)
-                .with_plan(plan.algorithm, _cost_model_record(opts, plan))
+                .with_plan(plan.algorithm, _cost_model_record(opts))
                 .with_fingerprint(fingerprint)
                 .committed(input_hash.result(), _counts(spool.counts, plan))
             )
@@ -584,7 +589,7 @@ def _commit(run: _Run, record: PackRecord, plan: PackPlan) -> MetadataEntry:
     return entry
 
 
-def _cost_model_record(opts: PackOptions, plan: PackPlan) -> dict[str, Any] | None:
+def _cost_model_record(opts: PackOptions) -> dict[str, Any] | None:
     """The cost model the balanced algorithm evened packs under (``None`` for any other algorithm)."""
     return (opts.size.cost_model or CostModel.default()).to_record() if opts.algorithm == BALANCED else None
 
@@ -647,8 +652,14 @@ def overrides_for_result(
     if record.layout == Layout.hf.value:
         return []
     n = result.pack_size
-    out = result.packed_path.parent
-    paths = {split: out / packed_filename(split, n) for split in SPLITS}
+    out = result.metadata_path.parent
+    # a split packed by the ray engine is a directory of shards (sharded_dirname), else one file
+    paths = {
+        split: out / sharded_dirname(split, n)
+        if (out / sharded_dirname(split, n)).is_dir()
+        else out / packed_filename(split, n)
+        for split in SPLITS
+    }
     return offline_packing_overrides(
         n,
         record.pad_seq_to_mult,

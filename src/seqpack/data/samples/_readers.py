@@ -8,7 +8,7 @@ file and line. JSONL lines are 1-based (as editors count them), Parquet/dataset 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,9 +83,17 @@ def input_kind(path: Path) -> str:
     raise InputError(f"{path}: unknown input format (expected .jsonl, .parquet or a datasets directory)")
 
 
-def iter_chunks(paths: list[Path], chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[RawChunk]:
-    """Chunks of every input, in input order then file order (the order samples are numbered in)."""
+def iter_chunks(
+    paths: list[Path], chunk_rows: int = DEFAULT_CHUNK_ROWS, sources: Sequence[int] | None = None
+) -> Iterator[RawChunk]:
+    """Chunks of every input, in input order then file order (the order samples are numbered in).
+
+    ``sources``: read only these inputs (indices into ``paths``, which messages keep naming): a shard of a
+    distributed run reads its own files.
+    """
     for source, path in enumerate(paths):
+        if sources is not None and source not in sources:
+            continue
         kind = input_kind(path)
         if kind == "jsonl":
             yield from _jsonl_chunks(source, path, chunk_rows)

@@ -1,0 +1,89 @@
+"""A real Ray cluster of two simulated nodes for the engine tests, on the loopback only.
+
+Every node and the driver bind 127.0.0.1 (no test traffic leaves 127.0.0.0/8); ``RAY_TMPDIR`` is a short
+temporary path (Ray's socket paths must stay under the kernel's 107-byte limit); token authentication,
+the dashboard and usage stats are off; each node has one CPU and a small object store, so the cluster
+fits a shared 2-core machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+LOOPBACK = "127.0.0.1"
+#: Each node's object store: the engine moves only shard records through it.
+OBJECT_STORE_BYTES = 80 * 1024 * 1024
+_ENV = {
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
+    # Ray turns a loopback address into the machine's own IP ("reachable from other nodes") unless cluster
+    # mode is off: with it off every address stays 127.0.0.1 (two_node_cluster still starts two raylets).
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    # numba's cache stays where the driver's is; workers must not each JIT the kernels again
+    "NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", ""),
+}
+
+
+def _node_args(**extra: Any) -> dict[str, Any]:
+    return {
+        "num_cpus": 1,
+        "node_ip_address": LOOPBACK,
+        "object_store_memory": OBJECT_STORE_BYTES,
+        "include_dashboard": False,
+        **extra,
+    }
+
+
+#: The fault the workers carry (``seqpack._faults``): kill the worker writing a shard's row group, once,
+#: when a test deletes :func:`fault_file` (it exists, disarmed, from the start).
+WORKER_FAULT = "shard:1:kill"
+
+
+def fault_file(tmp: str) -> str:
+    return os.path.join(tmp, "worker-fault-fired")
+
+
+@contextmanager
+def two_node_cluster() -> Iterator[tuple[Any, str]]:
+    """Start the head and one more node, connect this process as the driver; yields the cluster and its
+    temporary directory. Always shuts everything down and restores the environment."""
+    tmp = tempfile.mkdtemp(prefix="sp-ray-", dir="/tmp")
+    saved = {k: os.environ.get(k) for k in [*_ENV, "RAY_TMPDIR", "SEQPACK_FAULT", "SEQPACK_FAULT_ONCE"]}
+    os.environ.update({k: v for k, v in _ENV.items() if v})
+    os.environ["RAY_TMPDIR"] = tmp
+    # the raylets' workers inherit these; the driver never passes the "shard" point
+    open(fault_file(tmp), "w").close()
+    os.environ["SEQPACK_FAULT"] = WORKER_FAULT
+    os.environ["SEQPACK_FAULT_ONCE"] = fault_file(tmp)
+    os.makedirs(os.path.join(tmp, "ray"))
+    cluster = None
+    import ray  # after the environment: Ray reads it when it is imported
+    from ray.cluster_utils import Cluster
+
+    try:
+        cluster = Cluster(initialize_head=True, head_node_args=_node_args())
+        cluster.add_node(**_node_args())
+        ray.init(address=cluster.address, _node_ip_address=LOOPBACK, log_to_driver=False)
+        for key in ("SEQPACK_FAULT", "SEQPACK_FAULT_ONCE"):  # the raylets have them; no other test may
+            _restore(key, saved.pop(key))
+        yield cluster, tmp
+    finally:
+        ray.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        for key, value in saved.items():
+            _restore(key, value)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _restore(key: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value

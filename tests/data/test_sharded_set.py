@@ -1,0 +1,53 @@
+"""The pieces of a sharded set that need no cluster: shard names, where the sidecar is, how the inputs are
+sliced, and shard fingerprints merged into the set's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from _support.packs import random_rows, write_packs
+from seqpack.data.format import find_metadata, is_sharded, packed_names, shard_filename, sharded_dirname
+from seqpack.data.packed import PackedSource, fingerprint_packed
+from seqpack.data.pipeline import slice_inputs
+from seqpack.fingerprint import PackedFingerprinter
+
+
+def test_shard_names_sort_in_pack_order_and_say_their_split_and_size(tmp_path: Path) -> None:
+    names = [shard_filename("training", 4096, i) for i in (10, 2, 0)]
+    assert sorted(names) == ["training_4096-00000.idx.parquet", "training_4096-00002.idx.parquet",
+                             "training_4096-00010.idx.parquet"]  # fmt: skip
+    assert packed_names(names).split == "training" and packed_names(names).pack_size == 4096
+    assert is_sharded(names) and not is_sharded(["training_4096.idx.parquet"])
+    # the sidecar sits beside the shard directory, not in it
+    shard_dir = tmp_path / sharded_dirname("training", 4096)
+    shard_dir.mkdir()
+    (tmp_path / "4096_metadata.jsonl").write_text("[]")
+    assert find_metadata([shard_dir / names[2]]) == tmp_path / "4096_metadata.jsonl"
+    assert find_metadata([shard_dir]) is None  # no shard files in it yet
+    (shard_dir / names[2]).write_bytes(b"")
+    assert find_metadata([shard_dir]) == tmp_path / "4096_metadata.jsonl"
+
+
+def test_slices_take_whole_files_when_there_are_enough_else_every_kth_chunk() -> None:
+    files = [Path(f"f{i}") for i in range(5)]
+    assert [s.sources for s in slice_inputs(files, 2)] == [(0, 1, 2), (3, 4)]
+    one = slice_inputs(files[:1], 3)
+    assert [(s.sources, s.every, s.offset) for s in one] == [((0,), 3, 0), ((0,), 3, 1), ((0,), 3, 2)]
+
+
+def test_merged_shard_fingerprints_equal_reading_the_shards_in_name_order(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    shard_dir = tmp_path / "training_64"
+    shard_dir.mkdir()
+    merged = PackedFingerprinter()
+    for i in range(3):
+        path = write_packs(shard_dir / shard_filename("training", 64, i), random_rows(rng, 40 + i, 64), 7)
+        alone = PackedFingerprinter(keep_packs=True)
+        source = PackedSource(path)
+        for block in source.blocks():
+            alone.update_block(block)
+        source.close()
+        merged.merge(alone.state(), alone.pack_hashes())
+    assert merged.result() == fingerprint_packed(shard_dir)

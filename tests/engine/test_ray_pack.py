@@ -1,0 +1,235 @@
+"""``seqpack pack --engine ray`` on a real two-node Ray cluster: the sharded set equals the local pack,
+Bridge 0.6.2's reader takes the directory, seqpack's readers read it as they read one file."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import seqpack
+from _support.pack_inputs import EOS, random_examples, write_jsonl
+from seqpack.cli import main
+from seqpack.data.format import PARQUET_RUN_ID, ROW_GROUP_SIZE, PackingMetadata
+from seqpack.data.pipeline import overrides_for_result
+
+PACK = 256
+
+
+def sequences(files: list[Path]) -> Counter[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The multiset of (ids, mask) sequences of packed files, read with pyarrow alone."""
+    found: Counter[tuple[tuple[int, ...], tuple[int, ...]]] = Counter()
+    for file in files:
+        for row in pq.read_table(file).to_pylist():
+            bounds = [*row["seq_start_id"], len(row["input_ids"])]
+            for a, b in itertools.pairwise(bounds):
+                found[(tuple(row["input_ids"][a:b]), tuple(row["loss_mask"][a:b]))] += 1
+    return found
+
+
+def rejects(path: Path) -> list[tuple[Any, ...]]:
+    lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    return sorted((r["source"], r.get("line", r.get("row")), r["reason"], r["action"]) for r in lines)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two JSONL files and a Parquet one of pre-tokenized rows, some too long for the pack."""
+    root = tmp_path_factory.mktemp("ray-inputs")
+    rng = np.random.default_rng(30)
+    files = [write_jsonl(root / f"part{i}.jsonl", random_examples(rng, 700, 300)) for i in range(2)]
+    table = pa.Table.from_pylist(random_examples(rng, 600, 300))
+    pq.write_table(table, root / "part2.parquet")
+    return [*files, root / "part2.parquet"]
+
+
+@pytest.fixture(scope="module")
+def local(inputs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> seqpack.PackResult:
+    return seqpack.pack(inputs, tmp_path_factory.mktemp("local"), PACK, pad_seq_to_mult=4)
+
+
+@pytest.fixture(scope="module")
+def sharded(ray_cluster: Any, inputs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The inputs packed on the cluster, three shards (one file each)."""
+    out = tmp_path_factory.mktemp("sharded") / "out"
+    return seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
+
+
+def test_sharded_set_equals_the_local_pack(
+    sharded: Any, inputs: list[Path], local: Any, tmp_path: Path
+) -> None:
+    result = sharded
+    out = result.metadata_path.parent
+    shard_dir = out / f"training_{PACK}"
+    assert result.packed_path == shard_dir
+    # a directory of zero-padded shards only; the sidecar and the rejects beside it; no staging left
+    names = sorted(os.listdir(shard_dir))
+    assert names == [f"training_{PACK}-{i:05d}.idx.parquet" for i in range(3)]
+    assert sorted(os.listdir(out)) == [f"{PACK}_metadata.jsonl", "rejects_training.jsonl", f"training_{PACK}"]
+    files = [shard_dir / n for n in names]
+    assert sequences(files) == sequences([local.packed_path])
+    assert rejects(result.rejects_path) == rejects(local.rejects_path)
+    # one run id in every file; row groups as the local writer makes them
+    run_ids = {pq.read_metadata(f).metadata[PARQUET_RUN_ID].decode() for f in files}
+    entries = PackingMetadata.read(result.metadata_path).entries
+    assert len(entries) == 1 and run_ids == {entries[0].run_id}
+    lines = result.rejects_path.read_bytes().splitlines()
+    assert {orjson.loads(x)["run_id"] for x in lines} == run_ids
+    assert all(
+        pq.ParquetFile(f).metadata.row_group(i).num_rows <= ROW_GROUP_SIZE
+        for f in files
+        for i in range(pq.ParquetFile(f).metadata.num_row_groups)
+    )
+    # each shard (here: one input file) planned alone with the same algorithm as the local pack
+    alone = [seqpack.pack(f, tmp_path / f"alone{i}", PACK, pad_seq_to_mult=4) for i, f in enumerate(inputs)]
+    assert result.num_packs == sum(r.num_packs for r in alone)
+    assert result.num_packs >= -(-result.runtime_tokens // PACK)  # never under the lower bound
+    assert result.counts.samples_in == local.counts.samples_in
+    assert result.counts.rejected == local.counts.rejected > 0
+    # the combined entry is what the rows say (inspect recomputes it), and its fingerprint reads back
+    overrides = overrides_for_result(result)
+    assert any(o.endswith(f"packed_train_data_path={shard_dir}") for o in overrides), overrides
+    report = seqpack.inspect(shard_dir)
+    assert report.ok and report.metadata.status == "consistent"
+    # the DP imbalance Bridge's sampler would see stays within 1% of one plan's
+    ours = seqpack.inspect(shard_dir, dp=4, gbs=32).dp_imbalance
+    theirs = seqpack.inspect(local.packed_path, dp=4, gbs=32).dp_imbalance
+    assert ours is not None and theirs is not None
+    assert abs(ours["mean"] - theirs["mean"]) <= 0.01 * theirs["mean"]
+    assert main(["fingerprint", str(shard_dir), "--check"]) == 0
+    assert main(["doctor", "--packed", str(shard_dir)]) in (0, 1)
+    assert main(["diff", str(local.packed_path), str(shard_dir), "--quiet"]) in (0, 1)
+
+
+def _bridge_sequences(dataset: Any) -> Counter[tuple[tuple[int, ...], tuple[int, ...]]]:
+    found: Counter[tuple[tuple[int, ...], tuple[int, ...]]] = Counter()
+    for i in range(len(dataset)):
+        item = dataset[i]
+        bounds = item["seq_boundaries"]
+        for a, b in itertools.pairwise(bounds):
+            found[(tuple(item["input_ids"][a:b]), tuple(item["loss_mask"][a:b]))] += 1
+    return found
+
+
+@pytest.mark.network
+def test_bridge_reads_the_training_directory_beside_a_validation_split(
+    sharded: Any, inputs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both splits side by side: Bridge 0.6.2's own reader, given the training directory, yields every
+    training sequence once and nothing of the validation split; the shared sidecar serves pad_cu_seqlens."""
+    from _support.bridge_batching import bridge_parquet_dataset
+
+    out = tmp_path / "out"
+    shutil.copytree(sharded.metadata_path.parent, out)
+    # one input file, two shards: each takes every other chunk of it; through the command line
+    args = ["pack", "-q", str(inputs[2]), "-o", str(out), "-n", str(PACK), "--pad-seq-to-mult", "4"]
+    args += ["--engine", "ray", "--shards", "2", "--split", "validation", "--chunk-rows", "128"]
+    assert main([*args, "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    val_dir = out / f"validation_{PACK}"
+    assert summary["packed_path"] == str(val_dir) and summary["engine"]["shards"] == 2
+    # the overrides train on both directories
+    overrides = summary["overrides"]
+    assert any(o.endswith(f".packed_val_data_path={val_dir}") for o in overrides), overrides
+    assert any(o.endswith(f".packed_train_data_path={out / f'training_{PACK}'}") for o in overrides)
+    assert sorted(os.listdir(val_dir)) == [f"validation_{PACK}-{i:05d}.idx.parquet" for i in range(2)]
+    assert [e.split for e in PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries] == [
+        "training",
+        "validation",
+    ]
+    assert seqpack.inspect(val_dir).ok
+    train_dir = out / f"training_{PACK}"
+    want = sequences(sorted(train_dir.glob("*.parquet")))
+    dataset = bridge_parquet_dataset(
+        str(train_dir),
+        EOS,
+        max_seq_length=PACK,
+        pad_seq_to_mult=4,
+        pad_to_max_length=True,
+        pad_cu_seqlens=True,
+        pack_metadata_file_path=str(out / f"{PACK}_metadata.jsonl"),
+    )
+    assert len(dataset) == sharded.num_packs
+    assert _bridge_sequences(dataset) == want
+    entries = PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries
+    batch = dataset.collate_fn([dataset[i] for i in range(4)])
+    # pad_cu_seqlens: boundary lists as long as the largest max_samples_per_bin of the entries, + 2
+    assert batch["cu_seqlens_q"].shape[-1] == max(e.max_samples_per_bin for e in entries) + 2
+
+
+def test_a_killed_worker_is_retried_and_the_output_is_exact(
+    ray_cluster: Any, inputs: list[Path], local: Any, tmp_path: Path
+) -> None:
+    from _support.ray_cluster import fault_file
+
+    _, ray_tmp = ray_cluster
+    fired = Path(fault_file(ray_tmp))
+    fired.unlink()  # armed: the first worker to write a row group is SIGKILLed, once
+    result = seqpack.pack(inputs, tmp_path / "out", PACK, pad_seq_to_mult=4, engine="ray", shards=2)
+    assert fired.exists()  # a worker did die
+    assert sequences(sorted(result.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
+    assert seqpack.inspect(result.packed_path).ok
+
+
+def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
+    ray_cluster: Any, sharded: Any, inputs: list[Path], local: Any, tmp_path: Path
+) -> None:
+    cluster, _ = ray_cluster
+    out = tmp_path / "out"
+    script = (
+        "import sys, seqpack; seqpack.pack(sys.argv[1:4], sys.argv[4], 256, pad_seq_to_mult=4, "
+        "engine='ray', shards=3, ray_address=sys.argv[5])"
+    )
+    env = {**os.environ, "SEQPACK_FAULT": "commit:1:kill"}  # metadata written, packs not yet renamed
+    env.pop("SEQPACK_FAULT_ONCE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *map(str, inputs), str(out), cluster.address],
+        env=env, capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    assert not (out / f"training_{PACK}").exists()
+    assert main(["inspect", str(out), "-q"]) == 2  # no packed file any reader would take
+    staged = sorted((out / f".training_{PACK}.staging" / "shards").glob("*.parquet"))
+    assert len(staged) == 3
+    # a staged shard that no longer matches its record is packed again, not trusted
+    staged[1].write_bytes(staged[0].read_bytes())
+    again = seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
+    assert again.engine["reused_shards"] == 2
+    assert sequences(sorted(again.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
+    assert seqpack.inspect(again.packed_path).ok
+    assert not (out / f".training_{PACK}.staging").exists()
+    # the same input and shards: the same packs, in the same order, as the uninterrupted run
+    assert again.record.fingerprint == sharded.record.fingerprint
+
+
+@pytest.mark.network
+def test_chats_with_a_real_tokenizer_equal_the_local_pack(ray_cluster: Any, tmp_path: Path) -> None:
+    """Raw chat text tokenized on the workers (Qwen3's tokenizer, loaded once per worker) gives the very
+    sequences and rejects of the local pack."""
+    pytest.importorskip("transformers")
+    from _support.chat_rows import chat_rows
+    from _support.tokenizers import qwen3_tokenizer_dir
+
+    tokenizer = qwen3_tokenizer_dir()
+    chats = [write_jsonl(tmp_path / f"chats{i}.jsonl", chat_rows(i, 60)) for i in range(2)]
+    options = {"tokenizer": tokenizer, "max_seq_length": 400, "pad_seq_to_mult": 8}
+    local = seqpack.pack(chats, tmp_path / "local", 512, **options)
+    result = seqpack.pack(chats, tmp_path / "ray", 512, engine="ray", shards=2, **options)
+    assert sequences(sorted(result.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
+    assert rejects(result.rejects_path) == rejects(local.rejects_path)
+    assert result.record.tokenizer_sha256 == local.record.tokenizer_sha256
+    assert result.record.eos_id == local.record.eos_id
+    assert seqpack.inspect(result.packed_path, tokenizer=tokenizer).ok
