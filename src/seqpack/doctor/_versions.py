@@ -101,10 +101,10 @@ def parse_stack(items: Iterable[str]) -> dict[str, str]:
                     f"{', '.join(COMPONENTS)}"
                 )
             if not is_version(version):
-                raise UsageError(f"--stack {part!r}: {version.strip()!r} is not a version (PEP 440)")
+                raise UsageError(f"{param('stack')} {part!r}: {version.strip()!r} is not a version (PEP 440)")
             if name in stack:
                 raise UsageError(
-                    f"--stack gives {name} twice ({name}=={stack[name]}, then {part}); give it once"
+                    f"{param('stack')} gives {name} twice ({name}=={stack[name]}, then {part}); give it once"
                 )
             stack[name] = version.strip()
     return stack
