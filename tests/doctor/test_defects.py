@@ -242,7 +242,8 @@ def test_ranges_are_half_open(affected: Affected, inside: list[str], outside: li
 def test_release_and_stack_parsing() -> None:
     assert release("2.18.0") == release("2.18") == (2, 18) and release("v0.16.1rc2+cu12") == (0, 16, 1)
     assert release("main") is None
-    assert parse_stack(["megatron_bridge==0.6.2, megatron-core==0.19.2", "transformer-engine==2.18.0+cu12"]) == {
+    stack = ["megatron_bridge==0.6.2, megatron-core==0.19.2", "transformer-engine==2.18.0+cu12"]
+    assert parse_stack(stack) == {
         BRIDGE: "0.6.2",
         MCORE: "0.19.2",
         TE: "2.18.0+cu12",
