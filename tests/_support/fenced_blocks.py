@@ -20,7 +20,7 @@ The markers, all inside the page itself:
   non-blank line of it must appear in the real output (stdout and stderr together), in the same order,
   compared with runs of whitespace collapsed; a line ``...`` stands for lines left out, and a line
   ending in ``...`` matches any line that starts with the text before it. Values that change between
-  runs (timestamps, run ids, hex digests of a run, durations, absolute paths) are compared by shape:
+  runs (timestamps, run ids where a line names them, durations, absolute paths) are compared by shape:
   each side has them masked before comparing;
 - pages may also opt in (``commands(..., python=True, prompts=True)``, as the docs test does) to two more
   forms: a ``python`` block is one command (the block is the script; a first line ``# exit N`` or
@@ -66,7 +66,8 @@ _NEEDS = re.compile(r"#\s*needs:\s*(\w+)")
 _VOLATILE = (
     re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),  # ISO time
     re.compile(r"\b\d{8}-\d{6}\b"),  # compact UTC stamps (clean's folders, run ids)
-    re.compile(r"\b[0-9a-f]{8,}\b(?=[^0-9a-z]|$)"),  # hex run ids and digests of a run
+    # a run id where a line names it ("run_id": "9f2c...", run id 9f2c...); other digests stay exact
+    re.compile(r"(?i)(?<=run[ _-]id)(\W{0,4})[0-9a-f]{8,}"),
     re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|min)\b"),  # durations
     re.compile(r"(?<![\w.])/(?:tmp|var|private|home|work|Users)/\S+"),  # absolute paths
 )
@@ -293,7 +294,7 @@ def _norm(line: str) -> str:
 
 def _shape(line: str) -> str:
     for pattern in _VOLATILE:
-        line = pattern.sub("\u2027", line)
+        line = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "\u2027", line)
     return line
 
 
