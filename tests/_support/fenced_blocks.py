@@ -22,8 +22,9 @@ The markers, all inside the page itself:
   ending in ``...`` matches any line that starts with the text before it. Values that change between
   runs (timestamps, run ids where a line names them, durations, absolute paths) are compared by shape:
   each side has them masked before comparing;
-- pages may also opt in (``commands(..., python=True, prompts=True)``, as the docs test does) to two more
-  forms: a ``python`` block is one command (the block is the script; a first line ``# exit N`` or
+- pages may also opt in (``commands(..., python=True, prompts=True)``, as the docs test does) to three
+  more forms: a block whose info string names a file (```` ```yaml file=sft.yaml ````) is written to that
+  file in page order; a ``python`` block is one command (the block is the script; a first line ``# exit N`` or
   ``# needs: X`` marks it, and an output block may follow it), and an output block that follows no command
   block but whose lines start with ``$ `` is a transcript: each ``$ `` line is a command, the lines up to
   the next ``$ `` line are its shown output.
@@ -62,6 +63,8 @@ ELLIPSIS = "..."
 _FENCE = re.compile(r"^(?P<indent>\s{0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _EXIT = re.compile(r"#\s*exit\s+(\d+)\b")
 _NEEDS = re.compile(r"#\s*needs:\s*(\w+)")
+_FILE = re.compile(r"(?:^|\s)file=(\S+)")
+_FILE_END = "SEQPACK_FILE_END"
 # What differs between two runs of the same command, masked on both sides before a shown line is compared.
 _VOLATILE = (
     re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),  # ISO time
@@ -82,6 +85,12 @@ class Block:
     text: str
     line: int
     end_line: int
+    info: str = ""
+
+    def file_name(self) -> str | None:
+        """The file a block shows, named in its info string (```yaml file=sft.yaml), or ``None``."""
+        m = _FILE.search(self.info)
+        return m.group(1) if m else None
 
 
 @dataclass(frozen=True)
@@ -142,7 +151,7 @@ def blocks(markdown: str) -> list[Block]:
                 break
             body.append(lines[j])
             j += 1
-        out.append(Block(lang=lang, text="\n".join(body), line=i + 2, end_line=j + 1))
+        out.append(Block(lang=lang, text="\n".join(body), line=i + 2, end_line=j + 1, info=info))
         i = j + 1
     return out
 
@@ -247,6 +256,11 @@ def commands(
                 block_commands.append(Command(text, source, line, exit_code, needs))
         elif python and block.lang == PYTHON_LANG:
             block_commands.append(_python_command(block, source))
+        elif python and (name := block.file_name()):
+            # A file the page shows, written where the page's commands run (they read it by that name).
+            text = f"cat > {shlex.quote(name)} <<'{_FILE_END}'\n{block.text}\n{_FILE_END}"
+            found.append(Command(text, source, block.line))
+            continue
         elif prompts and block.lang in outputs and is_transcript(block):
             found.extend(_transcript(block, source))
             continue
