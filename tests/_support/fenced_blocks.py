@@ -20,8 +20,8 @@ The markers, all inside the page itself:
   non-blank line of it must appear in the real output (stdout and stderr together), in the same order,
   compared with runs of whitespace collapsed; a line ``...`` stands for lines left out, and a line
   ending in ``...`` matches any line that starts with the text before it. Values that change between
-  runs (timestamps, run ids where a line names them, durations, absolute paths) are compared by shape:
-  each side has them masked before comparing;
+  runs (timestamps, run ids where a line names them, durations, throughput, free memory, absolute
+  paths) are compared by shape: each side has them masked before comparing;
 - pages may also opt in (``commands(..., python=True, prompts=True)``, as the docs test does) to three
   more forms: a block whose info string names a file (```` ```yaml file=sft.yaml ````) is written to that
   file in page order; a ``python`` block is one command (the block is the script; a first line ``# exit N`` or
@@ -73,6 +73,9 @@ _VOLATILE = (
     re.compile(r"(?i)(?<=run[ _-]id)(\W{0,4})[0-9a-f]{8,}"),
     re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|min)\b"),  # durations
     re.compile(r"(?<![\w.])/(?:tmp|var|private|home|work|Users)/\S+"),  # absolute paths
+    re.compile(r"(?<=\(ms\): )\d+(?:\.\d+)?"),  # Megatron-LM log lines: elapsed time per iteration (ms): N
+    re.compile(r"\d[\d,]*(?:\.\d+)?(?= (?:real )?tokens/s)"),  # throughput
+    re.compile(r"\d+(?:\.\d+)? GiB(?= is available)"),  # this machine's free memory
 )
 
 
