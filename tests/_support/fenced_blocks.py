@@ -25,7 +25,8 @@ The markers, all inside the page itself:
 - pages may also opt in (``commands(..., python=True, prompts=True)``, as the docs test does) to three
   more forms: a block whose info string names a file (```` ```yaml file=sft.yaml ````) is written to that
   file in page order; a ``python`` block is one command (the block is the script; a first line ``# exit N`` or
-  ``# needs: X`` marks it, and an output block may follow it), and an output block that follows no command
+  ``# needs: X`` marks it, and an output block may follow it; a block of ``>>>`` lines is a doctest,
+  run after the page's earlier doctest blocks), and an output block that follows no command
   block but whose lines start with ``$ `` is a transcript: each ``$ `` line is a command, the lines up to
   the next ``$ `` line are its shown output.
 
@@ -43,6 +44,7 @@ Example page fragment::
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -189,12 +191,32 @@ def _markers(text: str, where: str) -> tuple[int, str | None]:
     return exit_code, needs
 
 
-def _python_command(block: Block, source: str) -> Command:
-    """A ``python`` block as one command: the block fed to ``python`` on stdin, as a reader would paste it."""
+def _python_command(block: Block, source: str, earlier_doctests: Sequence[str] = ()) -> Command:
+    """A ``python`` block as one command: the block fed to ``python`` on stdin, as a reader would paste it.
+    A block of ``>>>`` lines is a doctest instead, its shown results checked; it runs after the page's
+    earlier doctest blocks (unchecked here), so it sees their names as a reader's session would."""
     first = block.text.lstrip().splitlines()[0] if block.text.strip() else ""
     exit_code, needs = _markers(first, f"{source}:{block.line}") if first.startswith("#") else (0, None)
-    text = f"python - <<'{_PY_END}'\n{block.text}\n{_PY_END}"
+    if first.startswith(">>>"):
+        payload = json.dumps([list(earlier_doctests), block.text, f"{source}:{block.line}"])
+        body = _DOCTEST_RUNNER.replace("PAYLOAD", repr(payload))
+    else:
+        body = block.text
+    text = f"python - <<'{_PY_END}'\n{body}\n{_PY_END}"
     return Command(text, source, block.line, exit_code, needs)
+
+
+_DOCTEST_RUNNER = """import doctest, json, sys
+earlier, block, where = json.loads(PAYLOAD)
+parser, globs = doctest.DocTestParser(), {}
+flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+for k, text in enumerate(earlier):
+    test = parser.get_doctest(text, globs, f"earlier{k}", None, 0)
+    doctest.DocTestRunner(optionflags=flags).run(test, out=lambda s: None, clear_globs=False)
+    globs = test.globs  # a DocTest works on a copy
+test = parser.get_doctest(block, globs, where, where, 0)
+result = doctest.DocTestRunner(optionflags=flags).run(test, clear_globs=False)
+sys.exit(1 if result.failed else 0)"""
 
 
 def _transcript(block: Block, source: str) -> list[Command]:
@@ -247,6 +269,7 @@ def commands(
     page_lines = markdown.splitlines()
     page_blocks = blocks(markdown)
     consumed: set[int] = set()
+    doctests: list[str] = []
     for index, block in enumerate(page_blocks):
         if index in consumed:
             continue
@@ -258,7 +281,9 @@ def commands(
                 exit_code, needs = _markers(text, f"{source}:{line}")
                 block_commands.append(Command(text, source, line, exit_code, needs))
         elif python and block.lang == PYTHON_LANG:
-            block_commands.append(_python_command(block, source))
+            block_commands.append(_python_command(block, source, doctests))
+            if block.text.lstrip().startswith(">>>"):
+                doctests.append(block.text)
         elif python and (name := block.file_name()):
             # A file the page shows, written where the page's commands run (they read it by that name).
             text = f"cat > {shlex.quote(name)} <<'{_FILE_END}'\n{block.text}\n{_FILE_END}"
