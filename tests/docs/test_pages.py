@@ -1,10 +1,11 @@
 """Every example in README.md and docs/*.md runs as written (issue #32): the docs are tested like code.
 
-A page is one script: its ``bash`` blocks, ``python`` blocks and ``$ cmd`` transcripts (in ``text``
-blocks) run in page order in one fresh temporary directory, each exit status held to the page's
-``# exit N`` (default 0). A ``text`` block right after a command block, or the lines after a ``$ cmd``
-line, shows output: every shown line must be printed, in order, with what varies between runs (times, run
-ids, paths) compared by shape. The inputs are what the page itself shows (a block that writes the file),
+A page is one script: its ``bash`` blocks, ``python`` blocks (``>>>`` blocks as doctests), ``$ cmd``
+transcripts (in ``text`` blocks) and files it shows (```` ```yaml file=sft.yaml ````) run or are written in
+page order in one fresh temporary directory, each exit status held to the page's ``# exit N`` (default
+0). A ``text`` block right after a command block, or the lines after a ``$ cmd`` line, shows output: every
+shown line must be printed, in order, with what varies between runs (times, run ids, paths) compared by
+shape. The inputs are what the page itself shows (a block that writes the file),
 the package's own data, or ``seqpack pack --example``: nothing the reader cannot see. Commands marked
 ``# needs: gpu|cluster|network`` are only parsed, at most a tenth of them. The runner and its markers are
 ``tests/_support/fenced_blocks.py`` (the skills' test uses the same). The test never rewrites a page.
