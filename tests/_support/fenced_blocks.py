@@ -15,11 +15,20 @@ The markers, all inside the page itself:
   ``seqpack doctor bad.yaml   # exit 1: the config has errors``;
 - a trailing comment ``# needs: gpu`` (or ``cluster``, ``network``) marks a command that cannot run in CI:
   it gets a syntax check (``bash -n``) only;
-- a fenced block with the info string ``output``, right after a command block (only blank lines between),
-  shows the output of that block's last command. Every non-blank line of it must appear in the real
-  output (stdout and stderr together), in the same order, compared with runs of whitespace collapsed;
-  a line ``...`` stands for lines left out, and a line ending in ``...`` matches any line that starts
-  with the text before it (for values that change between runs: times, dates, temporary paths).
+- a fenced block with the info string ``output`` (pages may name others, e.g. ``text``), right after a
+  command block (only blank lines between), shows the output of that block's last command. Every
+  non-blank line of it must appear in the real output (stdout and stderr together), in the same order,
+  compared with runs of whitespace collapsed; a line ``...`` stands for lines left out, and a line
+  ending in ``...`` matches any line that starts with the text before it. Values that change between
+  runs (timestamps, run ids where a line names them, durations, throughput, free memory, absolute
+  paths) are compared by shape: each side has them masked before comparing;
+- pages may also opt in (``commands(..., python=True, prompts=True)``, as the docs test does) to three
+  more forms: a block whose info string names a file (```` ```yaml file=sft.yaml ````) is written to that
+  file in page order; a ``python`` block is one command (the block is the script; a first line ``# exit N`` or
+  ``# needs: X`` marks it, and an output block may follow it; a block of ``>>>`` lines is a doctest,
+  run after the page's earlier doctest blocks), and an output block that follows no command
+  block but whose lines start with ``$ `` is a transcript: each ``$ `` line is a command, the lines up to
+  the next ``$ `` line are its shown output.
 
 Example page fragment::
 
@@ -35,6 +44,7 @@ Example page fragment::
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -45,13 +55,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 COMMAND_LANGS = frozenset({"bash", "sh", "shell"})
+PYTHON_LANG = "python"
 OUTPUT_LANG = "output"
+PROMPT = "$ "
+_PY_END = "SEQPACK_PY_BLOCK_END"
 NEEDS = ("gpu", "cluster", "network")
 ELLIPSIS = "..."
 
 _FENCE = re.compile(r"^(?P<indent>\s{0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _EXIT = re.compile(r"#\s*exit\s+(\d+)\b")
 _NEEDS = re.compile(r"#\s*needs:\s*(\w+)")
+_FILE = re.compile(r"(?:^|\s)file=(\S+)")
+_FILE_END = "SEQPACK_FILE_END"
+# What differs between two runs of the same command, masked on both sides before a shown line is compared.
+_VOLATILE = (
+    re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),  # ISO time
+    re.compile(r"\b\d{8}-\d{6}\b"),  # compact UTC stamps (clean's folders, run ids)
+    # a run id where a line names it ("run_id": "9f2c...", run id 9f2c...); other digests stay exact
+    re.compile(r"(?i)(?<=run[ _-]id)(\W{0,4})[0-9a-f]{8,}"),
+    re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|min)\b"),  # durations
+    re.compile(r"(?<![\w.])/(?:tmp|var|private|home|work|Users)/\S+"),  # absolute paths
+    re.compile(r"(?<=\(ms\): )\d+(?:\.\d+)?"),  # Megatron-LM log lines: elapsed time per iteration (ms): N
+    re.compile(r"\d[\d,]*(?:\.\d+)?(?= (?:real )?tokens/s)"),  # throughput
+    re.compile(r"\d+(?:\.\d+)? GiB(?= is available)"),  # this machine's free memory
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +90,12 @@ class Block:
     text: str
     line: int
     end_line: int
+    info: str = ""
+
+    def file_name(self) -> str | None:
+        """The file a block shows, named in its info string (```yaml file=sft.yaml), or ``None``."""
+        m = _FILE.search(self.info)
+        return m.group(1) if m else None
 
 
 @dataclass(frozen=True)
@@ -123,7 +156,7 @@ def blocks(markdown: str) -> list[Block]:
                 break
             body.append(lines[j])
             j += 1
-        out.append(Block(lang=lang, text="\n".join(body), line=i + 2, end_line=j + 1))
+        out.append(Block(lang=lang, text="\n".join(body), line=i + 2, end_line=j + 1, info=info))
         i = j + 1
     return out
 
@@ -158,30 +191,125 @@ def _markers(text: str, where: str) -> tuple[int, str | None]:
     return exit_code, needs
 
 
-def commands(markdown: str, source: str) -> list[Command]:
+def _python_command(block: Block, source: str, earlier_doctests: Sequence[str] = ()) -> Command:
+    """A ``python`` block as one command: the block fed to ``python`` on stdin, as a reader would paste it.
+    A block of ``>>>`` lines is a doctest instead, its shown results checked; it runs after the page's
+    earlier doctest blocks (unchecked here), so it sees their names as a reader's session would."""
+    first = block.text.lstrip().splitlines()[0] if block.text.strip() else ""
+    exit_code, needs = _markers(first, f"{source}:{block.line}") if first.startswith("#") else (0, None)
+    if first.startswith(">>>"):
+        payload = json.dumps([list(earlier_doctests), block.text, f"{source}:{block.line}"])
+        body = _DOCTEST_RUNNER.replace("PAYLOAD", repr(payload))
+    else:
+        body = block.text
+    text = f"python - <<'{_PY_END}'\n{body}\n{_PY_END}"
+    return Command(text, source, block.line, exit_code, needs)
+
+
+_DOCTEST_RUNNER = """import doctest, json, sys
+earlier, block, where = json.loads(PAYLOAD)
+parser, globs = doctest.DocTestParser(), {}
+flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+for k, text in enumerate(earlier):
+    test = parser.get_doctest(text, globs, f"earlier{k}", None, 0)
+    doctest.DocTestRunner(optionflags=flags).run(test, out=lambda s: None, clear_globs=False)
+    globs = test.globs  # a DocTest works on a copy
+test = parser.get_doctest(block, globs, where, where, 0)
+result = doctest.DocTestRunner(optionflags=flags).run(test, clear_globs=False)
+sys.exit(1 if result.failed else 0)"""
+
+
+def _transcript(block: Block, source: str) -> list[Command]:
+    """The commands of a ``$ cmd`` transcript block, each with the lines after it as its shown output."""
+    found: list[Command] = []
+    pending: tuple[int, str] | None = None
+    shown: list[str] = []
+
+    def close() -> None:
+        if pending is not None:
+            line, text = pending
+            exit_code, needs = _markers(text, f"{source}:{line}")
+            found.append(Command(text, source, line, exit_code, needs, tuple(s for s in shown if s.strip())))
+
+    lines = block.text.splitlines()
+    k = 0
+    while k < len(lines):
+        raw = lines[k]
+        if raw.startswith(PROMPT):
+            close()
+            start, text = block.line + k, raw[len(PROMPT) :].rstrip()
+            while text.endswith("\\") and k + 1 < len(lines):
+                k += 1
+                text = text[:-1].rstrip() + " " + lines[k].strip()
+            pending, shown = (start, text.strip()), []
+        else:
+            shown.append(raw)
+        k += 1
+    close()
+    return found
+
+
+def is_transcript(block: Block) -> bool:
+    """Whether a block is a ``$ cmd`` transcript (its first non-blank line is a prompt)."""
+    first = next((s for s in block.text.splitlines() if s.strip()), "")
+    return first.startswith(PROMPT)
+
+
+def commands(
+    markdown: str,
+    source: str,
+    *,
+    output_langs: Iterable[str] = (OUTPUT_LANG,),
+    python: bool = False,
+    prompts: bool = False,
+) -> list[Command]:
     """The commands of a page in order, each with its stated exit code, marker and shown output."""
+    outputs = frozenset(output_langs)
     found: list[Command] = []
     page_lines = markdown.splitlines()
     page_blocks = blocks(markdown)
+    consumed: set[int] = set()
+    doctests: list[str] = []
     for index, block in enumerate(page_blocks):
-        if block.lang not in COMMAND_LANGS:
+        if index in consumed:
             continue
-        block_commands = []
-        for line, text in _logical_lines(block):
-            if not text or text.startswith("#"):
-                continue
-            exit_code, needs = _markers(text, f"{source}:{line}")
-            block_commands.append(Command(text, source, line, exit_code, needs))
+        block_commands: list[Command] = []
+        if block.lang in COMMAND_LANGS:
+            for line, text in _logical_lines(block):
+                if not text or text.startswith("#"):
+                    continue
+                exit_code, needs = _markers(text, f"{source}:{line}")
+                block_commands.append(Command(text, source, line, exit_code, needs))
+        elif python and block.lang == PYTHON_LANG:
+            block_commands.append(_python_command(block, source, doctests))
+            if block.text.lstrip().startswith(">>>"):
+                doctests.append(block.text)
+        elif python and (name := block.file_name()):
+            # A file the page shows, written where the page's commands run (they read it by that name).
+            text = f"cat > {shlex.quote(name)} <<'{_FILE_END}'\n{block.text}\n{_FILE_END}"
+            found.append(Command(text, source, block.line))
+            continue
+        elif prompts and block.lang in outputs and is_transcript(block):
+            found.extend(_transcript(block, source))
+            continue
+        else:
+            continue
         nxt = page_blocks[index + 1] if index + 1 < len(page_blocks) else None
-        if nxt is not None and nxt.lang == OUTPUT_LANG:
+        if nxt is not None and nxt.lang in outputs and not (prompts and is_transcript(nxt)):
             between = page_lines[block.end_line : nxt.line - 2]
+            where = f"{source}:{nxt.line - 1}"
             if any(s.strip() for s in between):
-                raise ValueError(f"{source}:{nxt.line - 1}: an output block must follow its command block")
-            if not block_commands:
-                raise ValueError(f"{source}:{nxt.line - 1}: an output block after a block with no command")
-            shown = tuple(s for s in nxt.text.splitlines() if s.strip())
-            last = block_commands[-1]
-            block_commands[-1] = Command(last.text, last.source, last.line, last.exit_code, last.needs, shown)
+                if nxt.lang == OUTPUT_LANG:
+                    raise ValueError(f"{where}: an output block must follow its command block")
+            else:
+                if not block_commands:
+                    raise ValueError(f"{where}: an output block after a block with no command")
+                consumed.add(index + 1)
+                shown = tuple(s for s in nxt.text.splitlines() if s.strip())
+                last = block_commands[-1]
+                block_commands[-1] = Command(
+                    last.text, last.source, last.line, last.exit_code, last.needs, shown
+                )
         found.extend(block_commands)
     return found
 
@@ -206,6 +334,21 @@ def _norm(line: str) -> str:
     return " ".join(line.split())
 
 
+def _shape(line: str) -> str:
+    for pattern in _VOLATILE:
+        line = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "\u2027", line)
+    return line
+
+
+def _same(want: str, real: str, prefix: bool) -> bool:
+    if real.startswith(want) if prefix else real == want:
+        return True
+    shaped_want, shaped_real = _shape(want), _shape(real)
+    if shaped_want == want:  # nothing in the shown line varies
+        return False
+    return shaped_real.startswith(shaped_want) if prefix else shaped_real == shaped_want
+
+
 def missing_lines(shown: Sequence[str], output: str) -> list[str]:
     """Lines of ``shown`` not found in ``output`` in order (see the module docstring for ``...``)."""
     real = [_norm(s) for s in output.splitlines()]
@@ -218,7 +361,7 @@ def missing_lines(shown: Sequence[str], output: str) -> list[str]:
         prefix = want.endswith(ELLIPSIS)
         target = want[: -len(ELLIPSIS)].rstrip() if prefix else want
         for k in range(pos, len(real)):
-            if real[k].startswith(target) if prefix else real[k] == target:
+            if _same(target, real[k], prefix):
                 pos = k + 1
                 break
         else:

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.doctor import RULES, DoctorOptions, apply_overrides, check, load_config, suggest_fixes
+from seqpack.doctor import DEFECTS, RULES, DoctorOptions, apply_overrides, check, load_config, suggest_fixes
+from seqpack.errors import UsageError
 
 SEQ = ["dataset.seq_length=4096", "model.seq_length=4096"]
 BASE = [
@@ -265,6 +266,17 @@ def test_allow_downgrades_an_error() -> None:
     report = check(loaded, DoctorOptions(allow=["SP029"]))
     assert not report.has_error
     assert [f.allowed for f in report.findings if f.id == "SP029"] == [True]
+
+
+def test_unknown_allow_names_the_whole_range_of_ids() -> None:
+    """The message lists the range of rule ids up to the highest one (rules are registered out of id
+    order: SP106/SP107 come before SP105 in the module), and the atlas's."""
+    loaded = load_config(overrides=merged(*BASE))
+    with pytest.raises(UsageError, match="no such rule") as err:
+        check(loaded, DoctorOptions(allow=["SP999"]))
+    ids = sorted(r.id for r in RULES)
+    defects = sorted(d.id for d in DEFECTS)
+    assert f"{ids[0]}..{ids[-1]}, {defects[0]}..{defects[-1]}" in str(err.value)
 
 
 def test_fix_clears_every_fixable_finding() -> None:

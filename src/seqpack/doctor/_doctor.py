@@ -181,7 +181,9 @@ def _rule_findings(loaded: LoadedConfig, options: DoctorOptions) -> tuple[Contex
     known = {r.id for r in RULES} | DEFECT_IDS
     unknown = [a for a in options.allow if a not in known]
     if unknown:
-        ids = f"SP001..{RULES[-1].id}, {DEFECTS[0].id}..{DEFECTS[-1].id}"
+        # Ids sort as they read (SPnnn); RULES is in registration order, which is not id order.
+        rules, defects = sorted(r.id for r in RULES), sorted(d.id for d in DEFECTS)
+        ids = f"{rules[0]}..{rules[-1]}, {defects[0]}..{defects[-1]}"
         raise UsageError(f"{param('allow')} {', '.join(unknown)}: no such rule (ids: {ids})")
     ctx = build_context(loaded, options)
     findings: list[Finding] = []
