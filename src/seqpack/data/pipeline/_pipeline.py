@@ -108,6 +108,19 @@ class Counts:
     sequences: int = 0
     tokens_in: int = 0
 
+    def record(self, packs: int) -> PackCounts:
+        """The counts as the metadata record keeps them, with the ``packs`` the plan made."""
+        return PackCounts(
+            self.samples_in,
+            self.packed,
+            self.rejected,
+            self.truncated,
+            self.split,
+            self.dropped,
+            self.sequences,
+            packs,
+        )
+
 
 @dataclass
 class PackResult:
@@ -387,7 +400,7 @@ def pack_files(opts: PackOptions) -> PackResult:
                 run.record.with_eos(spool.eos_id)
                 .with_plan(plan.algorithm, _cost_model_record(opts))
                 .with_fingerprint(fingerprint)
-                .committed(input_hash.result(), _counts(spool.counts, plan))
+                .committed(input_hash.result(), spool.counts.record(plan.num_packs))
             )
             entry = _commit(run, record, plan)
         done = True
@@ -592,19 +605,6 @@ def _commit(run: _Run, record: PackRecord, plan: PackPlan) -> MetadataEntry:
 def _cost_model_record(opts: PackOptions) -> dict[str, Any] | None:
     """The cost model the balanced algorithm evened packs under (``None`` for any other algorithm)."""
     return (opts.size.cost_model or CostModel.default()).to_record() if opts.algorithm == BALANCED else None
-
-
-def _counts(counts: Counts, plan: PackPlan) -> PackCounts:
-    return PackCounts(
-        counts.samples_in,
-        counts.packed,
-        counts.rejected,
-        counts.truncated,
-        counts.split,
-        counts.dropped,
-        counts.sequences,
-        plan.num_packs,
-    )
 
 
 def _shaped_chunks(

@@ -39,7 +39,6 @@ from seqpack.data.format import (
     PARQUET_RUN_ID,
     Layout,
     MetadataEntry,
-    PackCounts,
     PackRecord,
     most_common_last_token,
     shard_filename,
@@ -431,16 +430,7 @@ def commit_sharded(
         pack_size=opts.size.pack_size,
         min_pack_sum=min(o.min_pack_sum for o in packed),
     )
-    pack_counts = PackCounts(
-        counts.samples_in,
-        counts.packed,
-        counts.rejected,
-        counts.truncated,
-        counts.split,
-        counts.dropped,
-        counts.sequences,
-        num_packs,
-    )
+    pack_counts = counts.record(num_packs)
     record = (
         sharded.record.with_eos(job.eos_id)
         .with_plan(opts.algorithm, _cost_model_record(opts))
