@@ -19,7 +19,7 @@ SRC = Path(seqpack.__file__).parent
 
 #: Lowest first; a package may import packages of lower layers only (docs/architecture.md).
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "_console"}),
+    frozenset({"errors", "results", "_console"}),
     frozenset(
         {"_io", "_progress", "_plot", "_faults", "_ordered", "_ranges", "_arrow", "_bridge_keys", "_parquet"}
     ),

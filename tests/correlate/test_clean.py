@@ -153,5 +153,5 @@ def test_the_json_document_is_the_library_report(tmp_path: Path, capsys: pytest.
     assert code == 0 and doc["schema_version"] == CLEAN_SCHEMA_VERSION == 1
     stamp = Path(doc["found"][0]["to"]).parent.name.removeprefix("seqpack-clean-")
     expected = json.loads(json.dumps(report.to_dict()).replace("20260830-101500", stamp))
-    assert {k: v for k, v in doc.items() if k != "schema_version"} == expected
+    assert doc == expected and next(iter(doc)) == "schema_version"
     assert [a.action for a in report.actions] == ["would move", "would move"] and not report.skipped

@@ -219,9 +219,9 @@ def test_json_carries_the_librarys_schema_version(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI emits the version the library's report states, not a default of its own."""
-    import seqpack.doctor._doctor as doctor_module
+    from seqpack.doctor import Report
 
-    monkeypatch.setattr(doctor_module, "SCHEMA_VERSION", 7)
+    monkeypatch.setattr(Report, "SCHEMA_VERSION", 7)
     _, doc = _json(capsys, ["doctor", "--cp", "2", "--seq-length", "512", "--format", "json"])
     assert doc["schema_version"] == 7
 

@@ -1,7 +1,8 @@
 """Options and output helpers shared by every command, so all commands behave alike.
 
-* ``--format text|json`` is always the output format (:data:`FormatOption`); JSON goes to stdout,
-  carries ``"schema_version"`` and never mixes with progress text (:func:`emit_json`).
+* ``--format text|json`` is always the output format (:data:`FormatOption`); JSON goes to stdout, is a
+  library result's ``to_dict()`` (``"schema_version"`` first) and never mixes with progress text
+  (:func:`emit_json`).
 * Progress and logs go to stderr (:data:`err_console`); ``--quiet`` silences them (:data:`QuietOption`).
 * Every numeric option is a :func:`number_option`: its range is in --help and checked at parse time.
 * A library error names library parameters; :func:`flag` is the flag each one is on the command line.
@@ -20,6 +21,7 @@ import typer
 
 from seqpack._console import literal_console
 from seqpack._ranges import Range
+from seqpack.results import JsonResult
 
 
 def _click_exception_type() -> type[Exception]:
@@ -59,9 +61,10 @@ FormatOption = typer.Option(OutputFormat.text, "--format", help="Output format: 
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars or log lines on stderr.")
 
 
-def emit_json(payload: dict[str, Any], schema_version: int = 1) -> None:
-    """Write one JSON document to stdout with ``schema_version`` first."""
-    doc = {"schema_version": schema_version, **payload}
+def emit_json(result: JsonResult) -> None:
+    """Write ``result.to_dict()`` to stdout as one JSON document, as it is: the library owns its shape and
+    its ``schema_version`` (:mod:`seqpack.results`), the CLI only prints it."""
+    doc = result.to_dict()
     sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
     sys.stdout.write("\n")
     sys.stdout.flush()

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from seqpack.cli._common import OutputFormat, emit_json, err_console, out_console
 from seqpack.data.format import PackingMetadata, find_metadata, hf_metadata_path, hf_split, packed_names
-from seqpack.data.packed import PackedSequence, Piece, decode_pieces, first_sequences
+from seqpack.data.packed import Decoded, PackedSequence, Piece, decode_pieces, first_sequences
 from seqpack.data.samples.text import load_tokenizer, tokenizer_hash
 from seqpack.errors import UsageError
 
@@ -116,26 +116,7 @@ def decode_command(path: str, count: int, tokenizer_dir: Path | None, output_for
         )
     decoded = [(seq, decode_pieces(tokenizer, seq.input_ids, seq.supervised)) for seq in sequences]
     if output_format is OutputFormat.json:
-        emit_json(
-            {
-                "path": path,
-                "tokenizer": os.fspath(tokenizer_dir),
-                "tokenizer_matches_metadata": matches,
-                "sequences": [
-                    {
-                        "file": seq.path,
-                        "layout": seq.layout,
-                        "row": seq.row,
-                        "index": seq.index,
-                        "start": seq.start,
-                        "tokens": len(seq.input_ids),
-                        "trained_tokens": int(seq.supervised.sum()),
-                        "pieces": [p.to_dict() for p in pieces],
-                    }
-                    for seq, pieces in decoded
-                ],
-            }
-        )
+        emit_json(Decoded(path, os.fspath(tokenizer_dir), matches, decoded))
         return
     for n, (seq, pieces) in enumerate(decoded):
         _print_sequence(n, seq, pieces, tokenizer)

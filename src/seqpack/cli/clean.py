@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
-from seqpack.correlate import CLEAN_SCHEMA_VERSION, clean_experiments
+from seqpack.correlate import clean_experiments
 
 
 def _size(n: int) -> str:
@@ -40,7 +40,7 @@ def clean(
         err_console.print("dry run: add --yes to move what is listed aside", markup=False, soft_wrap=True)
     done, skipped = report.actions, report.skipped
     if fmt is OutputFormat.json:
-        emit_json(report.to_dict(), CLEAN_SCHEMA_VERSION)
+        emit_json(report)
         if skipped and yes:
             raise typer.Exit(1)
         return

@@ -6,17 +6,17 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import Any
 
-import orjson
 import typer
 
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, err_console, out_console
 from seqpack.correlate import (
-    PLAN_SCHEMA_VERSION,
     SKILL_PAIRS,
+    BlockedPlan,
     CorrelationPlan,
     PlannedRun,
+    PlanOutcome,
+    SkillPairs,
     analyse_pair,
     build_plan,
     check_spec,
@@ -46,10 +46,7 @@ OutOption = typer.Option(Path("."), "--out", help="Folder for the new timestampe
 
 def _print_findings(findings: list[Finding], source: str, fmt: OutputFormat) -> None:
     if fmt is OutputFormat.json:
-        emit_json(
-            {"spec": source, "blocked": True, "findings": [f.to_dict() for f in findings]},
-            PLAN_SCHEMA_VERSION,
-        )
+        emit_json(BlockedPlan(source, findings))
         return
     out_console.print(
         f"{source}: the plan is blocked by {len(findings)} finding(s):", markup=False, soft_wrap=True
@@ -66,10 +63,6 @@ def _checked_plan(spec_path: Path, out: Path, fmt: OutputFormat) -> CorrelationP
         _print_findings(findings, os.fspath(spec_path), fmt)
         raise typer.Exit(1)
     return build_plan(spec, new_run_dir(out))
-
-
-def _plan_bytes(plan: CorrelationPlan) -> bytes:
-    return orjson.dumps({"schema_version": PLAN_SCHEMA_VERSION, **plan.to_dict()}, option=orjson.OPT_INDENT_2)
 
 
 @app.command("plan")
@@ -94,35 +87,20 @@ def plan_command(
             raise UsageError("--from-skill and --spec: pick one")
         reports = [analyse_pair(name) for name in SKILL_PAIRS]
         if fmt is OutputFormat.json:
-            emit_json(
-                {
-                    "skill_pairs": [
-                        {
-                            "name": r.name,
-                            "mlm": r.mlm_command,
-                            "bridge": r.bridge_command,
-                            "unmatched": [m.__dict__ for m in r.unmatched],
-                            "untranslated": list(r.untranslated),
-                        }
-                        for r in reports
-                    ]
-                },
-                PLAN_SCHEMA_VERSION,
-            )
+            emit_json(SkillPairs(reports))
         else:
             out_console.print("\n\n".join(render_skill(r) for r in reports), markup=False, soft_wrap=True)
         return
     if spec is None:
         raise UsageError("pass --spec SPEC.yaml (or --from-skill)")
     plan = _checked_plan(spec, out if out is not None else Path("."), fmt)
-    payload = _plan_bytes(plan)
     if out is not None:
-        write_plan(plan, payload)
+        write_plan(plan)
         err_console.print(
             f"wrote {plan.run_dir}/ (plan.json, mlm.sh, bridge.sh, aligned.txt)", markup=False, soft_wrap=True
         )
     if fmt is OutputFormat.json:
-        emit_json({**plan.to_dict(), "written": out is not None}, PLAN_SCHEMA_VERSION)
+        emit_json(PlanOutcome(plan, written=out is not None))
         return
     text = [
         "# Megatron-LM",
@@ -178,7 +156,7 @@ def run_command(
         if a is not None or b is not None or shell:
             raise UsageError("--spec runs the planned pair: leave out --a, --b and --shell")
         plan = _checked_plan(spec, out, fmt)
-        write_plan(plan, _plan_bytes(plan))
+        write_plan(plan)
         run_dir = plan.run_dir
         base = dict(os.environ)
         runs = (
@@ -197,9 +175,7 @@ def run_command(
 
     report = run_pair(run_dir, runs, profile, echo=None if quiet else echo, metrics=metric or None)
     if fmt is OutputFormat.json:
-        doc: dict[str, Any] = report.to_dict()
-        doc.pop("schema_version")
-        emit_json(doc, PLAN_SCHEMA_VERSION)
+        emit_json(report)
     else:
         out_console.print(render_report(report), markup=False, soft_wrap=True)
     if report.exit_code:

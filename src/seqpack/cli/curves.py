@@ -28,7 +28,6 @@ from seqpack.curves import (
     FORMATS,
     LOSS,
     PROFILES,
-    SCHEMA_VERSION,
     CompareReport,
     Comparison,
     Curves,
@@ -240,7 +239,7 @@ def compare(
     notes, passed = report.notes, report.passed
     rows = _rows(comparisons)
     if output_format is OutputFormat.json:
-        emit_json(report.to_dict(), SCHEMA_VERSION)
+        emit_json(report)
     else:
         _print_table(f"reference: {curves[0].source}  profile: {profile.name} ({comparisons[0].rule})", rows)
         for comp in comparisons:
@@ -293,7 +292,7 @@ def show(
         have = "; ".join(f"{c.source} has: {', '.join(list(c.metrics)[:12]) or 'no metric'}" for c in curves)
         raise DataError(f"no run has metric '{metric}' ({have})")
     if output_format is OutputFormat.json:
-        emit_json(ShowReport(name, curves).to_dict(), SCHEMA_VERSION)
+        emit_json(ShowReport(name, curves))
     else:
         rows = []
         for run in curves:
@@ -340,7 +339,7 @@ def export(
         run = read_curves(log, input_format, run=run_name, progress=bar)
     notes = write_golden(run, golden, overwrite=overwrite)
     if output_format is OutputFormat.json:
-        emit_json(ExportReport(str(log), str(golden), notes).to_dict(), SCHEMA_VERSION)
+        emit_json(ExportReport(str(log), str(golden), notes))
         return
     for note in notes:
         err_console.print(f"note: {note}", markup=False)

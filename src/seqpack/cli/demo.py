@@ -185,8 +185,7 @@ def demo(
     with _reporter(quiet) as reporter:
         result = run_demo(options, reporter)
     if output_format is OutputFormat.json:
-        doc = result.to_dict()
-        emit_json({k: v for k, v in doc.items() if k != "schema_version"}, doc["schema_version"])
+        emit_json(result)
     else:
         _print_summary(result)
     if result.interrupted:

@@ -11,7 +11,7 @@ from seqpack._console import styled
 from seqpack._progress import progress
 from seqpack._ranges import TOKEN_ID
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, number_option, out_console
-from seqpack.diff import diff_paths
+from seqpack.diff import DiffReport, diff_paths
 
 
 def _excerpt(view: Mapping[str, Any]) -> str:
@@ -143,7 +143,7 @@ def diff(
         task = bar.add_task("diff (packs of A, then B)", total=None)
         report = diff_paths(a, b, eos_id=eos_id, on_packs=lambda n: bar.advance(task, n))
     if output_format is OutputFormat.json:
-        emit_json(report)
+        emit_json(DiffReport(report))
     elif report["kind"] == "batches":
         _print_batches(report)
     else:

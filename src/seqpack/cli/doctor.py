@@ -235,15 +235,11 @@ def doctor(
     report = check(loaded, doctor_options)
     if env:
         report.findings.extend(_env_findings(allowed=allow or []))
-    fixes = suggest_fixes(loaded, doctor_options) if fix else None
+    report.fixes = suggest_fixes(loaded, doctor_options) if fix else None
     if output_format == OutputFormat.json:
-        payload = report.to_dict()
-        schema_version = payload.pop("schema_version")
-        if fixes is not None:
-            payload["fix"] = fixes
-        emit_json(payload, schema_version=schema_version)
+        emit_json(report)
     else:
-        _print_text(report, fixes)
+        _print_text(report, report.fixes)
     if report.has_error:
         if output_format != OutputFormat.json:
             err_console.print("doctor: the config has errors (exit 1)")

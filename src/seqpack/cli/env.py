@@ -7,7 +7,7 @@ from rich.table import Table
 
 from seqpack._console import styled
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
-from seqpack.env import SCHEMA_VERSION, EnvReport, env_report
+from seqpack.env import EnvReport, env_report
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -45,7 +45,7 @@ def env(output_format: OutputFormat = FormatOption) -> None:
     """
     report = env_report()
     if output_format is OutputFormat.json:
-        emit_json(report.to_dict(), SCHEMA_VERSION)
+        emit_json(report)
     else:
         _print_text(report)
     if any(f.severity == "error" for f in report.findings):

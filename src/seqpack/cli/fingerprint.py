@@ -2,29 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
 from seqpack._progress import progress
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
-from seqpack.data.packed import CHECKED, fingerprint_packed, mismatch, not_as_recorded
+from seqpack.data.packed import FingerprintReport, fingerprint_packed, mismatch, not_as_recorded
 from seqpack.diff import recorded_entry_fingerprint
 from seqpack.errors import UsageError
 
-#: What --check compares with the record seqpack pack wrote: the fingerprints and the counts they cover.
-_CHECKED = ("algorithm", *CHECKED)
 
-
-def _print_text(path: str, result: dict[str, Any]) -> None:
-    out_console.print(f"path       {path}")
-    out_console.print(f"content    {result['content']}")
-    out_console.print(f"packs      {result['packs']}")
+def _print_text(report: FingerprintReport) -> None:
+    found = report.found
+    out_console.print(f"path       {report.path}")
+    out_console.print(f"content    {found.content}")
+    out_console.print(f"packs      {found.packs}")
     out_console.print(
-        f"covers     {result['num_sequences']:,} sequences in {result['num_packs']:,} packs, "
-        f"{result['num_tokens']:,} tokens ({result['num_supervised']:,} supervised)"
+        f"covers     {found.num_sequences:,} sequences in {found.num_packs:,} packs, "
+        f"{found.num_tokens:,} tokens ({found.num_supervised:,} supervised)"
     )
-    out_console.print(f"algorithm  {result['algorithm']}")
+    out_console.print(f"algorithm  {found.algorithm}")
+    if report.recorded is not None:
+        verdict = "matches" if not report.mismatches else "DOES NOT match"
+        out_console.print(f"check      {verdict} the record in {report.recorded[0]}")
+        for key, (was, now) in report.mismatches.items():
+            out_console.print(f"  {key}: recorded {was}, now {now}")
 
 
 def fingerprint(
@@ -52,20 +53,13 @@ def fingerprint(
     with progress(quiet) as bar:
         task = bar.add_task("fingerprint", total=None)
         found = fingerprint_packed(path, on_packs=lambda n: bar.advance(task, n))
-    result = found.to_dict()
-    stored = recorded[2] if recorded else {}
-    mismatches = {k: [stored.get(k), result[k]] for k in _CHECKED if recorded and stored.get(k) != result[k]}
+    report = FingerprintReport(path, found, recorded)
     if output_format is OutputFormat.json:
-        extra = {"check": {"metadata": recorded[0], "mismatches": mismatches}} if recorded else {}
-        emit_json({"path": path, **result, **extra})
+        emit_json(report)
     else:
-        _print_text(path, result)
-        if recorded is not None:
-            verdict = "matches" if not mismatches else "DOES NOT match"
-            out_console.print(f"check      {verdict} the record in {recorded[0]}")
-            for key, (was, now) in mismatches.items():
-                out_console.print(f"  {key}: recorded {was}, now {now}")
-    if recorded is not None and mismatches:  # the report, then the one line every reader prints
+        _print_text(report)
+    if recorded is not None and report.mismatches:  # the report, then the one line every reader prints
+        stored = recorded[2]
         what = mismatch(stored, found) or f"algorithm recorded {stored.get('algorithm')}"
         raise not_as_recorded(path, recorded[0], recorded[1], what)
 

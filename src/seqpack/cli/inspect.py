@@ -161,7 +161,7 @@ def inspect_command(
         dump_batches(path, out, dump, pack_size=inspection.pack_size, metadata=inspection.metadata_entry,
                      batch_size=batch_size, variant=variant, overwrite=overwrite)  # fmt: skip
     if output_format is OutputFormat.json:
-        emit_json(inspection.to_dict())
+        emit_json(inspection)
     else:
         _print_text(inspection)
     if not inspection.ok:

@@ -22,7 +22,6 @@ from seqpack.cli._common import (
 from seqpack.data.format import SPLITS, TRAINING, PackRecord
 from seqpack.data.pipeline import (
     PackOptions,
-    PackResult,
     TooLong,
     overrides_for_result,
     pack_files,
@@ -247,12 +246,13 @@ def pack(
     if engine == "local" and (ray_address is not None or shards is not None):
         raise UsageError("--ray-address and --shards go with --engine ray")
     result = pack_files(opts) if engine == "local" else pack_on_ray(opts, address=ray_address, shards=shards)
-    overrides = overrides_for_result(result, cp=cp or 1, tp=tp or 1, sequence_parallel=sequence_parallel)
-    summary = result.to_dict(overrides)
+    result.overrides = overrides_for_result(
+        result, cp=cp or 1, tp=tp or 1, sequence_parallel=sequence_parallel
+    )
     if output_format is OutputFormat.json:
-        emit_json(summary, PackResult.SCHEMA_VERSION)
+        emit_json(result)
     else:
-        _print_text(summary)
+        _print_text(result.to_dict())
     _warn_inferred_eos(result.record)
     not_packed = result.counts.rejected + result.counts.dropped
     if not quiet and not_packed:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.table import Table
@@ -28,6 +27,7 @@ from seqpack.plan import (
     DEFAULT_TOKEN_SLOTS,
     Candidate,
     Imbalance,
+    PlanReport,
     Topology,
     balance_worthwhile,
     evaluate,
@@ -185,19 +185,21 @@ def plan(
     if plot is not None:
         _plot(candidates, plot, overwrite)
     if output_format is OutputFormat.json:
-        payload: dict[str, Any] = {
-            "samples": int(lengths.shape[0]),
-            "longest": int(lengths.max()),
-            "token_slots": token_slots,
-            "topology": {"tp": tp, "cp": cp, "sequence_parallel": sequence_parallel, "dp": topology.dp},
-            "cost_model": cost_model.to_record(),
-            "candidates": [c.to_dict() for c in candidates],
-            "recommended": chosen.pack_size,
-            "recommend_balance": balance,
-            "overrides": overrides,
-            "pack_command": command,
-        }
-        emit_json(payload)
+        samples, longest = int(lengths.shape[0]), int(lengths.max())
+        emit_json(
+            PlanReport(
+                samples,
+                longest,
+                token_slots,
+                topology,
+                cost_model,
+                candidates,
+                chosen,
+                balance,
+                overrides,
+                command,
+            )
+        )
         return
     out_console.print(
         f"{lengths.shape[0]:,} samples, longest {int(lengths.max()):,} runtime tokens, "

@@ -93,7 +93,7 @@ def train_command(
 
     Example: seqpack train --data out/training_512.idx.parquet --steps 50 --gbs 8 --log packed.log
     """
-    from seqpack.train import TRAIN_SCHEMA_VERSION, DataMode, TrainConfig, data_vocab, train  # torch
+    from seqpack.train import DataMode, TrainConfig, data_vocab, train  # torch
 
     if (data is None) == (padded_from is None):
         raise UsageError("give exactly one of --data (packed) or --padded-from (padded)")
@@ -138,7 +138,7 @@ def train_command(
             raise typer.Exit(130)
         return
     if json_out:
-        emit_json(result.to_dict(), TRAIN_SCHEMA_VERSION)
+        emit_json(result)
     else:
         out_console.print(
             f"{result.mode.value}: {result.steps_done} steps, {result.world_size} process(es), "

@@ -36,24 +36,14 @@ def mlm_to_bridge_cmd(
     for key, value in translation.overrides.items():
         _in_range(translation.origin.get(key, key), key, value)
     if output_format is OutputFormat.json:
-        emit_json(
-            {
-                "overrides": [format_override(key, value) for key, value in translation.overrides.items()],
-                "conflicts": translation.conflicts,
-                "untranslated": [
-                    {"flag": item, "reason": translation.reasons[item.split(" ", 1)[0]]}
-                    for item in translation.untranslated
-                ],
-            }
-        )
+        emit_json(translation)
     else:
         for key, value in translation.overrides.items():
             out_console.print(format_override(key, value), markup=False)
         for line in translation.conflicts:
             out_console.print(f"# conflict: {line}", markup=False)
         for item in translation.untranslated:
-            reason = translation.reasons[item.split(" ", 1)[0]]
-            out_console.print(f"# untranslated: {item}  ({reason})", markup=False)
+            out_console.print(f"# untranslated: {item}  ({translation.reason(item)})", markup=False)
     if strict and translation.untranslated:
         raise typer.Exit(1)
 
@@ -78,7 +68,7 @@ def bridge_to_mlm_cmd(
     flat = _flatten(loaded.raw)
     reverse = bridge_to_mlm_report(flat)
     if output_format is OutputFormat.json:
-        emit_json({"flags": reverse.flags, "untranslated": reverse.untranslated})
+        emit_json(reverse)
     else:
         out_console.print(shlex.join(reverse.flags), markup=False)
         for item in reverse.untranslated:

@@ -11,7 +11,7 @@ from seqpack._console import styled
 from seqpack._ranges import INT32_MAX, SEED, SIZE, Range
 from seqpack.cli._common import FormatOption, OutputFormat, emit_json, number_option, out_console
 from seqpack.errors import UsageError
-from seqpack.verify import PartResult, VerifyOptions, verify_bridge
+from seqpack.verify import PartResult, VerifyOptions, VerifyReport, verify_bridge
 
 _STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
 
@@ -123,12 +123,12 @@ def verify(
         pad_seq_to_mult=pad_seq_to_mult,
         keep=keep,
     )
-    results = verify_bridge(opts)
+    report = VerifyReport(verify_bridge(opts))
     if output_format is OutputFormat.json:
-        emit_json({"parts": [r.to_dict() for r in results]})
+        emit_json(report)
     else:
-        _print_text(results)
-    if any(r.status == "failed" for r in results):
+        _print_text(report.parts)
+    if report.failed:
         raise typer.Exit(1)
 
 

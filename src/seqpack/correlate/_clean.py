@@ -29,7 +29,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from seqpack.errors import InputError, UsageError
 
@@ -180,6 +180,9 @@ class CleanAction:
 class CleanReport:
     """One ``seqpack clean``: every folder found under the named ones (each once), in order, and its fate."""
 
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = CLEAN_SCHEMA_VERSION
+
     dry_run: bool
     actions: list[CleanAction]
 
@@ -188,7 +191,12 @@ class CleanReport:
         return [a for a in self.actions if a.action == "skipped"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "found": [a.to_dict() for a in self.actions]}
+        """``seqpack clean --format json``'s document."""
+        return {
+            "schema_version": self.SCHEMA_VERSION,
+            "dry_run": self.dry_run,
+            "found": [a.to_dict() for a in self.actions],
+        }
 
 
 def clean_experiments(

@@ -21,13 +21,16 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+import orjson
 
 from seqpack._io import atomic_write_bytes
 from seqpack.correlate._knobs import KNOBS, NO_DEFAULT, Knob, resolve, spec_overrides
 from seqpack.correlate._spec import CorrelationSpec
 from seqpack.correlate._values import format_value
 from seqpack.errors import DataError, UsageError
+from seqpack.findings import Finding
 from seqpack.translate import bridge_to_mlm, bridge_to_mlm_report
 
 RUN_PREFIX = "correlate-"
@@ -74,6 +77,9 @@ class AlignedRow:
 class CorrelationPlan:
     """The two commands of a matched pair, their fresh output folders, and the alignment table."""
 
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = PLAN_SCHEMA_VERSION
+
     spec: CorrelationSpec
     run_dir: Path
     overrides: dict[str, Any]
@@ -82,13 +88,47 @@ class CorrelationPlan:
     rows: tuple[AlignedRow, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        """The plan as JSON-ready data (``seqpack correlate plan --format json`` and ``plan.json``)."""
+        """The plan as JSON-ready data: ``plan.json`` (``seqpack correlate plan --format json`` adds
+        ``written``: :class:`PlanOutcome`)."""
         return {
+            "schema_version": self.SCHEMA_VERSION,
             "spec": self.spec.source,
             "run_dir": os.fspath(self.run_dir),
             "mlm": {"argv": list(self.mlm.argv), "env": self.mlm.env, "shell": self.mlm.shell()},
             "bridge": {"argv": list(self.bridge.argv), "env": self.bridge.env, "shell": self.bridge.shell()},
             "aligned": [row.__dict__ for row in self.rows],
+        }
+
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    """What ``seqpack correlate plan`` did with a plan: the plan, and whether its files were written."""
+
+    SCHEMA_VERSION: ClassVar[int] = PLAN_SCHEMA_VERSION
+
+    plan: CorrelationPlan
+    written: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """``seqpack correlate plan --format json``'s document: the plan and ``written``."""
+        return {**self.plan.to_dict(), "written": self.written}
+
+
+@dataclass(frozen=True)
+class BlockedPlan:
+    """A spec no plan is made of: the findings that block it (``seqpack correlate plan|run``, exit 1)."""
+
+    SCHEMA_VERSION: ClassVar[int] = PLAN_SCHEMA_VERSION
+
+    spec: str
+    findings: list[Finding]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.SCHEMA_VERSION,
+            "spec": self.spec,
+            "blocked": True,
+            "findings": [f.to_dict() for f in self.findings],
         }
 
 
@@ -216,12 +256,12 @@ def make_run_dir(run_dir: Path) -> None:
         raise UsageError(f"{os.fspath(run_dir)}: run folder already exists (never overwritten)") from None
 
 
-def write_plan(plan: CorrelationPlan, payload: bytes) -> None:
+def write_plan(plan: CorrelationPlan) -> None:
     """Create the run folder (never an existing one) with both sides' output folders and the plan files."""
     make_run_dir(plan.run_dir)
     for side in ("mlm", "bridge"):
         (plan.run_dir / side).mkdir()
-    atomic_write_bytes(plan.run_dir / "plan.json", payload)
+    atomic_write_bytes(plan.run_dir / "plan.json", orjson.dumps(plan.to_dict(), option=orjson.OPT_INDENT_2))
     atomic_write_bytes(plan.run_dir / "mlm.sh", f"#!/bin/sh\n{plan.mlm.shell()}\n".encode())
     atomic_write_bytes(plan.run_dir / "bridge.sh", f"#!/bin/sh\n{plan.bridge.shell()}\n".encode())
     atomic_write_bytes(plan.run_dir / "aligned.txt", (render_table(plan.rows) + "\n").encode())

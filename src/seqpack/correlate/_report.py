@@ -17,16 +17,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
 from seqpack._io import atomic_write_bytes
+from seqpack.correlate._plan import PLAN_SCHEMA_VERSION
 from seqpack.correlate._runner import RunResult
 from seqpack.curves import Comparison, Curves, Profile, compare_curves, read_curves
 from seqpack.errors import SeqpackError
 
-SCHEMA_VERSION = 1
 EXIT_CODES = {"match": 0, "mismatch": 1, "failed": 1, "not-started": 2}
 REPORT_FILES = ("report.txt", "report.json", "curves.png")
 
@@ -34,6 +34,10 @@ REPORT_FILES = ("report.txt", "report.json", "curves.png")
 @dataclass
 class CorrelationReport:
     """Everything ``seqpack correlate run`` found; ``exit_code`` follows the verdict table above."""
+
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`), ``report.json`` and
+    #: ``--format json`` alike: the correlate commands' one version.
+    SCHEMA_VERSION: ClassVar[int] = PLAN_SCHEMA_VERSION
 
     run_dir: Path
     runs: tuple[RunResult, RunResult]
@@ -58,7 +62,7 @@ class CorrelationReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": self.SCHEMA_VERSION,
             "run_dir": os.fspath(self.run_dir),
             "verdict": self.verdict,
             "tolerance": self.tolerance,

@@ -10,9 +10,10 @@ launcher's default. Where the two differ the pair is not matched, however close 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from seqpack.correlate._knobs import KNOBS, RECIPE_OUTPUT_DIR, effective
+from seqpack.correlate._plan import PLAN_SCHEMA_VERSION
 from seqpack.correlate._values import format_value
 from seqpack.doctor import parse_override
 from seqpack.translate import mlm_to_bridge
@@ -72,6 +73,29 @@ class SkillReport:
     bridge_command: str
     unmatched: tuple[Mismatch, ...]
     untranslated: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "mlm": self.mlm_command,
+            "bridge": self.bridge_command,
+            "unmatched": [m.__dict__ for m in self.unmatched],
+            "untranslated": list(self.untranslated),
+        }
+
+
+@dataclass(frozen=True)
+class SkillPairs:
+    """Every skill pair analysed (``seqpack correlate plan --from-skill``)."""
+
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`): the correlate
+    #: commands' one version.
+    SCHEMA_VERSION: ClassVar[int] = PLAN_SCHEMA_VERSION
+
+    reports: list[SkillReport]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": self.SCHEMA_VERSION, "skill_pairs": [r.to_dict() for r in self.reports]}
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:

@@ -1,13 +1,13 @@
 """What ``seqpack curves compare|show|export`` report: result objects, ``to_dict()`` the JSON document.
 
-Every document of the three commands carries :data:`SCHEMA_VERSION` (the CLI writes it first, then
-``to_dict()``); a change of shape bumps it here, once for the three.
+Every document of the three commands carries :data:`SCHEMA_VERSION` as its first key ``schema_version``
+(:class:`seqpack.results.JsonResult`); a change of shape bumps it here, once for the three.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from seqpack.curves._compare import Comparison, Profile
 from seqpack.curves._series import Curves
@@ -25,6 +25,8 @@ def run_notes(runs: list[Curves]) -> list[str]:
 class CompareReport:
     """Candidates compared with the reference ``runs[0]``: a :class:`Comparison` per candidate and metric."""
 
+    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
+
     profile: Profile
     steps: tuple[int | None, int | None]
     runs: list[Curves]
@@ -41,6 +43,7 @@ class CompareReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema_version": self.SCHEMA_VERSION,
             "command": "curves compare",
             "passed": self.passed,
             "profile": {
@@ -60,11 +63,14 @@ class CompareReport:
 class ShowReport:
     """What each run holds, and a summary of one metric (canonical name) per run."""
 
+    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
+
     metric: str
     runs: list[Curves]
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema_version": self.SCHEMA_VERSION,
             "command": "curves show",
             "metric": self.metric,
             "runs": [{**run.to_dict(), "summary": run.summary(self.metric)} for run in self.runs],
@@ -75,9 +81,16 @@ class ShowReport:
 class ExportReport:
     """A golden-value file written from a run, with the notes of :func:`~seqpack.curves.write_golden`."""
 
+    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
+
     source: str
     golden: str
     notes: list[str]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "golden": self.golden, "notes": self.notes}
+        return {
+            "schema_version": self.SCHEMA_VERSION,
+            "source": self.source,
+            "golden": self.golden,
+            "notes": self.notes,
+        }

@@ -6,7 +6,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from seqpack.data.pipeline import PackResult
 from seqpack.demo._layout import Layout
@@ -93,6 +93,9 @@ class Speedup:
 class DemoResult:
     """The whole run; ``passed`` when every step did what it should."""
 
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
+
     layout: Layout
     sizes: DemoSizes
     threads: int
@@ -113,9 +116,10 @@ class DemoResult:
         return None
 
     def to_dict(self) -> dict[str, Any]:
+        """``summary.json`` and ``seqpack demo --format json``'s document."""
         speedup = self.speedup
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": self.SCHEMA_VERSION,
             "command": "demo",
             "passed": self.passed,
             "interrupted": self.interrupted,

@@ -4,12 +4,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from seqpack.data.format import check_eos_id
 from seqpack.diff._batch_diff import diff_batches, is_batch_dump
 from seqpack.diff._packed_diff import diff_packed
 from seqpack.errors import UsageError
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    """A :func:`diff_paths` report as ``seqpack diff --format json`` prints it."""
+
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    #: What :func:`diff_paths` returned (``kind`` ``packed`` or ``batches``, ``identical``, ...).
+    report: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``seqpack diff --format json``'s document: the report with ``schema_version`` first."""
+        return {"schema_version": self.SCHEMA_VERSION, **self.report}
 
 
 def diff_paths(

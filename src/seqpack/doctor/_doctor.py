@@ -7,7 +7,7 @@ import locale
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from omegaconf import OmegaConf
 
@@ -56,19 +56,30 @@ class DoctorOptions:
 
 @dataclass
 class Report:
+    """What the doctor found in a config (``seqpack doctor``), and the fixed overrides when asked for."""
+
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
+
     config_era: str
     findings: list[Finding] = field(default_factory=list)
+    #: The corrected overrides (:func:`suggest_fixes`, ``--fix``); ``None``: not asked for.
+    fixes: list[str] | None = None
 
     @property
     def has_error(self) -> bool:
         return any(f.severity == ERROR and not f.allowed for f in self.findings)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": SCHEMA_VERSION,
+        """``seqpack doctor --format json``'s document (``fix`` only when :attr:`fixes` were asked for)."""
+        doc: dict[str, Any] = {
+            "schema_version": self.SCHEMA_VERSION,
             "config_era": self.config_era,
             "findings": [f.to_dict() for f in self.findings],
         }
+        if self.fixes is not None:
+            doc["fix"] = self.fixes
+        return doc
 
 
 def default_lang() -> str:

@@ -21,7 +21,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from seqpack.findings import SEVERITIES, Finding, Severity
 
@@ -98,13 +98,17 @@ def _finding(rule_id: str, severity: Severity, message: str, why: str, fix: str)
 class EnvReport:
     """The versions and the findings, as ``seqpack env`` prints them."""
 
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
+
     versions: VersionTable
     findings: list[Finding] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (``--format json``)."""
+        """``seqpack env --format json``'s document."""
         table = self.versions
         return {
+            "schema_version": self.SCHEMA_VERSION,
             "python": table.python,
             "platform": platform.platform(),
             "packages": dict(table.packages),

@@ -24,6 +24,7 @@ from seqpack.plan._imbalance import (
     row_costs,
     step_imbalance,
 )
+from seqpack.plan._report import PlanReport
 
 __all__ = [
     "DEFAULT_PACK_SIZES",
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_TOKEN_SLOTS",
     "Candidate",
     "Imbalance",
+    "PlanReport",
     "SamplerSimulation",
     "Topology",
     "balance_worthwhile",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from seqpack.errors import UsageError
 from seqpack.packing import ModelDims
@@ -130,10 +130,13 @@ class TrainResult:
     log_path: Path | None
     tensorboard_dir: Path | None
     records: list[StepRecord] = field(default_factory=list, repr=False)
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = TRAIN_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
         """The run's summary (no per-step records): the ``seqpack train --format json`` document."""
         return {
+            "schema_version": self.SCHEMA_VERSION,
             "mode": self.mode.value,
             "processes": self.world_size,
             "steps": self.steps_done,

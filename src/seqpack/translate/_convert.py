@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from seqpack.errors import UsageError, shown
 from seqpack.translate._table import (
@@ -60,11 +60,28 @@ class Translation:
     as in Megatron-LM's argparse).
     """
 
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = 1
+
     overrides: dict[str, Scalar] = field(default_factory=dict)
     untranslated: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)
     conflicts: list[str] = field(default_factory=list)
+
+    def reason(self, untranslated: str) -> str:
+        """Why an entry of :attr:`untranslated` (``"--flag value"``) has no Bridge override."""
+        return self.reasons[untranslated.split(" ", 1)[0]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``seqpack translate mlm-to-bridge --format json``'s document: the overrides as command-line
+        text (:func:`format_override`), the conflicts, and each untranslated flag with its reason."""
+        return {
+            "schema_version": self.SCHEMA_VERSION,
+            "overrides": [format_override(key, value) for key, value in self.overrides.items()],
+            "conflicts": self.conflicts,
+            "untranslated": [{"flag": item, "reason": self.reason(item)} for item in self.untranslated],
+        }
 
 
 def _flag_items(flags: Sequence[str] | Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -180,8 +197,15 @@ def _format_value(value: Any) -> str:
 class ReverseTranslation:
     """The result of :func:`bridge_to_mlm_report`: argv tokens plus the keys no flag expresses."""
 
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = 1
+
     flags: list[str] = field(default_factory=list)
     untranslated: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``seqpack translate bridge-to-mlm --format json``'s document."""
+        return {"schema_version": self.SCHEMA_VERSION, "flags": self.flags, "untranslated": self.untranslated}
 
 
 def bridge_to_mlm_report(overrides: Mapping[str, Any]) -> ReverseTranslation:

@@ -3,6 +3,6 @@ packed by both, the same rows collated by both, doctor's rule cases validated by
 ``ConfigContainer.validate`` (``seqpack verify --bridge``).
 """
 
-from seqpack.verify._verify import PartResult, VerifyOptions, verify_bridge
+from seqpack.verify._verify import PartResult, VerifyOptions, VerifyReport, verify_bridge
 
-__all__ = ["PartResult", "VerifyOptions", "verify_bridge"]
+__all__ = ["PartResult", "VerifyOptions", "VerifyReport", "verify_bridge"]

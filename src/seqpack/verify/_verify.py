@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import orjson
@@ -73,6 +73,24 @@ class PartResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"part": self.name, "status": self.status, "reason": self.reason, "details": self.details}
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Every part of one :func:`verify_bridge` run, in order (``seqpack verify --bridge``)."""
+
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    parts: list[PartResult]
+
+    @property
+    def failed(self) -> bool:
+        return any(part.status == "failed" for part in self.parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``seqpack verify --bridge --format json``'s document."""
+        return {"schema_version": self.SCHEMA_VERSION, "parts": [part.to_dict() for part in self.parts]}
 
 
 def generate_samples(path: Path, n: int, max_len: int, seed: int) -> None:

@@ -2,7 +2,7 @@
 the one-pass scan and statistics, ``inspect``'s checked pass, and decoding sequences back to text.
 """
 
-from seqpack.data.packed._decode import Piece, decode_pieces
+from seqpack.data.packed._decode import Decoded, Piece, decode_pieces
 from seqpack.data.packed._inspection import CONSISTENT, MISMATCH, EosCheck, Inspection, inspect_packed
 from seqpack.data.packed._legacy_npy import read_legacy_npy
 from seqpack.data.packed._reader import (
@@ -14,6 +14,7 @@ from seqpack.data.packed._reader import (
 )
 from seqpack.data.packed._recorded import (
     CHECKED,
+    FingerprintReport,
     RecordedCheck,
     files_recorded_fingerprint,
     mismatch,
@@ -28,7 +29,9 @@ __all__ = [
     "CHECKED",
     "CONSISTENT",
     "MISMATCH",
+    "Decoded",
     "EosCheck",
+    "FingerprintReport",
     "Inspection",
     "MetadataMismatch",
     "PackedBlock",

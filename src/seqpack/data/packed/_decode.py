@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+
+from seqpack.data.packed._supervised import PackedSequence
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,43 @@ class Piece:
             "tokens": [self.start, self.end],
             "first_id": self.first_id,
             "last_id": self.last_id,
+        }
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """The first sequences of packed data decoded with a tokenizer (``seqpack inspect --decode``)."""
+
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    path: str
+    tokenizer: str
+    #: Whether ``tokenizer`` is the one the metadata records; ``None``: none recorded.
+    tokenizer_matches_metadata: bool | None
+    #: Each sequence with its pieces (:func:`decode_pieces`).
+    sequences: list[tuple[PackedSequence, list[Piece]]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``seqpack inspect --decode K --format json``'s document."""
+        return {
+            "schema_version": self.SCHEMA_VERSION,
+            "path": self.path,
+            "tokenizer": self.tokenizer,
+            "tokenizer_matches_metadata": self.tokenizer_matches_metadata,
+            "sequences": [
+                {
+                    "file": seq.path,
+                    "layout": seq.layout,
+                    "row": seq.row,
+                    "index": seq.index,
+                    "start": seq.start,
+                    "tokens": len(seq.input_ids),
+                    "trained_tokens": int(seq.supervised.sum()),
+                    "pieces": [p.to_dict() for p in pieces],
+                }
+                for seq, pieces in self.sequences
+            ],
         }
 
 

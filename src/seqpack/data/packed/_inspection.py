@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -103,6 +103,9 @@ def check_recorded_eos(entry: MetadataEntry | None, tokenizer: str | os.PathLike
 class Inspection:
     """What a checked pass over packed data found (:func:`inspect_packed`)."""
 
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = 1
+
     path: str
     files: list[str]
     pack_size: int | None
@@ -143,8 +146,13 @@ class Inspection:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """``seqpack inspect --format json``'s document (without its ``schema_version``)."""
-        out = {"path": self.path, "files": self.files, **self.summary()}
+        """``seqpack inspect --format json``'s document, ``schema_version`` first."""
+        out = {
+            "schema_version": self.SCHEMA_VERSION,
+            "path": self.path,
+            "files": self.files,
+            **self.summary(),
+        }
         if self.dp_imbalance is not None:
             out["dp_imbalance"] = self.dp_imbalance
         out["metadata"] = self.metadata.to_dict()

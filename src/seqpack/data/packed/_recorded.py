@@ -24,8 +24,9 @@ import os
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 from seqpack.data.format import PackingMetadata, hf_split, packed_names
 from seqpack.data.packed._reader import PackedBlock
@@ -48,6 +49,38 @@ _WHAT = {
 }
 #: Blocks hashed ahead of the reader: enough to keep the hashing thread busy, bounded memory.
 _IN_FLIGHT = 2
+
+
+@dataclass(frozen=True)
+class FingerprintReport:
+    """The fingerprints of a packed set (``seqpack fingerprint``) and, when checked, the record they are
+    compared with: ``(metadata path, entry index, recorded fingerprint)``."""
+
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    path: str
+    found: Fingerprint
+    recorded: tuple[str, int, dict[str, Any]] | None = None
+
+    @property
+    def mismatches(self) -> dict[str, list[Any]]:
+        """``key -> [recorded, found]`` of each checked value (the algorithm too) that differs."""
+        if self.recorded is None:
+            return {}
+        stored, now = self.recorded[2], self.found.to_dict()
+        return {k: [stored.get(k), now[k]] for k in ("algorithm", *CHECKED) if stored.get(k) != now[k]}
+
+    def to_dict(self) -> dict[str, Any]:
+        """``seqpack fingerprint --format json``'s document (``check`` with ``--check``)."""
+        doc: dict[str, Any] = {
+            "schema_version": self.SCHEMA_VERSION,
+            "path": self.path,
+            **self.found.to_dict(),
+        }
+        if self.recorded is not None:
+            doc["check"] = {"metadata": self.recorded[0], "mismatches": self.mismatches}
+        return doc
 
 
 def files_recorded_fingerprint(

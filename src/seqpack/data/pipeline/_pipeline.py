@@ -18,7 +18,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
@@ -143,6 +143,9 @@ class PackResult:
     #: A distributed run's measures (``--engine ray``): shards, shards reused by a resumed run, the
     #: shards' CPU seconds, the largest worker's peak memory (MB); empty for a local run.
     engine: dict[str, float] = field(default_factory=dict)
+    #: The overrides that train on this output for a topology (:func:`overrides_for_result`), when the
+    #: caller knows it: ``seqpack pack`` adds them for its ``--cp``/``--tp``; ``pack_files`` leaves none.
+    overrides: list[str] = field(default_factory=list)
 
     @property
     def padding_saved(self) -> int:
@@ -153,11 +156,12 @@ class PackResult:
     def padding_tokens(self) -> int:
         return self.num_packs * self.pack_size - self.runtime_tokens
 
-    def to_dict(self, overrides: Sequence[str] = ()) -> dict[str, Any]:
-        """The summary ``seqpack pack --format json`` prints (``overrides``: those that train on it)."""
+    def to_dict(self) -> dict[str, Any]:
+        """The summary ``seqpack pack --format json`` prints, ``schema_version`` first."""
         c = self.counts
         bridge = self.metadata.bridge_values()
         return {
+            "schema_version": self.SCHEMA_VERSION,
             "packed_path": os.fspath(self.packed_path),
             "metadata_path": os.fspath(self.metadata_path),
             "rejects_path": os.fspath(self.rejects_path),
@@ -173,7 +177,7 @@ class PackResult:
             "padding_tokens": self.padding_tokens,
             "padding_tokens_saved": self.padding_saved,
             "bridge_metadata": bridge,
-            "overrides": list(overrides),
+            "overrides": list(self.overrides),
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
             **({"engine": {k: round(v, 3) for k, v in self.engine.items()}} if self.engine else {}),
         }
