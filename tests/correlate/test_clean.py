@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from seqpack.cli import main
-from seqpack.correlate import CLEAN_SCHEMA_VERSION, clean_experiments, find_experiments
+from seqpack.correlate import CleanReport, clean_experiments, find_experiments
 
 
 def tree(base: Path) -> dict[str, Path]:
@@ -150,7 +150,7 @@ def test_the_json_document_is_the_library_report(tmp_path: Path, capsys: pytest.
     paths = tree(tmp_path)
     report = clean_experiments([paths["root"]], yes=False, delete=False, stamp="20260830-101500")
     code, doc = clean(capsys, str(paths["root"]))
-    assert code == 0 and doc["schema_version"] == CLEAN_SCHEMA_VERSION == 1
+    assert code == 0 and doc["schema_version"] == CleanReport.SCHEMA_VERSION == 1
     stamp = Path(doc["found"][0]["to"]).parent.name.removeprefix("seqpack-clean-")
     expected = json.loads(json.dumps(report.to_dict()).replace("20260830-101500", stamp))
     assert doc == expected and next(iter(doc)) == "schema_version"

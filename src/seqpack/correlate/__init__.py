@@ -10,7 +10,6 @@ folders.
 
 from seqpack.correlate._checks import CHECKS, check_spec
 from seqpack.correlate._clean import (
-    CLEAN_SCHEMA_VERSION,
     CleanAction,
     CleanReport,
     Found,
@@ -51,7 +50,6 @@ from seqpack.correlate._spec import SCHEMA, CorrelationSpec, load_spec, parse_sp
 
 __all__ = [
     "CHECKS",
-    "CLEAN_SCHEMA_VERSION",
     "KNOBS",
     "PLAN_SCHEMA_VERSION",
     "SCHEMA",

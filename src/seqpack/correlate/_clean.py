@@ -37,8 +37,6 @@ EXPERIMENT_DIR_NAMES = ("nemo_experiments",)
 TRACKER_FILES = ("latest_train_state.pt", "latest_checkpointed_iteration.txt")
 ITER_DIR = re.compile(r"^iter_(\d{7})$")
 MOVED_PREFIX = "seqpack-clean-"
-#: Version of the ``seqpack clean --format json`` document (:meth:`CleanReport.to_dict`).
-CLEAN_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -181,7 +179,7 @@ class CleanReport:
     """One ``seqpack clean``: every folder found under the named ones (each once), in order, and its fate."""
 
     #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
-    SCHEMA_VERSION: ClassVar[int] = CLEAN_SCHEMA_VERSION
+    SCHEMA_VERSION: ClassVar[int] = 1
 
     dry_run: bool
     actions: list[CleanAction]

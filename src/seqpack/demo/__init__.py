@@ -8,7 +8,7 @@ compare the curves -- ending in a self-contained HTML report.
 
 from seqpack.demo._layout import Layout, default_out_dir
 from seqpack.demo._resources import EXPECTED_FINDING, config_path, dataset_path
-from seqpack.demo._result import SCHEMA_VERSION, DemoResult, Speedup, StepResult
+from seqpack.demo._result import DemoResult, Speedup, StepResult
 from seqpack.demo._run import DEFAULT_THREADS, STEPS, DemoOptions, Reporter, SilentReporter, run_demo
 from seqpack.demo._sizes import FULL, QUICK, DemoSizes
 from seqpack.demo._toy_tokenizer import build_tokenizer
@@ -18,7 +18,6 @@ __all__ = [
     "EXPECTED_FINDING",
     "FULL",
     "QUICK",
-    "SCHEMA_VERSION",
     "STEPS",
     "DemoOptions",
     "DemoResult",

@@ -14,8 +14,6 @@ from seqpack.demo._sizes import DemoSizes
 from seqpack.demo._steps import CurvesOut, DoctorOut, InspectOut, TokenizerOut
 from seqpack.train import DataMode, TrainResult
 
-SCHEMA_VERSION = 1
-
 
 @dataclass(frozen=True)
 class StepResult:
@@ -94,7 +92,7 @@ class DemoResult:
     """The whole run; ``passed`` when every step did what it should."""
 
     #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
-    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
+    SCHEMA_VERSION: ClassVar[int] = 1
 
     layout: Layout
     sizes: DemoSizes

@@ -11,7 +11,6 @@ from seqpack.doctor._catalog import CATALOG
 from seqpack.doctor._defect_model import ON_BOTH, ON_BRIDGE, ON_MLM, Defect
 from seqpack.doctor._defects import DEFECTS, find_defects
 from seqpack.doctor._doctor import (
-    SCHEMA_VERSION,
     DoctorOptions,
     Report,
     apply_overrides,
@@ -33,7 +32,6 @@ __all__ = [
     "ON_BRIDGE",
     "ON_MLM",
     "RULES",
-    "SCHEMA_VERSION",
     "ConfigView",
     "DatasetKind",
     "Defect",

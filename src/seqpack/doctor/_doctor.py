@@ -23,7 +23,6 @@ from seqpack.doctor._packed_facts import packed_location_exists, read_packed_fac
 from seqpack.doctor._rules import RULES
 from seqpack.errors import UsageError, param
 
-SCHEMA_VERSION = 1
 #: Rounds of "apply the fixes, check again" behind ``--fix`` (each round only adds keys not yet fixed).
 MAX_FIX_ROUNDS = 10
 
@@ -59,7 +58,7 @@ class Report:
     """What the doctor found in a config (``seqpack doctor``), and the fixed overrides when asked for."""
 
     #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
-    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
+    SCHEMA_VERSION: ClassVar[int] = 1
 
     config_era: str
     findings: list[Finding] = field(default_factory=list)

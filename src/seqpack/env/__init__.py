@@ -4,7 +4,6 @@ known defects against. Versions come from distribution metadata, never by import
 """
 
 from seqpack.env._stack import (
-    SCHEMA_VERSION,
     UPSTREAM,
     EnvReport,
     VersionTable,
@@ -16,7 +15,6 @@ from seqpack.env._stack import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION",
     "UPSTREAM",
     "EnvReport",
     "VersionTable",

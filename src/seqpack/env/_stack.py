@@ -83,9 +83,6 @@ class VersionTable:
         return None if text is None else parse_version(text)
 
 
-#: ``seqpack env --format json``; 2: findings in the shape every finding has
-#: (:class:`seqpack.findings.Finding`: a ``fix`` list, ``fields``, ``upstream``, ``allowed``), not one string.
-SCHEMA_VERSION = 2
 #: What every finding of ``seqpack env`` reports as its upstream: the versions installed here.
 UPSTREAM = "installed versions (seqpack env)"
 
@@ -98,8 +95,10 @@ def _finding(rule_id: str, severity: Severity, message: str, why: str, fix: str)
 class EnvReport:
     """The versions and the findings, as ``seqpack env`` prints them."""
 
-    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
-    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`); 2: findings in the shape
+    #: every finding has (:class:`seqpack.findings.Finding`: a ``fix`` list, ``fields``, ``upstream``,
+    #: ``allowed``), not one string.
+    SCHEMA_VERSION: ClassVar[int] = 2
 
     versions: VersionTable
     findings: list[Finding] = field(default_factory=list)

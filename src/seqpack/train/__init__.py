@@ -5,14 +5,13 @@
 >>> result.final_loss, result.real_tokens_per_s, result.padding_fraction
 """
 
-from seqpack.train._config import TRAIN_SCHEMA_VERSION, DataMode, StepRecord, TrainConfig, TrainResult
+from seqpack.train._config import DataMode, StepRecord, TrainConfig, TrainResult
 from seqpack.train._data import data_vocab
 from seqpack.train._log import format_log_line
 from seqpack.train._loop import train
 from seqpack.train._model import MemoryEstimate, count_parameters, estimate_memory
 
 __all__ = [
-    "TRAIN_SCHEMA_VERSION",
     "DataMode",
     "MemoryEstimate",
     "StepRecord",

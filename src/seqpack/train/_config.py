@@ -14,8 +14,6 @@ from typing import Any, ClassVar
 from seqpack.errors import UsageError
 from seqpack.packing import ModelDims
 
-#: Version of the ``seqpack train --format json`` document (:meth:`TrainResult.to_dict`).
-TRAIN_SCHEMA_VERSION = 1
 #: The model ``seqpack train`` builds without size flags: 64 hidden, 2 layers, 4 heads, 128 ffn, 256 vocab.
 TINY_DIMS = ModelDims(hidden=64, layers=2, heads=4, ffn=128, vocab=256)
 
@@ -131,7 +129,7 @@ class TrainResult:
     tensorboard_dir: Path | None
     records: list[StepRecord] = field(default_factory=list, repr=False)
     #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
-    SCHEMA_VERSION: ClassVar[int] = TRAIN_SCHEMA_VERSION
+    SCHEMA_VERSION: ClassVar[int] = 1
 
     def to_dict(self) -> dict[str, Any]:
         """The run's summary (no per-step records): the ``seqpack train --format json`` document."""
