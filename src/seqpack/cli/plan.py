@@ -184,25 +184,23 @@ def plan(
     command = pack_command([str(p) for p in inputs], chosen, topology, carried=carried)
     if plot is not None:
         _plot(candidates, plot, overwrite)
+    report = PlanReport(
+        samples=int(lengths.shape[0]),
+        longest=int(lengths.max()),
+        token_slots=token_slots,
+        topology=topology,
+        cost_model=cost_model,
+        candidates=candidates,
+        chosen=chosen,
+        recommend_balance=balance,
+        overrides=overrides,
+        pack_command=command,
+    )
     if output_format is OutputFormat.json:
-        samples, longest = int(lengths.shape[0]), int(lengths.max())
-        emit_json(
-            PlanReport(
-                samples,
-                longest,
-                token_slots,
-                topology,
-                cost_model,
-                candidates,
-                chosen,
-                balance,
-                overrides,
-                command,
-            )
-        )
+        emit_json(report)
         return
     out_console.print(
-        f"{lengths.shape[0]:,} samples, longest {int(lengths.max()):,} runtime tokens, "
+        f"{report.samples:,} samples, longest {report.longest:,} runtime tokens, "
         f"token slots per step {token_slots:,}, pad multiple {topology.pad_multiple}"
         + ("" if topology.dp is None else f", DP {topology.dp}")
     )
