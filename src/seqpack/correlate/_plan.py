@@ -35,8 +35,9 @@ from seqpack.translate import bridge_to_mlm, bridge_to_mlm_report
 
 RUN_PREFIX = "correlate-"
 
-#: ``seqpack correlate plan``/``run``'s JSON documents; 2: findings in the shape every finding has
-#: (:class:`seqpack.findings.Finding`: ``id``, a ``fix`` list, ...), not ``rule`` + one ``fix`` string.
+#: The one version of every ``seqpack correlate plan``/``run`` JSON document (the plan, ``plan.json``, a
+#: blocked spec, the skill pairs, the run's report and ``report.json``); 2: findings in the shape every
+#: finding has (:class:`seqpack.findings.Finding`: ``id``, a ``fix`` list, ...), not ``rule`` + one ``fix``.
 PLAN_SCHEMA_VERSION = 2
 
 
