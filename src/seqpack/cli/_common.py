@@ -1,8 +1,7 @@
 """Options and output helpers shared by every command, so all commands behave alike.
 
-* ``--format text|json`` is always the output format (:data:`FormatOption`); JSON goes to stdout, is a
-  library result's ``to_dict()`` (``"schema_version"`` first) and never mixes with progress text
-  (:func:`emit_json`).
+* ``--format text|json`` is always the output format (:data:`FormatOption`); JSON goes to stdout,
+  carries ``"schema_version"`` and never mixes with progress text (:func:`emit_json`).
 * Progress and logs go to stderr (:data:`err_console`); ``--quiet`` silences them (:data:`QuietOption`).
 * Every numeric option is a :func:`number_option`: its range is in --help and checked at parse time.
 * A library error names library parameters; :func:`flag` is the flag each one is on the command line.
