@@ -125,7 +125,7 @@ CASES: dict[tuple[str, ...], list[Argv]] = {
         lambda f: f"correlate plan --spec {f['blocked']}",
         lambda f: "correlate plan --from-skill",
     ],
-    ("correlate", "run"): [lambda f: f"correlate run --a {_cat(f)} --b {_cat(f)} --out {f['root']}/runs -q"],
+    ("correlate", "run"): [lambda f: f"correlate run --a {_cat(f)} --b {_cat(f)} --out {f['root']}/pairs -q"],
     ("train",): [lambda f: f"train --data {f['packed']} --steps 1 --gbs 2 --vocab {VOCAB} --quiet"],
     ("diff",): [lambda f: f"diff {f['packed']} {f['packed']}"],
     ("fingerprint",): [
