@@ -290,3 +290,36 @@ def test_deepseek_and_mistral_files_decode_to_exactly_the_assistant_text(
     trained = sorted(p["text"] for seq in doc["sequences"] for p in seq["pieces"] if p["supervised"])
     answers = [m["content"] for row in ROWS for m in row.get("messages", []) if m["role"] == "assistant"]
     assert trained == sorted(f"{a}{end}" for a in [*answers, "Blue."])
+
+
+#: Two ways a template is not prefix-consistent: a generation prompt that opens a turn otherwise than the
+#: turn's own render (DeepSeek R1's ``<think>`` prompt), a default system prompt that looks at later turns.
+THINK_PROMPT = plain("deepseek_v3").replace(
+    "{% if add_generation_prompt %}<｜Assistant｜>", "{% if add_generation_prompt %}<｜Assistant｜><think>\n"
+)
+LOOKS_AHEAD = "{% if messages | selectattr('tool_calls') | list %}Tools were used.{% endif %}" + plain("phi3")
+
+
+@pytest.mark.parametrize(
+    ("template", "reason"),
+    [
+        (THINK_PROMPT, "is not a prefix of the render through it (the template opens a turn otherwise"),
+        (LOOKS_AHEAD, "later turns change how the template renders it"),
+    ],
+)
+def test_templates_that_are_not_prefix_consistent_refuse_rows_with_the_reason(
+    tmp_path: Path, template: str, reason: str
+) -> None:
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    tools = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Sunny."},
+        {"role": "user", "content": "In Paris?"},
+        {"role": "assistant", "content": "Let me check.", "tool_calls": [call]},
+        {"role": "tool", "content": '{"temperature": 21}'},
+        {"role": "assistant", "content": "21 degrees."},
+    ]
+    jsonl = write_jsonl(tmp_path / "chats.jsonl", [{"messages": tools}])
+    got, refused = examples(jsonl, spec_for(qwen3_tokenizer_dir(), template))
+    assert got == []
+    assert reason in refused[1]
