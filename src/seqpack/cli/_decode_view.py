@@ -46,14 +46,17 @@ def _sidecar(files: list[str]) -> tuple[Path | None, str | None]:
     return find_metadata(files), packed_names(files).split
 
 
-def _recorded_tokenizer(files: list[str]) -> str | None:
-    """The tokenizer hash the packs' metadata records, when there is a sidecar entry for their split."""
+def _recorded(files: list[str]) -> tuple[str | None, str | None]:
+    """The tokenizer hash the packs' metadata records and how their chat rows' assistant masks were found
+    (``rendering``, ...), when there is a sidecar entry for their split."""
     meta_path, split = _sidecar(files)
     if meta_path is None:
-        return None
+        return None, None
     picked = PackingMetadata.read(meta_path).pick(split)
     value = picked[1].recorded("tokenizer_sha256") if picked else None
-    return value if isinstance(value, str) else None
+    text = picked[1].recorded("text") if picked else None
+    mask = text.get("assistant_mask") if isinstance(text, dict) else None
+    return (value if isinstance(value, str) else None), (mask if isinstance(mask, str) else None)
 
 
 def _token(tokenizer: Any, token_id: int) -> str:
@@ -104,7 +107,7 @@ def decode_command(path: str, count: int, tokenizer_dir: Path | None, output_for
     tokenizer = load_tokenizer(tokenizer_dir)
     sequences = first_sequences(path, count)
     files = sorted({s.path for s in sequences})
-    recorded = _recorded_tokenizer(files) if files else None
+    recorded, assistant_mask = _recorded(files) if files else (None, None)
     matches = None if recorded is None else recorded == tokenizer_hash(tokenizer_dir)
     if recorded is not None and not matches:
         err_console.print(
@@ -116,8 +119,10 @@ def decode_command(path: str, count: int, tokenizer_dir: Path | None, output_for
         )
     decoded = [(seq, decode_pieces(tokenizer, seq.input_ids, seq.supervised)) for seq in sequences]
     if output_format is OutputFormat.json:
-        emit_json(Decoded(path, os.fspath(tokenizer_dir), matches, decoded))
+        emit_json(Decoded(path, os.fspath(tokenizer_dir), matches, assistant_mask, decoded))
         return
+    if assistant_mask is not None:
+        out_console.print(Text(f"assistant mask by: {assistant_mask} (the metadata's text.assistant_mask)"))
     for n, (seq, pieces) in enumerate(decoded):
         _print_sequence(n, seq, pieces, tokenizer)
     if not decoded:

@@ -60,6 +60,7 @@ def _print_text(summary: dict[str, Any]) -> None:
         ("samples packed", f"{summary['samples_packed']:,}"),
         ("rejected / dropped", f"{summary['rejected']:,} / {summary['dropped']:,}"),
         ("truncated / split", f"{summary['truncated']:,} / {summary['split']:,}"),
+        *([("assistant mask by", summary["assistant_mask"])] if "assistant_mask" in summary else []),
         ("sequences", f"{summary['sequences']:,}"),
         ("packs", f"{summary['packs']:,}"),
         ("efficiency", f"{summary['efficiency_percent']:.2f} %"),
@@ -153,6 +154,14 @@ def pack(
         help="Supervised tokens: chat assistant (default), last_turn or full; "
         "prompt-completion completion (default) or full.",
     ),
+    assistant_start: str = typer.Option(
+        None,
+        "--assistant-start",
+        help="Chat: text (tokens) opening an assistant turn, with --assistant-end; not with --bridge-compat.",
+    ),
+    assistant_end: str = typer.Option(
+        None, "--assistant-end", help="Chat: text (tokens) closing an assistant turn, trained on too."
+    ),
     separator: str = typer.Option(" ", "--separator", help="Text between prompt and completion (Bridge's)."),
     prompt_template: str = typer.Option(
         "{prompt}", "--prompt-template", help="Prompt format, e.g. 'Q: {prompt}'."
@@ -220,6 +229,8 @@ def pack(
         completion_field=completion_field,
         messages_field=messages_field,
         loss_mode=loss_mode,
+        assistant_start=assistant_start,
+        assistant_end=assistant_end,
         separator=separator,
         prompt_template=prompt_template,
         strip_whitespace=strip_whitespace,

@@ -57,6 +57,8 @@ class Decoded:
     tokenizer: str
     #: Whether ``tokenizer`` is the one the metadata records; ``None``: none recorded.
     tokenizer_matches_metadata: bool | None
+    #: How the assistant-only masks were built (metadata ``text.assistant_mask``); ``None``: not recorded.
+    assistant_mask: str | None
     #: Each sequence with its pieces (:func:`decode_pieces`).
     sequences: list[tuple[PackedSequence, list[Piece]]]
 
@@ -67,6 +69,7 @@ class Decoded:
             "path": self.path,
             "tokenizer": self.tokenizer,
             "tokenizer_matches_metadata": self.tokenizer_matches_metadata,
+            "assistant_mask": self.assistant_mask,
             "sequences": [
                 {
                     "file": seq.path,

@@ -160,6 +160,7 @@ class PackResult:
         """The summary ``seqpack pack --format json`` prints, ``schema_version`` first."""
         c = self.counts
         bridge = self.metadata.bridge_values()
+        text = self.record.text or {}
         return {
             "schema_version": self.SCHEMA_VERSION,
             "packed_path": os.fspath(self.packed_path),
@@ -177,6 +178,7 @@ class PackResult:
             "padding_tokens": self.padding_tokens,
             "padding_tokens_saved": self.padding_saved,
             "bridge_metadata": bridge,
+            **({"assistant_mask": text["assistant_mask"]} if "assistant_mask" in text else {}),
             "overrides": list(self.overrides),
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
             **({"engine": {k: round(v, 3) for k, v in self.engine.items()}} if self.engine else {}),
@@ -294,6 +296,8 @@ class _SpoolToScratch:
         #: The first sample not packed whole ("a.jsonl:3 (9 runtime tokens)"): what a failed run names,
         #: since its rejects file is not kept.
         self.first_rejected: str | None = None
+        #: Rows the text step refused (counted in ``counts.rejected`` too).
+        self.refused = 0
 
     def add(self, examples: Examples, shaped: Shaped, spec: Shaping) -> None:
         """Store one chunk's shaped pieces (in input order), count them, list what was not kept as is."""
@@ -315,6 +319,27 @@ class _SpoolToScratch:
         c.truncated += len(cut)
         for i in np.union1d(np.flatnonzero(actions != Action.kept), cut):
             self._reject_line(examples, spec, int(i), Action(int(actions[i])), int(shaped.pieces[i]))
+        if examples.refused_locs is not None:
+            self._refused_lines(examples)
+
+    def _refused_lines(self, examples: Examples) -> None:
+        """The rows the text step refused (chat rows whose assistant turns could not be inferred)."""
+        assert examples.refused_locs is not None
+        self.counts.samples_in += len(examples.refused_locs)
+        self.counts.rejected += len(examples.refused_locs)
+        self.refused += len(examples.refused_locs)
+        for loc, reason in zip(examples.refused_locs.tolist(), examples.refused_reasons, strict=True):
+            record = {
+                "source": self.paths[examples.source],
+                "line" if examples.line_based else "row": int(loc),
+                "reason": reason,
+                "action": "rejected (not packed)",
+                RUN_ID: self.run_id,
+            }
+            self.rejects.write(orjson.dumps(record) + b"\n")
+            if self.first_rejected is None:
+                at = f":{loc}" if examples.line_based else f" row {loc}"
+                self.first_rejected = f"{self.paths[examples.source]}{at}: {reason}"
 
     def _reject_line(self, examples: Examples, spec: Shaping, i: int, action: Action, pieces: int) -> None:
         before = examples.lengths if examples.lengths_before is None else examples.lengths_before
@@ -542,10 +567,16 @@ def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _Spoo
     counts = spool.counts
     if counts.samples_in == 0:
         raise DataError(f"{', '.join(spool.paths)}: empty input (no samples)")
+    if counts.sequences == 0 and spool.refused == counts.rejected + counts.dropped:
+        raise DataError(  # the rejects file is not kept when nothing is packed: name a sample instead
+            f"{', '.join(spool.paths)}: every sample was refused ({spool.first_rejected}); nothing was "
+            "written"
+        )
     if counts.sequences == 0:
         raise DataError(  # the rejects file is not kept when nothing is packed: name a sample instead
             f"{', '.join(spool.paths)}: no sample fits max length {opts.max_seq_length} "
-            f"({counts.rejected + counts.dropped} too long; {spool.first_rejected}); nothing was written"
+            f"({counts.rejected + counts.dropped - spool.refused} too long; {spool.first_rejected}); nothing "
+            "was written"
         )
     return spool
 

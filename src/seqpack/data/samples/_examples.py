@@ -48,6 +48,29 @@ class Examples:
     #: Stored lengths before the text step truncated long rows (``--bridge-compat`` prompt-completion, as
     #: Bridge does at tokenization); None when it truncates nothing.
     lengths_before: np.ndarray | None = None
+    #: Rows the text step refused (not in the arrays above): their locations and one reason each, for the
+    #: rejects file (a chat row whose assistant turns could not be inferred).
+    refused_locs: np.ndarray | None = None
+    refused_reasons: tuple[str, ...] = ()
+
+    def without_rows(self, rows: np.ndarray, reasons: list[str]) -> Examples:
+        """These examples less ``rows`` (indices, ascending), which are listed as refused for ``reasons``."""
+        if not rows.size:
+            return self
+        keep = np.ones(len(self.lengths), dtype=bool)
+        keep[rows] = False
+        tokens_kept = np.repeat(keep, self.lengths)
+        return Examples(
+            self.source,
+            self.locs[keep],
+            self.tokens[tokens_kept],
+            self.mask[tokens_kept],
+            self.lengths[keep],
+            self.line_based,
+            None if self.lengths_before is None else self.lengths_before[keep],
+            self.locs[rows],
+            tuple(reasons),
+        )
 
     def without_tokens(self) -> Examples:
         """The same examples' lengths and locations only: what a worker sends back once it has shaped
@@ -61,6 +84,8 @@ class Examples:
             self.lengths,
             self.line_based,
             self.lengths_before,
+            self.refused_locs,
+            self.refused_reasons,
         )
 
     def cut_by_text_step(self) -> np.ndarray:

@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from seqpack.data.samples._examples import Examples, records_of
 from seqpack.data.samples._readers import RawChunk
 from seqpack.data.samples.text._chat._options import chat_record
-from seqpack.data.samples.text._chat._template import chat_templates
+from seqpack.data.samples.text._chat._path import mask_paths
 from seqpack.data.samples.text._chat._tokenize import chat
 from seqpack.data.samples.text._prompt_completion import prompt_completion
 from seqpack.data.samples.text._settings import ResolvedText
@@ -41,9 +43,10 @@ def eos_disagreement(record: dict[str, Any], tokenizer: Path) -> str | None:
 def check_templates(spec: ResolvedText) -> None:
     """Refuse, before anything is read, the chat templates a pack could not render with: a Jinja syntax
     error (one line naming the file and line), none at all, named templates Bridge cannot mask in compat
-    mode. Workers check again (cached), so a run with any ``--workers`` says the same."""
+    mode, a template Bridge cannot mask or explicit assistant markers in compat mode, markers that are not
+    the tokenizer's tokens. Workers check again (cached), so a run with any ``--workers`` says the same."""
     if spec.is_chat:
-        chat_templates(spec, load_tokenizer(Path(spec.tokenizer)))
+        mask_paths(spec, load_tokenizer(Path(spec.tokenizer)))
 
 
 def text_record(spec: ResolvedText) -> dict[str, Any]:
@@ -52,6 +55,7 @@ def text_record(spec: ResolvedText) -> dict[str, Any]:
     record: dict[str, Any] = {"format": "chat" if spec.is_chat else "prompt_completion"}
     if spec.is_chat:
         record.update(chat_record(spec))
+        record["assistant_mask"] = mask_paths(spec, load_tokenizer(Path(spec.tokenizer)))
     else:
         record.update(
             prompt_field=spec.prompt_field,
@@ -75,10 +79,14 @@ def tokenize_chunk(path: str, chunk: RawChunk, spec: ResolvedText) -> Examples:
     tokenizer = load_tokenizer(Path(spec.tokenizer))
     records = records_of(path, chunk)
     before = None
+    refused: dict[int, str] = {}
     if spec.is_chat:
-        tokens, mask, lengths = chat(path, chunk, records, spec, tokenizer)
+        found = chat(path, chunk, records, spec, tokenizer)
+        tokens, mask, lengths, refused = found.ids, found.mask, found.lengths, found.refused
     else:
         tokens, mask, lengths, before = prompt_completion(path, chunk, records, spec, tokenizer)
-    return Examples(
+    examples = Examples(
         chunk.source, chunk.locs, tokens, mask, lengths, line_based=chunk.is_lines, lengths_before=before
     )
+    rows = sorted(refused)
+    return examples.without_rows(np.array(rows, dtype=np.int64), [refused[i] for i in rows])

@@ -45,9 +45,16 @@ class TextOptions:
     add_sep: bool = False
     add_eos: bool = True
     truncation_method: str = "right"
+    #: seqpack's default mode: the texts that open and close an assistant turn (``--assistant-start`` /
+    #: ``--assistant-end``), for a template seqpack should not infer the turns of; both or neither.
+    assistant_start: str | None = None
+    assistant_end: str | None = None
 
     def check_chat(self) -> None:
-        """Usage error where Bridge's ``ChatSFTPreprocessingConfig.validate`` raises."""
+        """Usage error where Bridge's ``ChatSFTPreprocessingConfig.validate`` raises, and for explicit
+        assistant markers given alone."""
+        if (self.assistant_start is None) != (self.assistant_end is None):
+            raise UsageError(f"{param('assistant_start')} and {param('assistant_end')} go together")
         if self.loss_mode is not None and self.loss_mode not in CHAT_LOSS_MODES:
             raise UsageError(
                 f"{param('loss_mode')} for chat must be one of {', '.join(CHAT_LOSS_MODES)}, "
@@ -58,6 +65,11 @@ class TextOptions:
         """Usage errors where Bridge's ``PromptCompletionSFTPreprocessingConfig.validate`` raises."""
         if self.prompt_field == self.completion_field:
             raise UsageError(f"{param('prompt_field')} and {param('completion_field')} must differ")
+        if self.assistant_start is not None or self.assistant_end is not None:
+            raise UsageError(
+                f"{param('assistant_start')}/{param('assistant_end')} mark assistant turns of chat rows; "
+                "these are prompt-completion rows"
+            )
         if self.loss_mode is not None and self.loss_mode not in PROMPT_COMPLETION_LOSS_MODES:
             raise UsageError(
                 f"{param('loss_mode')} for prompt-completion must be one of "

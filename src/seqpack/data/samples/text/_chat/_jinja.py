@@ -23,8 +23,8 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 
 
 class FastTemplate:
-    """``render([prepare(m) for m in conversation], tools)`` -> the text ``apply_chat_template`` gives (no
-    generation prompt)."""
+    """``render([prepare(m) for m in conversation], tools)`` -> the text ``apply_chat_template`` gives (with
+    the generation prompt when ``generation_prompt``)."""
 
     def __init__(self, tokenizer: Any, template: str) -> None:
         from transformers.utils import chat_template_utils as helpers
@@ -74,12 +74,18 @@ class FastTemplate:
             chat = h._plain_template_data(h._normalize_chat_messages([message]))
         return dict(h._alias_reasoning_fields(chat)[0])
 
-    def render(self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    def render(
+        self, chat: list[dict[str, Any]], tools: list[dict[str, Any]] | None, generation_prompt: bool = False
+    ) -> str:
         """The text of prepared messages (:meth:`prepare`)."""
         schemas = None if tools is None else self._helpers._plain_template_data(list(tools))
         return str(
             self._template.render(
-                messages=chat, tools=schemas, documents=None, add_generation_prompt=False, **self._kwargs
+                messages=chat,
+                tools=schemas,
+                documents=None,
+                add_generation_prompt=generation_prompt,
+                **self._kwargs,
             )
         )
 

@@ -46,6 +46,11 @@ def chat_record(spec: ResolvedText) -> dict[str, Any]:
         "loss_mode": spec.loss_mode or "assistant",
         "chat_template_sha256": _sha(options.template.encode()) if options.template is not None else None,
         "tool_schemas_sha256": _sha(orjson.dumps(options.tool_schemas)) if options.tool_schemas else None,
+        **(
+            {"assistant_markers": [spec.assistant_start, spec.assistant_end]}
+            if spec.assistant_start is not None
+            else {}
+        ),
     }
 
 

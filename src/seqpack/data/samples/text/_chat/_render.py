@@ -57,18 +57,22 @@ class Renderer:
         self._messages: dict[int, tuple[Any, dict[str, Any]]] = {}
 
     def render(
-        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[Any]
+        self,
+        conversations: Sequence[list[dict[str, Any]]],
+        tools: Sequence[Any],
+        generation_prompt: bool = False,
     ) -> list[str | Exception]:
-        """Each conversation's text (no generation prompt), or the exception its rendering raised."""
+        """Each conversation's text (with the generation prompt when ``generation_prompt``), or the exception
+        its rendering raised."""
         out: list[str | Exception] = [""] * len(conversations)
         for rows in _by_tools(tools):
             row_tools = tools[rows[0]]
             try:
-                texts = self._apply([conversations[i] for i in rows], row_tools)
+                texts = self._apply([conversations[i] for i in rows], row_tools, generation_prompt)
             except Exception:  # find the rows that fail, render the others
                 for i in rows:
                     try:
-                        out[i] = self._apply([conversations[i]], row_tools)[0]
+                        out[i] = self._apply([conversations[i]], row_tools, generation_prompt)[0]
                     except Exception as exc:
                         out[i] = exc
                 continue
@@ -97,12 +101,14 @@ class Renderer:
                 out[i] = (list(batch["input_ids"][k]), list(batch["assistant_masks"][k]))
         return out
 
-    def _apply(self, conversations: list[list[dict[str, Any]]], tools: Any) -> list[str]:
+    def _apply(
+        self, conversations: list[list[dict[str, Any]]], tools: Any, generation_prompt: bool = False
+    ) -> list[str]:
         fast = self._fast
         if fast is None or not (
             tools is None or (isinstance(tools, list) and all(isinstance(t, dict) for t in tools))
         ):
-            return self._apply_hf(conversations, tools)
+            return self._apply_hf(conversations, tools, generation_prompt)
         if not self._checked:  # the first conversation rendered both ways must agree, else no shortcut
             self._checked = True
             try:
@@ -112,13 +118,14 @@ class Renderer:
                 same = False
             if not same:
                 self._fast = None
-                return self._apply_hf(conversations, tools)
+                return self._apply_hf(conversations, tools, generation_prompt)
         texts = []
         for conversation in conversations:
             try:
-                texts.append(fast.render([self._prepared(fast, m) for m in conversation], tools))
+                chat = [self._prepared(fast, m) for m in conversation]
+                texts.append(fast.render(chat, tools, generation_prompt))
             except Exception:  # the tokenizer's own call raises its own exception
-                texts.append(self._apply_hf([conversation], tools)[0])
+                texts.append(self._apply_hf([conversation], tools, generation_prompt)[0])
         return texts
 
     def _prepared(self, fast: FastTemplate, message: Any) -> dict[str, Any]:
@@ -130,8 +137,10 @@ class Renderer:
             hit = self._messages[key] = (message, fast.prepare(message))
         return hit[1]
 
-    def _apply_hf(self, conversations: list[list[dict[str, Any]]], tools: Any) -> list[str]:
-        kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": False}
+    def _apply_hf(
+        self, conversations: list[list[dict[str, Any]]], tools: Any, generation_prompt: bool = False
+    ) -> list[str]:
+        kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": generation_prompt}
         if tools is not None:
             kwargs["tools"] = tools
         if self.template is not None:

@@ -11,6 +11,9 @@ turn end ``E``)::
 * :func:`boundary_scan` is Bridge's guarded token scan: every role start is a marker; each assistant
   marker's span ends at the single turn end found before the next marker (two different ends there, or a
   number of assistant markers other than the conversation's assistant turns, and the row has no scan mask).
+* :func:`marker_spans` reads explicit markers (``--assistant-start``/``--assistant-end``, seqpack's default
+  mode): each assistant start's span runs from after it through the first turn end after it (end included);
+  a start with no end before the next start fails the row.
 * :func:`turn_spans` is the per-turn step of Bridge's prefix-render path: given where a turn may start
   (``s``, the tokens shared with the render of the turns before it) and where it must end (``l``, those
   shared with the render through it), the first assistant start at or after ``s`` and the *last* turn end
@@ -186,3 +189,44 @@ def turn_spans(
         out[t, 1] = best_start
         out[t, 2] = best_end
     return out
+
+
+@numba.njit(cache=True)
+def marker_spans(
+    ids: np.ndarray, offsets: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's explicit-marker spans: ``(spans, counts)``, ``spans`` ``[content, after_end)`` relative to
+    the row, row after row; ``counts[r]`` spans of row ``r``, or -1 (and none kept) when a start has no end
+    before the next start."""
+    n = len(offsets) - 1
+    counts = np.zeros(n, dtype=np.int64)
+    lows: list[int] = []
+    highs: list[int] = []
+    for r in range(n):
+        lo = offsets[r]
+        hi = offsets[r + 1]
+        first = len(lows)
+        at = lo
+        while True:
+            p = _find(ids, hi, start, len(start), at)
+            if p < 0:
+                break
+            content = p + len(start)
+            e = _find(ids, hi, end, len(end), content)
+            following = _find(ids, hi, start, len(start), content)
+            if e < 0 or (0 <= following < e + len(end)):
+                counts[r] = -1
+                break
+            lows.append(content - lo)
+            highs.append(e + len(end) - lo)
+            counts[r] += 1
+            at = e + len(end)
+        if counts[r] < 0:
+            while len(lows) > first:
+                lows.pop()
+                highs.pop()
+    spans = np.zeros((len(lows), 2), dtype=np.int64)
+    for k in range(len(lows)):
+        spans[k, 0] = lows[k]
+        spans[k, 1] = highs[k]
+    return spans, counts

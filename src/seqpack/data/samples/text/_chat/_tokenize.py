@@ -11,6 +11,10 @@ last target). The loss mask follows Bridge's order:
    conversation's prefixes (:mod:`._chat_render`), and failing that by a scan for the markers
    (:mod:`._chat_scan`) when no string of the row could fake one (:mod:`._chat_guard`). With (1) only the
    turn-end tokens are added from this step; without (1) it gives the whole mask;
+2b. seqpack's default mode only (:mod:`._path` picks the way per template): explicit markers the user names
+   (:mod:`._explicit`), else for a template with neither (1) nor (2) the turns found by rendering the
+   conversation's prefixes (:mod:`._by_render`); each such row's spans pass :mod:`._self_check` or the row
+   is refused with the reason (the rejects file lists it), never masked from a guess;
 3. ``loss_mode``: ``assistant`` keeps it, ``last_turn`` keeps the final assistant turn, ``full`` trains on
    every token; Bridge's never-trained tokens (``<|im_start|>``, Llama's header ids, pads) are 0 in all.
 
@@ -32,16 +36,20 @@ import numpy as np
 
 from seqpack.data.samples._examples import location
 from seqpack.data.samples._readers import RawChunk
+from seqpack.data.samples.text._chat._by_render import turns_by_render
+from seqpack.data.samples.text._chat._explicit import marker_ids, turns_by_markers
 from seqpack.data.samples.text._chat._guard import Guard
 from seqpack.data.samples.text._chat._markers import GENERATION_BLOCK, Markers, infer_markers
+from seqpack.data.samples.text._chat._path import EXPLICIT, RENDERING, mask_path
 from seqpack.data.samples.text._chat._render import PREFIX_RENDER_ERRORS, Encoded, Renderer
 from seqpack.data.samples.text._chat._rows import conversation_of, tools_of
 from seqpack.data.samples.text._chat._scan import boundary_scan, turn_spans
+from seqpack.data.samples.text._chat._self_check import check_row
 from seqpack.data.samples.text._chat._template import Template, chat_templates
 from seqpack.data.samples.text._mode import refuse_other_kind
 from seqpack.data.samples.text._settings import ChatOptions, ResolvedText
 from seqpack.data.samples.text._tokenizer import skipped_token_ids
-from seqpack.errors import DataError, InputError, param
+from seqpack.errors import DataError, param
 
 
 @dataclass
@@ -62,9 +70,21 @@ class _Rows:
         return location(self.path, self.chunk, self.numbers[r])
 
 
+@dataclass
+class ChatExamples:
+    """A chunk's chat rows as ids, loss mask and lengths (every row, in chunk order), and the rows whose
+    assistant turns could not be inferred: chunk row index -> reason (their ids are in the arrays; they
+    are not to be packed)."""
+
+    ids: np.ndarray
+    mask: np.ndarray
+    lengths: np.ndarray
+    refused: dict[int, str] = field(default_factory=dict)
+
+
 def chat(
     path: str, chunk: RawChunk, records: list[dict[str, Any]], spec: ResolvedText, tokenizer: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> ChatExamples:
     """Ids, loss mask and lengths of a chunk of chat records (see the module docstring).
 
     Rows are rendered with the template transformers picks for them (:mod:`._chat_template`): with named
@@ -85,19 +105,22 @@ def chat(
             )
         groups.setdefault(id(template), (template, []))[1].append(i)
     parts = []
+    refused: dict[int, str] = {}
     for template, numbers in groups.values():
         rows = _Rows(path, chunk, numbers, [conversations[i] for i in numbers], [tools[i] for i in numbers])
-        parts.append((numbers, _chat_rows(rows, spec, tokenizer, template, templates.passed(template))))
+        *arrays, group_refused = _chat_rows(rows, spec, tokenizer, template, templates.passed(template))
+        parts.append((numbers, (arrays[0], arrays[1], arrays[2])))
+        refused.update({numbers[r]: reason for r, reason in group_refused.items()})
     if len(parts) == 1:
-        return parts[0][1]
-    return _in_chunk_order(len(records), parts)
+        return ChatExamples(*parts[0][1], refused)
+    return ChatExamples(*_in_chunk_order(len(records), parts), refused)
 
 
 def _chat_rows(
     rows: _Rows, spec: ResolvedText, tokenizer: Any, template: Template, passed: str | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
     """Ids, loss mask and lengths of ``rows``, all rendered with ``template`` (``passed`` to
-    ``apply_chat_template``; ``None``: the tokenizer's own)."""
+    ``apply_chat_template``; ``None``: the tokenizer's own), and the rows refused (row -> reason)."""
     options: ChatOptions = spec.chat
     renderer = Renderer(tokenizer, passed)
     texts = renderer.render(rows.conversations, rows.tools)
@@ -110,17 +133,55 @@ def _chat_rows(
     ]
     ids = rows.enc.ids
     loss_mode = spec.loss_mode or "assistant"
+    refused: dict[int, str] = {}
     if loss_mode == "full":
         mask = np.ones(len(ids), dtype=np.uint8)
     else:
-        mask = _assistant_mask(rows, renderer, template.text)
+        explicit = spec.assistant_start is not None
+        way = mask_path(template, renderer, compat=options.compat, explicit=explicit)
+        if way in (RENDERING, EXPLICIT):
+            mask, refused = _inferred_mask(rows, renderer, spec, way)
+        else:
+            mask = _assistant_mask(rows, renderer, template.text)
         if loss_mode == "last_turn":
-            _keep_last_turn(rows, renderer, mask)
+            _keep_last_turn(rows, renderer, mask, refused)
     mask[np.isin(ids, skipped_token_ids(tokenizer))] = 0
     lengths = np.diff(rows.enc.offsets)
     if not options.compat:
-        _refuse_unsupervised(rows, mask)
-    return ids, mask, lengths
+        _refuse_unsupervised(rows, mask, refused)
+    return ids, mask, lengths, refused
+
+
+def _inferred_mask(
+    rows: _Rows, renderer: Renderer, spec: ResolvedText, way: str
+) -> tuple[np.ndarray, dict[int, str]]:
+    """The mask of seqpack's own ways (rendering, explicit markers), every row's spans self-checked; the
+    rows refused, with the reason."""
+    enc = rows.enc
+    if way == RENDERING:
+        found = [
+            (t.spans, t.refused)
+            for t in turns_by_render(rows.conversations, rows.tools, rows.assistant_turns, enc, renderer)
+        ]
+    else:
+        assert spec.assistant_start is not None and spec.assistant_end is not None
+        start = marker_ids(renderer.tokenizer, spec.assistant_start, "assistant_start")
+        end = marker_ids(renderer.tokenizer, spec.assistant_end, "assistant_end")
+        found = turns_by_markers(enc, start, end, rows.assistant_turns)
+    mask = np.zeros(len(enc.ids), dtype=np.uint8)
+    refused: dict[int, str] = {}
+    for r, (spans, reason) in enumerate(found):
+        length = int(enc.offsets[r + 1] - enc.offsets[r])
+        if reason is None:
+            failed = check_row(rows.conversations[r], enc.texts[r], enc.encodings[r], spans, length)
+            reason = None if failed is None else f"self-check: {failed}"
+        if reason is not None:
+            refused[r] = f"no assistant mask by {way}: {reason}"
+            continue
+        base = int(enc.offsets[r])
+        for a, b in spans:
+            mask[base + a : base + b] = 1
+    return mask, refused
 
 
 def _in_chunk_order(
@@ -144,12 +205,8 @@ def _assistant_mask(rows: _Rows, renderer: Renderer, template: str) -> np.ndarra
     n = len(rows.conversations)
     generation = _generation_mask(rows, renderer) if GENERATION_BLOCK.search(template) else None
     markers = infer_markers(template, renderer.tokenizer)
-    if markers is None:
-        if generation is None:
-            raise InputError(
-                "the chat template has no {% generation %} block and no turn markers Bridge knows "
-                "(ChatML, Llama 3, Gemma, Kimi, Harmony); an assistant-only loss mask cannot be built"
-            )
+    if markers is None:  # the generation path (:func:`mask_path` chose it)
+        assert generation is not None
         return generation
     with_content = np.ones(n, dtype=bool)
     if generation is not None:
@@ -298,12 +355,14 @@ def _render_prefixes(
     return shared
 
 
-def _keep_last_turn(rows: _Rows, renderer: Renderer, mask: np.ndarray) -> None:
+def _keep_last_turn(rows: _Rows, renderer: Renderer, mask: np.ndarray, refused: dict[int, str]) -> None:
     """Bridge's ``last_turn``: keep the mask from the final assistant turn's first masked token on (the
-    tokens shared with the render of the turns before it, all rows' renders in one batch)."""
+    tokens shared with the render of the turns before it, all rows' renders in one batch). Where that
+    render's tokens end inside the previous assistant turn (its last token merges with the next turn's
+    first), that turn's tail is kept too, as Bridge keeps it. ``refused`` rows are left alone."""
     turns = rows.assistant_turns
     starts: dict[int, int] = {r: 0 for r, row_turns in enumerate(turns) if row_turns and row_turns[-1] == 0}
-    later = [r for r, row_turns in enumerate(turns) if row_turns and row_turns[-1] > 0]
+    later = [r for r, row_turns in enumerate(turns) if row_turns and row_turns[-1] > 0 and r not in refused]
     texts = renderer.render(
         [rows.conversations[r][: turns[r][-1]] for r in later], [rows.tools[r] for r in later]
     )
@@ -328,10 +387,11 @@ def _keep_last_turn(rows: _Rows, renderer: Renderer, mask: np.ndarray) -> None:
             row_mask[:start] = 0
 
 
-def _refuse_unsupervised(rows: _Rows, mask: np.ndarray) -> None:
-    """Default mode: a row with no supervised token is an error (Bridge keeps it and only warns)."""
-    empty = np.flatnonzero(_row_sums(mask, rows.enc.offsets) == 0)
-    if empty.size:
+def _refuse_unsupervised(rows: _Rows, mask: np.ndarray, refused: dict[int, str]) -> None:
+    """Default mode: a row with no supervised token is an error (Bridge keeps it and only warns); rows
+    already refused are not packed and not judged here."""
+    empty = [r for r in np.flatnonzero(_row_sums(mask, rows.enc.offsets) == 0).tolist() if r not in refused]
+    if empty:
         r = int(empty[0])
         raise DataError(
             f"{rows.where(r)}: no token to train on (no assistant text under this loss mode); "
