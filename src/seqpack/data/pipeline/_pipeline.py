@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -216,9 +218,18 @@ def _hash_inputs(paths: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: PackRecord) -> None:
+def _check_existing(opts: PackOptions, outputs: _Outputs, record: PackRecord) -> None:
+    packed, meta_path = outputs.packed, outputs.metadata
     if packed.exists() and not opts.run.overwrite:
         raise UsageError(f"{packed}: already exists (pass {param('overwrite')} to replace it)")
+    # one set per split and size, one file or the ray engine's directory of shards, never both: the sidecar
+    # holds one entry for it, the printed overrides name one path (--overwrite replaces either with the other)
+    sharded = outputs.sharded
+    if sharded is not None and sharded.exists() and not opts.run.overwrite:
+        raise UsageError(
+            f"{sharded}: already exists, this split's packs as a directory of shards "
+            f"(pass {param('overwrite')} to replace it)"
+        )
     if not meta_path.exists():
         return
     for entry in PackingMetadata.read(meta_path).entries:
@@ -348,13 +359,25 @@ class _Outputs:
     packed: Path
     metadata: Path
     rejects: Path
+    sharded: Path | None  # the same split's directory of shards (the ray engine's; Bridge layout only)
 
     @classmethod
     def of(cls, opts: PackOptions) -> _Outputs:
         out, split, n = opts.run.out_dir, opts.run.split, opts.size.pack_size
+        rejects = out / rejects_filename(split)
         if opts.run.layout is Layout.hf:
-            return cls(out / hf_filename(split), out / HF_METADATA, out / rejects_filename(split))
-        return cls(out / packed_filename(split, n), out / metadata_filename(n), out / rejects_filename(split))
+            return cls(out / hf_filename(split), out / HF_METADATA, rejects, None)
+        packed = out / packed_filename(split, n)
+        return cls(packed, out / metadata_filename(n), rejects, out / sharded_dirname(split, n))
+
+    def remove_sharded(self) -> None:
+        """After a one-file commit with ``overwrite``: remove the split's directory of shards it replaced
+        (moved to a hidden name first, so the directory's name never holds a half-removed set)."""
+        if self.sharded is None or not self.sharded.is_dir():
+            return
+        trash = self.sharded.with_name(f".{self.sharded.name}.replaced-{uuid.uuid4().hex[:8]}")
+        os.replace(self.sharded, trash)
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 @dataclass
@@ -404,6 +427,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             )
             entry = _commit(run, record, plan)
         done = True
+        run.outputs.remove_sharded()
     except OSError as exc:  # ENOSPC, EFBIG (a file-size limit), EDQUOT: the directory, in one line
         if not is_disk_full(exc):
             raise
@@ -461,7 +485,7 @@ def _resolve(opts: PackOptions) -> _Run:
         text=None if text is None else text_record(text),
         inputs=tuple(os.fspath(p) for p in inputs),
     )
-    _check_existing(opts, outputs.packed, outputs.metadata, record)
+    _check_existing(opts, outputs, record)
     return _Run(opts, inputs, resolved.eos_id, text, outputs, record, resolve_workers(opts.run.workers))
 
 
@@ -660,6 +684,7 @@ def overrides_for_result(
         else out / packed_filename(split, n)
         for split in SPLITS
     }
+    paths[record.split] = result.packed_path  # this run's own set, whichever shape it has
     return offline_packing_overrides(
         n,
         record.pad_seq_to_mult,

@@ -327,10 +327,7 @@ def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
     open the staging directory: a staging directory of the same command is resumed (its run id kept),
     one of another command is refused unless ``overwrite``."""
     check_sharded(opts)
-    run = _resolve(opts)
-    final = StagingPaths(opts.run.out_dir, opts.run.split, opts.size.pack_size).final
-    if final.exists() and not opts.run.overwrite:
-        raise UsageError(f"{final}: already exists (pass {param('overwrite')} to replace it)")
+    run = _resolve(opts)  # refuses an existing set of this split and size, a file or shards, unless overwrite
     inputs = list(run.inputs)
     slices = slice_inputs(inputs, shards)
     eos_id, check_eos = run.eos_id, run.eos_id is None
