@@ -16,9 +16,9 @@ Each mode runs in a fresh subprocess on ``cores`` cores:
 * **ray 2 nodes**: a ``ray.cluster_utils.Cluster`` of two nodes of ``cores / 2`` CPUs on 127.0.0.1.
 
 The pack's wall time excludes starting the cluster, which is reported beside it (the engine's fixed
-overhead, not hidden). CPU is the driver's own plus every shard's (measured inside each shard task);
-peak memory is the driver's ``VmHWM`` and the largest worker's ``ru_maxrss``. Packs are compared with the
-lower bound ``ceil(runtime tokens / N)`` and with the local pack.
+overhead, not hidden). CPU is the driver's own (also apart: "drv CPU") plus every shard's (measured inside
+each shard task); peak memory is the driver's ``VmHWM`` and the largest worker's ``ru_maxrss``. Packs are
+compared with the lower bound ``ceil(runtime tokens / N)`` and with the local pack.
 """
 
 from __future__ import annotations
@@ -125,6 +125,7 @@ def child(args: argparse.Namespace) -> None:
         "wall_s": round(wall, 3),
         "cluster_start_s": round(cluster_seconds, 3),
         "cpu_s": round(driver_cpu + shard_cpu + children.ru_utime + children.ru_stime, 3),
+        "driver_cpu_s": round(driver_cpu, 3),
         "driver_peak_rss_mb": round(vm_hwm_mb(), 1),
         "worker_peak_rss_mb": round(worker_rss, 1),
         "samples": result.counts.samples_in,
@@ -146,17 +147,22 @@ def spawn(mode: str, inputs: list[Path], out: Path, args: argparse.Namespace, to
     cmd += ["--cores", str(args.cores), *(["--tokenizer", tokenizer] if tokenizer else [])]
     cmd += ["--inputs", *map(str, inputs)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{mode} failed:\n{done.stderr[-3000:]}")
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    print(json.dumps(row), flush=True)  # each mode as it ends: a long run shows its progress
+    return row
 
 
 def table(title: str, rows: list[dict]) -> None:
     print(f"\n{title}")
-    names = ("wall s", "start s", "CPU s", "drv MB", "wrk MB")
+    names = ("wall s", "start s", "CPU s", "drv CPU", "drv MB", "wrk MB")
     print(f"{'mode':<12} " + " ".join(f"{n:>8}" for n in names) + f" {'packs':>9} {'bound':>9}")
     for r in rows:
         print(
             f"{r['mode']:<12} {r['wall_s']:>8.2f} {r['cluster_start_s']:>8.2f} {r['cpu_s']:>8.2f} "
+            f"{r['driver_cpu_s']:>8.2f} "
             f"{r['driver_peak_rss_mb']:>8.0f} {r['worker_peak_rss_mb']:>8.0f} "
             f"{r['packs']:>9,} {r['lower_bound']:>9,}"
         )
@@ -212,10 +218,10 @@ def main() -> None:
             report[name] = rows
             count = args.n if tok is None else args.chats
             table(f"{name}: {count:,} samples, N={args.pack}, {args.cores} cores", rows)
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            (RESULTS / "pack_ray.json").write_text(json.dumps(report, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "pack_ray.json").write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

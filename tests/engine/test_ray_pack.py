@@ -3,6 +3,7 @@ Bridge 0.6.2's reader takes the directory, seqpack's readers read it as they rea
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -39,6 +40,11 @@ def sequences(files: list[Path]) -> Counter[tuple[tuple[int, ...], tuple[int, ..
             for a, b in itertools.pairwise(bounds):
                 found[(tuple(row["input_ids"][a:b]), tuple(row["loss_mask"][a:b]))] += 1
     return found
+
+
+def input_sha256(files: list[Path]) -> str:
+    """The record's documented input hash: SHA-256 over each input's SHA-256, in input order."""
+    return hashlib.sha256(b"".join(hashlib.sha256(f.read_bytes()).digest() for f in files)).hexdigest()
 
 
 def rejects(path: Path) -> list[tuple[Any, ...]]:
@@ -99,6 +105,8 @@ def test_sharded_set_equals_the_local_pack(
     assert result.num_packs == sum(r.num_packs for r in alone)
     assert result.num_packs >= -(-result.runtime_tokens // PACK)  # never under the lower bound
     assert result.counts.samples_in == local.counts.samples_in
+    # the input hash: each shard hashed its own inputs, the driver combined them as the local pack does
+    assert result.record.input_sha256 == local.record.input_sha256 == input_sha256(inputs)
     assert result.counts.rejected == local.counts.rejected > 0
     # the combined entry is what the rows say (inspect recomputes it), and its fingerprint reads back
     overrides = overrides_for_result(result)
@@ -152,6 +160,9 @@ def test_bridge_reads_the_training_directory_beside_a_validation_split(
         "validation",
     ]
     assert seqpack.inspect(val_dir).ok
+    assert PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries[1].recorded("input_sha256") == (
+        input_sha256([inputs[2]])  # one input, two shards: the first shard hashed it
+    )
     train_dir = out / f"training_{PACK}"
     want = sequences(sorted(train_dir.glob("*.parquet")))
     dataset = bridge_parquet_dataset(

@@ -182,40 +182,49 @@ class PackResult:
 
 
 class _BackgroundHash:
-    """:func:`_hash_inputs` on a daemon thread (hashlib releases the GIL), overlapping with the passes.
-
-    A daemon thread never delays the exit of a failed or interrupted run.
+    """:func:`input_digest` of each input on a daemon thread (hashlib releases the GIL), overlapping with
+    the passes. A daemon thread never delays the exit of a failed or interrupted run.
     """
 
-    def __init__(self, paths: list[Path]) -> None:
-        self._result: list[str | BaseException] = []
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self._result: list[list[str] | BaseException] = []
         self._thread = threading.Thread(target=self._run, args=(paths,), daemon=True, name="seqpack-hash")
         self._thread.start()
 
-    def _run(self, paths: list[Path]) -> None:
+    def _run(self, paths: Sequence[Path]) -> None:
         try:
-            self._result.append(_hash_inputs(paths))
-        except BaseException as exc:  # reported by result()
+            self._result.append([input_digest(path) for path in paths])
+        except BaseException as exc:  # reported by digests()
             self._result.append(exc)
 
-    def result(self) -> str:
+    def digests(self) -> list[str]:
+        """Each input's digest, in the order given."""
         self._thread.join()
         value = self._result[0]
         if isinstance(value, BaseException):
             raise InputError(f"cannot hash the inputs ({value})")
         return value
 
+    def result(self) -> str:
+        return combine_input_digests(self.digests())
 
-def _hash_inputs(paths: list[Path]) -> str:
-    """SHA-256 over every input's bytes (directories: their files, sorted), in input order."""
+
+def input_digest(path: Path) -> str:
+    """SHA-256 of one input's bytes (a directory: its files', sorted, one stream)."""
     digest = hashlib.sha256()
-    for path in paths:
-        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for file in files:
-            with open(file, "rb") as handle:
-                for block in iter(lambda h=handle: h.read(1 << 20), b""):  # type: ignore[misc]
-                    digest.update(block)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        with open(file, "rb") as handle:
+            for block in iter(lambda h=handle: h.read(1 << 20), b""):  # type: ignore[misc]
+                digest.update(block)
     return digest.hexdigest()
+
+
+def combine_input_digests(digests: Sequence[str]) -> str:
+    """The record's ``input_sha256``: SHA-256 over the inputs' own digests in input order. Two levels, so
+    that the ray engine's workers hash their own files and the driver only combines (the same value as
+    the local pack of the same inputs)."""
+    return hashlib.sha256(b"".join(bytes.fromhex(d) for d in digests)).hexdigest()
 
 
 def _check_existing(opts: PackOptions, outputs: _Outputs, record: PackRecord) -> None:
