@@ -79,22 +79,19 @@ def vm_hwm_mb() -> float:
 
 
 def child(args: argparse.Namespace) -> None:
-    """One mode, in this (fresh) process; prints one JSON line."""
-    import seqpack
+    """One mode, in this (fresh) process; prints one JSON line. A Ray mode starts its own cluster in a
+    private ``RAY_TMPDIR`` (never joining another one on this machine) and always shuts it down."""
+    if args.mode == "local":
+        print(json.dumps(run_mode(args, 0.0)))
+        return
+    tmp = tempfile.mkdtemp(prefix="sp-rb-", dir="/tmp")  # short: Ray's socket paths have a length limit
+    os.environ.update(RAY_TMPDIR=tmp, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # keep every address on 127.0.0.1
+    t = time.perf_counter()
+    import ray
 
-    inputs = [Path(p) for p in args.inputs]
-    options: dict[str, Any] = {}
-    if args.tokenizer:
-        options["tokenizer"] = Path(args.tokenizer)
-    cluster_seconds = 0.0
     cluster = None
-    if args.mode != "local":
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keep every address on 127.0.0.1
-        t = time.perf_counter()
-        import ray
-
+    try:
         if args.mode == "ray-1-node":
             ray.init(num_cpus=args.cores, include_dashboard=False, _node_ip_address="127.0.0.1")
         else:
@@ -108,7 +105,23 @@ def child(args: argparse.Namespace) -> None:
             cluster = Cluster(initialize_head=True, head_node_args=node)
             cluster.add_node(**node)
             ray.init(address=cluster.address, _node_ip_address="127.0.0.1")
-        cluster_seconds = time.perf_counter() - t
+        record = run_mode(args, time.perf_counter() - t)
+    finally:
+        ray.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(record))
+
+
+def run_mode(args: argparse.Namespace, cluster_seconds: float) -> dict[str, Any]:
+    """The pack of one mode (the cluster, if any, already up) and what it measured."""
+    import seqpack
+
+    inputs = [Path(p) for p in args.inputs]
+    options: dict[str, Any] = {}
+    if args.tokenizer:
+        options["tokenizer"] = Path(args.tokenizer)
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     if args.mode == "local":
@@ -120,7 +133,7 @@ def child(args: argparse.Namespace) -> None:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     shard_cpu = result.engine.get("shard_cpu_seconds", 0.0)
     worker_rss = result.engine.get("worker_peak_rss_mb", 0.0)
-    record = {
+    return {
         "mode": args.mode,
         "wall_s": round(wall, 3),
         "cluster_start_s": round(cluster_seconds, 3),
@@ -133,13 +146,6 @@ def child(args: argparse.Namespace) -> None:
         "lower_bound": -(-result.runtime_tokens // args.pack),
         "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
     }
-    if args.mode != "local":
-        import ray
-
-        ray.shutdown()
-        if cluster is not None:
-            cluster.shutdown()
-    print(json.dumps(record))
 
 
 def spawn(mode: str, inputs: list[Path], out: Path, args: argparse.Namespace, tokenizer: str | None) -> dict:
