@@ -16,9 +16,9 @@ Each mode runs in a fresh subprocess on ``cores`` cores:
 * **ray 2 nodes**: a ``ray.cluster_utils.Cluster`` of two nodes of ``cores / 2`` CPUs on 127.0.0.1.
 
 The pack's wall time excludes starting the cluster, which is reported beside it (the engine's fixed
-overhead, not hidden). CPU is the driver's own plus every shard's (measured inside each shard task);
-peak memory is the driver's ``VmHWM`` and the largest worker's ``ru_maxrss``. Packs are compared with the
-lower bound ``ceil(runtime tokens / N)`` and with the local pack.
+overhead, not hidden). CPU is the driver's own (also apart: "drv CPU") plus every shard's (measured inside
+each shard task); peak memory is the driver's ``VmHWM`` and the largest worker's ``ru_maxrss``. Packs are
+compared with the lower bound ``ceil(runtime tokens / N)`` and with the local pack.
 """
 
 from __future__ import annotations
@@ -79,22 +79,19 @@ def vm_hwm_mb() -> float:
 
 
 def child(args: argparse.Namespace) -> None:
-    """One mode, in this (fresh) process; prints one JSON line."""
-    import seqpack
+    """One mode, in this (fresh) process; prints one JSON line. A Ray mode starts its own cluster in a
+    private ``RAY_TMPDIR`` (never joining another one on this machine) and always shuts it down."""
+    if args.mode == "local":
+        print(json.dumps(run_mode(args, 0.0)))
+        return
+    tmp = tempfile.mkdtemp(prefix="sp-rb-", dir="/tmp")  # short: Ray's socket paths have a length limit
+    os.environ.update(RAY_TMPDIR=tmp, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # keep every address on 127.0.0.1
+    t = time.perf_counter()
+    import ray
 
-    inputs = [Path(p) for p in args.inputs]
-    options: dict[str, Any] = {}
-    if args.tokenizer:
-        options["tokenizer"] = Path(args.tokenizer)
-    cluster_seconds = 0.0
     cluster = None
-    if args.mode != "local":
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keep every address on 127.0.0.1
-        t = time.perf_counter()
-        import ray
-
+    try:
         if args.mode == "ray-1-node":
             ray.init(num_cpus=args.cores, include_dashboard=False, _node_ip_address="127.0.0.1")
         else:
@@ -108,7 +105,23 @@ def child(args: argparse.Namespace) -> None:
             cluster = Cluster(initialize_head=True, head_node_args=node)
             cluster.add_node(**node)
             ray.init(address=cluster.address, _node_ip_address="127.0.0.1")
-        cluster_seconds = time.perf_counter() - t
+        record = run_mode(args, time.perf_counter() - t)
+    finally:
+        ray.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(record))
+
+
+def run_mode(args: argparse.Namespace, cluster_seconds: float) -> dict[str, Any]:
+    """The pack of one mode (the cluster, if any, already up) and what it measured."""
+    import seqpack
+
+    inputs = [Path(p) for p in args.inputs]
+    options: dict[str, Any] = {}
+    if args.tokenizer:
+        options["tokenizer"] = Path(args.tokenizer)
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     if args.mode == "local":
@@ -120,11 +133,12 @@ def child(args: argparse.Namespace) -> None:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     shard_cpu = result.engine.get("shard_cpu_seconds", 0.0)
     worker_rss = result.engine.get("worker_peak_rss_mb", 0.0)
-    record = {
+    return {
         "mode": args.mode,
         "wall_s": round(wall, 3),
         "cluster_start_s": round(cluster_seconds, 3),
         "cpu_s": round(driver_cpu + shard_cpu + children.ru_utime + children.ru_stime, 3),
+        "driver_cpu_s": round(driver_cpu, 3),
         "driver_peak_rss_mb": round(vm_hwm_mb(), 1),
         "worker_peak_rss_mb": round(worker_rss, 1),
         "samples": result.counts.samples_in,
@@ -132,13 +146,6 @@ def child(args: argparse.Namespace) -> None:
         "lower_bound": -(-result.runtime_tokens // args.pack),
         "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
     }
-    if args.mode != "local":
-        import ray
-
-        ray.shutdown()
-        if cluster is not None:
-            cluster.shutdown()
-    print(json.dumps(record))
 
 
 def spawn(mode: str, inputs: list[Path], out: Path, args: argparse.Namespace, tokenizer: str | None) -> dict:
@@ -146,17 +153,22 @@ def spawn(mode: str, inputs: list[Path], out: Path, args: argparse.Namespace, to
     cmd += ["--cores", str(args.cores), *(["--tokenizer", tokenizer] if tokenizer else [])]
     cmd += ["--inputs", *map(str, inputs)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{mode} failed:\n{done.stderr[-3000:]}")
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    print(json.dumps(row), flush=True)  # each mode as it ends: a long run shows its progress
+    return row
 
 
 def table(title: str, rows: list[dict]) -> None:
     print(f"\n{title}")
-    names = ("wall s", "start s", "CPU s", "drv MB", "wrk MB")
+    names = ("wall s", "start s", "CPU s", "drv CPU", "drv MB", "wrk MB")
     print(f"{'mode':<12} " + " ".join(f"{n:>8}" for n in names) + f" {'packs':>9} {'bound':>9}")
     for r in rows:
         print(
             f"{r['mode']:<12} {r['wall_s']:>8.2f} {r['cluster_start_s']:>8.2f} {r['cpu_s']:>8.2f} "
+            f"{r['driver_cpu_s']:>8.2f} "
             f"{r['driver_peak_rss_mb']:>8.0f} {r['worker_peak_rss_mb']:>8.0f} "
             f"{r['packs']:>9,} {r['lower_bound']:>9,}"
         )
@@ -212,10 +224,10 @@ def main() -> None:
             report[name] = rows
             count = args.n if tok is None else args.chats
             table(f"{name}: {count:,} samples, N={args.pack}, {args.cores} cores", rows)
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            (RESULTS / "pack_ray.json").write_text(json.dumps(report, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "pack_ray.json").write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ Bridge 0.6.2's reader takes the directory, seqpack's readers read it as they rea
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -25,6 +26,7 @@ from _support.pack_inputs import EOS, random_examples, write_jsonl
 from seqpack.cli import main
 from seqpack.data.format import PARQUET_RUN_ID, ROW_GROUP_SIZE, PackingMetadata
 from seqpack.data.pipeline import overrides_for_result
+from seqpack.errors import UsageError
 
 PACK = 256
 
@@ -38,6 +40,11 @@ def sequences(files: list[Path]) -> Counter[tuple[tuple[int, ...], tuple[int, ..
             for a, b in itertools.pairwise(bounds):
                 found[(tuple(row["input_ids"][a:b]), tuple(row["loss_mask"][a:b]))] += 1
     return found
+
+
+def input_sha256(files: list[Path]) -> str:
+    """The record's documented input hash: SHA-256 over each input's SHA-256, in input order."""
+    return hashlib.sha256(b"".join(hashlib.sha256(f.read_bytes()).digest() for f in files)).hexdigest()
 
 
 def rejects(path: Path) -> list[tuple[Any, ...]]:
@@ -96,8 +103,10 @@ def test_sharded_set_equals_the_local_pack(
     # each shard (here: one input file) planned alone with the same algorithm as the local pack
     alone = [seqpack.pack(f, tmp_path / f"alone{i}", PACK, pad_seq_to_mult=4) for i, f in enumerate(inputs)]
     assert result.num_packs == sum(r.num_packs for r in alone)
-    assert result.num_packs >= -(-result.runtime_tokens // PACK)  # never under the lower bound
+    assert result.num_packs >= result.engine["packs_lower_bound"] == -(-result.runtime_tokens // PACK)
     assert result.counts.samples_in == local.counts.samples_in
+    # the input hash: each shard hashed its own inputs, the driver combined them as the local pack does
+    assert result.record.input_sha256 == local.record.input_sha256 == input_sha256(inputs)
     assert result.counts.rejected == local.counts.rejected > 0
     # the combined entry is what the rows say (inspect recomputes it), and its fingerprint reads back
     overrides = overrides_for_result(result)
@@ -151,6 +160,9 @@ def test_bridge_reads_the_training_directory_beside_a_validation_split(
         "validation",
     ]
     assert seqpack.inspect(val_dir).ok
+    assert PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries[1].recorded("input_sha256") == (
+        input_sha256([inputs[2]])  # one input, two shards: the first shard hashed it
+    )
     train_dir = out / f"training_{PACK}"
     want = sequences(sorted(train_dir.glob("*.parquet")))
     dataset = bridge_parquet_dataset(
@@ -168,6 +180,31 @@ def test_bridge_reads_the_training_directory_beside_a_validation_split(
     batch = dataset.collate_fn([dataset[i] for i in range(4)])
     # pad_cu_seqlens: boundary lists as long as the largest max_samples_per_bin of the entries, + 2
     assert batch["cu_seqlens_q"].shape[-1] == max(e.max_samples_per_bin for e in entries) + 2
+
+
+def test_one_set_per_split_a_file_or_shards_never_both(
+    sharded: Any, inputs: list[Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A local pack where the ray engine left this split's shards is refused in one line (nothing touched);
+    with --overwrite its one file replaces the directory; a ray pack then refuses that file in turn."""
+    out = tmp_path / "out"
+    shutil.copytree(sharded.metadata_path.parent, out)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    args = ["pack", "-q", *map(str, inputs), "-o", str(out), "-n", str(PACK), "--pad-seq-to-mult", "4"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"training_{PACK}: already exists" in err and "--overwrite" in err and len(err.splitlines()) == 1
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert main([*args, "--overwrite", "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    single = out / f"training_{PACK}.idx.parquet"
+    assert summary["packed_path"] == str(single)
+    assert sorted(os.listdir(out)) == [f"{PACK}_metadata.jsonl", "rejects_training.jsonl", single.name]
+    assert any(o.endswith(f"packed_train_data_path={single}") for o in summary["overrides"])
+    assert seqpack.inspect(out).ok
+    with pytest.raises(UsageError, match=f"training_{PACK}.idx.parquet: already exists"):
+        seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
+    assert not (out / f".training_{PACK}.staging").exists()
 
 
 def test_a_killed_worker_is_retried_and_the_output_is_exact(

@@ -88,6 +88,8 @@ def _run(ray: Any, sharded: ShardedRun, opts: PackOptions, seconds: dict[str, fl
         reused_shards=float(sum(bool(r["reused"]) for r in rows)),
         shard_cpu_seconds=sum(o.cpu_seconds for o in outcomes),
         worker_peak_rss_mb=max(o.peak_rss_mb for o in outcomes),
+        # each shard is planned alone: the packs to compare with (ceil(runtime tokens / N), one plan's floor)
+        packs_lower_bound=float(-(-result.runtime_tokens // result.pack_size)),
     )
     return result
 

@@ -16,9 +16,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
@@ -186,45 +188,63 @@ class PackResult:
 
 
 class _BackgroundHash:
-    """:func:`_hash_inputs` on a daemon thread (hashlib releases the GIL), overlapping with the passes.
-
-    A daemon thread never delays the exit of a failed or interrupted run.
+    """:func:`input_digest` of each input on a daemon thread (hashlib releases the GIL), overlapping with
+    the passes. A daemon thread never delays the exit of a failed or interrupted run.
     """
 
-    def __init__(self, paths: list[Path]) -> None:
-        self._result: list[str | BaseException] = []
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self._result: list[list[str] | BaseException] = []
         self._thread = threading.Thread(target=self._run, args=(paths,), daemon=True, name="seqpack-hash")
         self._thread.start()
 
-    def _run(self, paths: list[Path]) -> None:
+    def _run(self, paths: Sequence[Path]) -> None:
         try:
-            self._result.append(_hash_inputs(paths))
-        except BaseException as exc:  # reported by result()
+            self._result.append([input_digest(path) for path in paths])
+        except BaseException as exc:  # reported by digests()
             self._result.append(exc)
 
-    def result(self) -> str:
+    def digests(self) -> list[str]:
+        """Each input's digest, in the order given."""
         self._thread.join()
         value = self._result[0]
         if isinstance(value, BaseException):
             raise InputError(f"cannot hash the inputs ({value})")
         return value
 
+    def result(self) -> str:
+        return combine_input_digests(self.digests())
 
-def _hash_inputs(paths: list[Path]) -> str:
-    """SHA-256 over every input's bytes (directories: their files, sorted), in input order."""
+
+def input_digest(path: Path) -> str:
+    """SHA-256 of one input's bytes (a directory: its files', sorted, one stream)."""
     digest = hashlib.sha256()
-    for path in paths:
-        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for file in files:
-            with open(file, "rb") as handle:
-                for block in iter(lambda h=handle: h.read(1 << 20), b""):  # type: ignore[misc]
-                    digest.update(block)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        with open(file, "rb") as handle:
+            for block in iter(lambda h=handle: h.read(1 << 20), b""):  # type: ignore[misc]
+                digest.update(block)
     return digest.hexdigest()
 
 
-def _check_existing(opts: PackOptions, packed: Path, meta_path: Path, record: PackRecord) -> None:
+def combine_input_digests(digests: Sequence[str]) -> str:
+    """The record's ``input_sha256``: SHA-256 over the inputs' own digests in input order. Two levels, so
+    that the ray engine's workers hash their own files and the driver only combines (the same value as
+    the local pack of the same inputs)."""
+    return hashlib.sha256(b"".join(bytes.fromhex(d) for d in digests)).hexdigest()
+
+
+def _check_existing(opts: PackOptions, outputs: _Outputs, record: PackRecord) -> None:
+    packed, meta_path = outputs.packed, outputs.metadata
     if packed.exists() and not opts.run.overwrite:
         raise UsageError(f"{packed}: already exists (pass {param('overwrite')} to replace it)")
+    # one set per split and size, one file or the ray engine's directory of shards, never both: the sidecar
+    # holds one entry for it, the printed overrides name one path (--overwrite replaces either with the other)
+    sharded = outputs.sharded
+    if sharded is not None and sharded.exists() and not opts.run.overwrite:
+        raise UsageError(
+            f"{sharded}: already exists, this split's packs as a directory of shards "
+            f"(pass {param('overwrite')} to replace it)"
+        )
     if not meta_path.exists():
         return
     for entry in PackingMetadata.read(meta_path).entries:
@@ -377,13 +397,25 @@ class _Outputs:
     packed: Path
     metadata: Path
     rejects: Path
+    sharded: Path | None  # the same split's directory of shards (the ray engine's; Bridge layout only)
 
     @classmethod
     def of(cls, opts: PackOptions) -> _Outputs:
         out, split, n = opts.run.out_dir, opts.run.split, opts.size.pack_size
+        rejects = out / rejects_filename(split)
         if opts.run.layout is Layout.hf:
-            return cls(out / hf_filename(split), out / HF_METADATA, out / rejects_filename(split))
-        return cls(out / packed_filename(split, n), out / metadata_filename(n), out / rejects_filename(split))
+            return cls(out / hf_filename(split), out / HF_METADATA, rejects, None)
+        packed = out / packed_filename(split, n)
+        return cls(packed, out / metadata_filename(n), rejects, out / sharded_dirname(split, n))
+
+    def remove_sharded(self) -> None:
+        """After a one-file commit with ``overwrite``: remove the split's directory of shards it replaced
+        (moved to a hidden name first, so the directory's name never holds a half-removed set)."""
+        if self.sharded is None or not self.sharded.is_dir():
+            return
+        trash = self.sharded.with_name(f".{self.sharded.name}.replaced-{uuid.uuid4().hex[:8]}")
+        os.replace(self.sharded, trash)
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 @dataclass
@@ -433,6 +465,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             )
             entry = _commit(run, record, plan)
         done = True
+        run.outputs.remove_sharded()
     except OSError as exc:  # ENOSPC, EFBIG (a file-size limit), EDQUOT: the directory, in one line
         if not is_disk_full(exc):
             raise
@@ -490,7 +523,7 @@ def _resolve(opts: PackOptions) -> _Run:
         text=None if text is None else text_record(text),
         inputs=tuple(os.fspath(p) for p in inputs),
     )
-    _check_existing(opts, outputs.packed, outputs.metadata, record)
+    _check_existing(opts, outputs, record)
     return _Run(opts, inputs, resolved.eos_id, text, outputs, record, resolve_workers(opts.run.workers))
 
 
@@ -695,6 +728,7 @@ def overrides_for_result(
         else out / packed_filename(split, n)
         for split in SPLITS
     }
+    paths[record.split] = result.packed_path  # this run's own set, whichever shape it has
     return offline_packing_overrides(
         n,
         record.pad_seq_to_mult,

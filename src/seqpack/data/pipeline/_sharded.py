@@ -26,7 +26,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from seqpack.data.pipeline._pipeline import (
     _resolve,
     _ShapeChunk,
     _SpoolToScratch,
+    combine_input_digests,
 )
 from seqpack.data.pipeline._scratch import ScratchStore
 from seqpack.data.pipeline._shape import Shaping
@@ -67,19 +68,21 @@ from seqpack.fingerprint import PackedFingerprinter
 from seqpack.packing import bridge_metadata_values, pack_lengths
 
 #: Version of ``run.json`` and the ``done/`` records (a staging directory of another version is not reused).
-STAGING_VERSION = 1
+STAGING_VERSION = 2
 
 
 @dataclass(frozen=True)
 class ShardSlice:
     """The inputs a shard reads: the files ``sources`` (indices into the inputs) and, of their chunks
     numbered from 0, those with ``number % every == offset`` (``every > 1`` when there are fewer files
-    than shards: each such shard reads the files and converts only its own chunks)."""
+    than shards: each such shard reads the files and converts only its own chunks). ``hashes``: the inputs
+    whose digest this shard computes for the record (each input by exactly one shard)."""
 
     index: int
     sources: tuple[int, ...]
     every: int = 1
     offset: int = 0
+    hashes: tuple[int, ...] = ()
 
 
 def slice_inputs(inputs: list[Path], shards: int) -> list[ShardSlice]:
@@ -90,14 +93,18 @@ def slice_inputs(inputs: list[Path], shards: int) -> list[ShardSlice]:
     [(0, 1), (2,)]
     >>> [(s.every, s.offset) for s in slice_inputs([Path("a")], 2)]
     [(2, 0), (2, 1)]
+    >>> [s.hashes for s in slice_inputs([Path("a"), Path("b"), Path("c")], 2)]  # each input by one shard
+    [(0, 1), (2,)]
+    >>> [s.hashes for s in slice_inputs([Path("a")], 2)]
+    [(0,), ()]
     """
     if shards < 1:
         raise UsageError(f"{param('shards')} must be >= 1, got {shards}")
     if len(inputs) >= shards:
-        groups = np.array_split(np.arange(len(inputs)), shards)
-        return [ShardSlice(i, tuple(int(s) for s in g)) for i, g in enumerate(groups)]
+        groups = [tuple(int(s) for s in g) for g in np.array_split(np.arange(len(inputs)), shards)]
+        return [ShardSlice(i, g, hashes=g) for i, g in enumerate(groups)]
     every = tuple(range(len(inputs)))
-    return [ShardSlice(i, every, shards, i) for i in range(shards)]
+    return [ShardSlice(i, every, shards, i, every[i::shards]) for i in range(shards)]
 
 
 @dataclass(frozen=True)
@@ -183,6 +190,7 @@ class ShardOutcome:
     seconds: float
     cpu_seconds: float = 0.0  # this worker's CPU time on the shard
     peak_rss_mb: float = 0.0  # the worker process's peak resident memory so far
+    input_digests: dict[str, str] = field(default_factory=dict)  # input index -> its digest (the slice's)
 
     def to_json(self) -> bytes:
         return orjson.dumps({"version": STAGING_VERSION, **asdict(self)})
@@ -209,6 +217,8 @@ def pack_shard(job: ShardJob, piece: ShardSlice) -> ShardOutcome:
     )
     fingerprinter = PackedFingerprinter(keep_packs=True)
     packed = staging.shard(piece.index)
+    # the record's input hash: this worker hashes its own inputs beside pass 1 (the driver reads none)
+    hashing = _BackgroundHash([job.inputs[i] for i in piece.hashes])
     try:
         with (
             atomic_path(staging.rejects(piece.index), overwrite=True) as rejects_tmp,
@@ -263,6 +273,7 @@ def pack_shard(job: ShardJob, piece: ShardSlice) -> ShardOutcome:
         time.perf_counter() - t0,
         time.process_time() - cpu0,
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        dict(zip(map(str, piece.hashes), hashing.digests(), strict=True)),
     )
     with atomic_path(staging.pack_hashes(piece.index), overwrite=True) as tmp, open(tmp, "wb") as handle:
         np.save(handle, fingerprinter.pack_hashes(), allow_pickle=False)
@@ -301,7 +312,6 @@ class ShardedRun:
     outputs: _Outputs
     record: PackRecord  # as resolving knows it (the commit adds what the shards measured)
     resumed: bool
-    input_hash: _BackgroundHash
     lock: OutputLock
 
     def release(self) -> None:
@@ -327,10 +337,7 @@ def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
     open the staging directory: a staging directory of the same command is resumed (its run id kept),
     one of another command is refused unless ``overwrite``."""
     check_sharded(opts)
-    run = _resolve(opts)
-    final = StagingPaths(opts.run.out_dir, opts.run.split, opts.size.pack_size).final
-    if final.exists() and not opts.run.overwrite:
-        raise UsageError(f"{final}: already exists (pass {param('overwrite')} to replace it)")
+    run = _resolve(opts)  # refuses an existing set of this split and size, a file or shards, unless overwrite
     inputs = list(run.inputs)
     slices = slice_inputs(inputs, shards)
     eos_id, check_eos = run.eos_id, run.eos_id is None
@@ -349,7 +356,7 @@ def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
     job = ShardJob(
         opts, tuple(inputs), run.text, int(eos_id), check_eos, run_id, staging, opts.run.scratch_dir
     )
-    return ShardedRun(job, slices, run.outputs, record, resumed, _BackgroundHash(inputs), lock)
+    return ShardedRun(job, slices, run.outputs, record, resumed, lock)
 
 
 def _infer_eos(inputs: list[Path], text: ResolvedText | None, opts: PackOptions) -> int:
@@ -435,7 +442,7 @@ def commit_sharded(
         sharded.record.with_eos(job.eos_id)
         .with_plan(opts.algorithm, _cost_model_record(opts))
         .with_fingerprint(fingerprinter.result().to_dict())
-        .committed(sharded.input_hash.result(), pack_counts)
+        .committed(_input_hash(job, outcomes), pack_counts)
     )
     engine = {"name": "ray", "shards": len(sharded.slices), "planned": "per shard"}
     entry = MetadataEntry.from_values(values, {**record.to_dict(), "engine": engine})
@@ -468,6 +475,17 @@ def commit_sharded(
         opts.size.pack_size,
         seconds,
     )
+
+
+def _input_hash(job: ShardJob, outcomes: list[ShardOutcome]) -> str:
+    """The record's input hash from the digests the shards computed (each input hashed by one shard)."""
+    digests: dict[str, str] = {}
+    for outcome in outcomes:
+        digests.update(outcome.input_digests)
+    missing = [os.fspath(p) for i, p in enumerate(job.inputs) if str(i) not in digests]
+    if missing:
+        raise DataError(f"{missing[0]}: no shard hashed this input (a staged record of another version?)")
+    return combine_input_digests([digests[str(i)] for i in range(len(job.inputs))])
 
 
 def _swap_in(staged: Path, final: Path, trash: Path) -> None:
