@@ -36,9 +36,11 @@ def _shard_row(row: dict[str, Any], job: ShardJob, slices: tuple[ShardSlice, ...
 def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | None = None) -> PackResult:
     """Pack ``opts``' inputs on a Ray cluster into a sharded set (``{split}_{N}/`` beside the sidecar).
 
-    ``address``: a running cluster (``"auto"``, ``"host:port"``); ``None`` joins the cluster this
-    process is connected to, else starts one on this machine for the run. ``shards``: default one per
-    CPU of the cluster. A stopped run of the same command is resumed (its checked shards reused).
+    ``address``: a running cluster (``"auto"``, ``"host:port"``); ``None`` uses the cluster this process
+    is connected to, else starts a Ray instance on this machine for the run -- never one found through
+    ``RAY_ADDRESS`` or a cluster someone else started here (joining is what ``"auto"`` asks for).
+    ``shards``: default one per CPU of the cluster. A stopped run of the same command is resumed (its
+    checked shards reused).
     """
     check_sharded(opts)
     if shards is not None and shards < 1:
@@ -51,8 +53,10 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
     started = False
     if not ray.is_initialized():
         try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            ray.init(address=address or "local", include_dashboard=False, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
+            if address is None:
+                raise InputError(f"cannot start Ray on this machine ({exc})") from None
             raise InputError(f"{param('ray_address')} {address}: cannot connect to Ray ({exc})") from None
         started = True
     try:
