@@ -40,6 +40,7 @@ PAGES: tuple[str, ...] = (
     "docs/failure-behaviour.md",
     "docs/fingerprint.md",
     "docs/hf.md",
+    "docs/pack.md",
     "docs/train.md",
     "docs/translate.md",
 )
