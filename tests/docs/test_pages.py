@@ -34,6 +34,7 @@ PAGES: tuple[str, ...] = (
     "docs/batching.md",
     "docs/bridge-format.md",
     "docs/clean.md",
+    "docs/curves.md",
     "docs/diff.md",
     "docs/doctor.md",
     "docs/env.md",
