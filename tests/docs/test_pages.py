@@ -27,13 +27,14 @@ OUTPUT_LANGS = ("text",)
 # Every page of the docs: each fence in each is tagged.
 ALL_PAGES = ("README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")))
 # The pages the test runs. Still to bring in line with the code (issue #32, each fails today, so each is
-# listed here only once it runs): docs/correlate.md, docs/verify.md.
+# listed here only once it runs): docs/verify.md.
 PAGES: tuple[str, ...] = (
     "README.md",
     "docs/architecture.md",
     "docs/batching.md",
     "docs/bridge-format.md",
     "docs/clean.md",
+    "docs/correlate.md",
     "docs/curves.md",
     "docs/demo.md",
     "docs/diff.md",
@@ -102,13 +103,15 @@ def test_the_runner_catches_a_drifted_page(tmp_path: Path) -> None:
         "```python\nprint('loss', 2.143)\n```\n```text\nloss 2.115\n```\n"
         "```yaml file=run.yaml\nseq_length: 4096\n```\n"
         "```bash\ncat run.yaml\n```\n```text\nseq_length: 4096\n```\n"
+        "```python file=hello.py\nprint('hello')\n```\n"
+        "```bash\npython hello.py\n```\n```text\nhello\n```\n"
         "```python\n>>> x = 2\n>>> x + 1\n3\n```\n"
         "```python\n>>> x * 2  # the names of the page's earlier doctest\n5\n```\n"
     )
     cmds = fenced_blocks.commands(page, "p.md", output_langs=OUTPUT_LANGS, python=True, prompts=True)
-    assert [c.exit_code for c in cmds] == [0, 1, 0, 0, 0, 0, 0]
+    assert [c.exit_code for c in cmds] == [0, 1, 0, 0, 0, 0, 0, 0, 0]
     results = fenced_blocks.run(cmds, tmp_path)
     assert results[0].problems == [] and results[1].problems == []
-    assert results[3].problems == [] and results[4].problems == [] and results[5].problems == []
-    assert results[6].problems and "Expected:\n    5\nGot:\n    4" in results[6].output
+    assert all(results[k].problems == [] for k in (3, 4, 5, 6, 7))  # hello.py is written, not run
+    assert results[8].problems and "Expected:\n    5\nGot:\n    4" in results[8].output
     assert any(re.search(r"'loss 2.115'", p) for p in results[2].problems)
