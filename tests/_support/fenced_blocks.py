@@ -24,7 +24,8 @@ The markers, all inside the page itself:
   paths) are compared by shape: each side has them masked before comparing;
 - pages may also opt in (``commands(..., python=True, prompts=True)``, as the docs test does) to three
   more forms: a block whose info string names a file (```` ```yaml file=sft.yaml ````, ```` ```python
-  file=train.py ````) is written to that file in page order, never run; a ``python`` block is one command (the block is the script; a first line ``# exit N`` or
+  file=train.py ````) is written to that file in page order, never run; a ``python`` block is one
+  command (the block is the script; a first line ``# exit N`` or
   ``# needs: X`` marks it, and an output block may follow it; a block of ``>>>`` lines is a doctest,
   run after the page's earlier doctest blocks), and an output block that follows no command
   block but whose lines start with ``$ `` is a transcript: each ``$ `` line is a command, the lines up to

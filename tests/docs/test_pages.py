@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from _support import fenced_blocks
+from _support.peers import BRIDGE_VERSION, CACHE_DIR, MCORE_VERSION, wheel_file
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The fence languages a page may use: commands, output, and files shown as they are.
@@ -26,8 +27,7 @@ LANGS = frozenset({"bash", "python", "text", "yaml", "json", "toml"})
 OUTPUT_LANGS = ("text",)
 # Every page of the docs: each fence in each is tagged.
 ALL_PAGES = ("README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")))
-# The pages the test runs. Still to bring in line with the code (issue #32, each fails today, so each is
-# listed here only once it runs): docs/verify.md.
+# The pages the test runs: every page with an example (issue #32).
 PAGES: tuple[str, ...] = (
     "README.md",
     "docs/architecture.md",
@@ -48,12 +48,16 @@ PAGES: tuple[str, ...] = (
     "docs/plan.md",
     "docs/train.md",
     "docs/translate.md",
+    "docs/verify.md",
 )
 # Reference pages that show no command (formats, layers, guarantees): each of their fences is still tagged.
 NO_EXAMPLES = frozenset({"docs/architecture.md", "docs/bridge-format.md", "docs/failure-behaviour.md"})
 # One torch thread per process: the pages' training runs are tiny, and on a shared 2-core machine torch's
 # default thread pool makes them 10-40x slower, not faster.
 ENV = {"OMP_NUM_THREADS": "1"}
+# The peers' wheels a page downloads (verify.md's `pip download`), served from the tests' cache (no network).
+WHEELS = {"docs/verify.md": (("megatron-bridge", BRIDGE_VERSION), ("megatron-core", MCORE_VERSION))}
+PIP_FROM_CACHE = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(CACHE_DIR / "wheels")}
 # A command may take this long before the page fails (the whole docs test is held to 4 minutes of CI).
 COMMAND_TIMEOUT_S = 120.0
 
@@ -83,7 +87,10 @@ def test_page_runs_as_written(page: str, tmp_path: Path) -> None:
         assert not cmds, f"{page}: shows commands now; take it off NO_EXAMPLES"
         return
     assert cmds, f"{page}: no example to run"
-    results = fenced_blocks.run(cmds, tmp_path, fenced_blocks.default_env(ENV), timeout=COMMAND_TIMEOUT_S)
+    for project, version in WHEELS.get(page, ()):
+        wheel_file(project, version)  # downloaded into the cache once (the tests of the peers need it too)
+    env = fenced_blocks.default_env({**ENV, **PIP_FROM_CACHE})
+    results = fenced_blocks.run(cmds, tmp_path, env, timeout=COMMAND_TIMEOUT_S)
     details = [f"{p}\n--- output ---\n{res.output[-3000:]}" for res in results for p in res.problems[:1]]
     assert not details, "\n\n".join(details)
 
