@@ -27,7 +27,8 @@ LANGS = frozenset({"bash", "python", "text", "yaml", "json", "toml"})
 OUTPUT_LANGS = ("text",)
 # Every page of the docs: each fence in each is tagged.
 ALL_PAGES = ("README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")))
-# The pages the test runs: every page with an example (issue #32).
+# The pages the test runs: every page with an example (issue #32), but docs/scale.md (issue #30's Ray page,
+# not yet brought in line).
 PAGES: tuple[str, ...] = (
     "README.md",
     "docs/architecture.md",
