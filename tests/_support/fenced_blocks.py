@@ -23,8 +23,9 @@ The markers, all inside the page itself:
   runs (timestamps, run ids where a line names them, durations, throughput, free memory, absolute
   paths) are compared by shape: each side has them masked before comparing;
 - pages may also opt in (``commands(..., python=True, prompts=True)``, as the docs test does) to three
-  more forms: a block whose info string names a file (```` ```yaml file=sft.yaml ````) is written to that
-  file in page order; a ``python`` block is one command (the block is the script; a first line ``# exit N`` or
+  more forms: a block whose info string names a file (```` ```yaml file=sft.yaml ````, ```` ```python
+  file=train.py ````) is written to that file in page order, never run; a ``python`` block is one
+  command (the block is the script; a first line ``# exit N`` or
   ``# needs: X`` marks it, and an output block may follow it; a block of ``>>>`` lines is a doctest,
   run after the page's earlier doctest blocks), and an output block that follows no command
   block but whose lines start with ``$ `` is a transcript: each ``$ `` line is a command, the lines up to
@@ -280,15 +281,16 @@ def commands(
                     continue
                 exit_code, needs = _markers(text, f"{source}:{line}")
                 block_commands.append(Command(text, source, line, exit_code, needs))
+        elif python and (name := block.file_name()):
+            # A file the page shows (a python one too: a script the page's commands run), written where the
+            # page's commands run (they read it by that name).
+            text = f"cat > {shlex.quote(name)} <<'{_FILE_END}'\n{block.text}\n{_FILE_END}"
+            found.append(Command(text, source, block.line))
+            continue
         elif python and block.lang == PYTHON_LANG:
             block_commands.append(_python_command(block, source, doctests))
             if block.text.lstrip().startswith(">>>"):
                 doctests.append(block.text)
-        elif python and (name := block.file_name()):
-            # A file the page shows, written where the page's commands run (they read it by that name).
-            text = f"cat > {shlex.quote(name)} <<'{_FILE_END}'\n{block.text}\n{_FILE_END}"
-            found.append(Command(text, source, block.line))
-            continue
         elif prompts and block.lang in outputs and is_transcript(block):
             found.extend(_transcript(block, source))
             continue

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -108,3 +110,50 @@ def test_json_summary_is_the_results_to_dict(base_config: TrainConfig, capsys) -
     assert {k: v for k, v in doc.items() if k not in timing | {"schema_version"}} == {
         k: v for k, v in want.items() if k not in timing
     }
+
+
+class _CutShort:
+    """A log file whose write is cut short by a stop (a second Ctrl-C while a slow disk blocks the write):
+    part of the text reaches the file, then ``KeyboardInterrupt``."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def write(self, text: str) -> int:
+        self.real.write(text[: len(text) // 2])
+        raise KeyboardInterrupt
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def test_a_log_cut_short_by_a_stop_still_ends_with_a_complete_line(tmp_path: Path) -> None:
+    from seqpack.train._log import RunLog
+
+    path = tmp_path / "stopped.log"
+    log = RunLog(stream=None, path=path, tensorboard=None, interval=1)
+    record = StepRecord(
+        iteration=1,
+        total_iterations=3,
+        loss=4.0,
+        grad_norm=0.5,
+        learning_rate=1e-3,
+        rows=8,
+        consumed_samples=8,
+        loss_tokens=100,
+        positions=128,
+        real_tokens=120,
+        seconds=0.1,
+    )
+    log.step(record)
+    log._file = _CutShort(log._file)  # the next write is interrupted halfway
+    try:
+        log.step(dataclasses.replace(record, iteration=2, consumed_samples=16))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        log.close()
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith("\n")
+    lines = text.splitlines()
+    assert len(lines) == 2 and lines[0].endswith("number of nan iterations:   0 |")

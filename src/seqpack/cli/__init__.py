@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import signal
 import sys
 import threading
@@ -24,7 +25,7 @@ from seqpack._console import styled
 from seqpack._io import TEMP_PREFIX
 from seqpack.cli import _commands
 from seqpack.cli._common import ClickException, err_console, flag, state
-from seqpack.cli._exit import exit_process
+from seqpack.cli._exit import exit_process, silence_stdout
 from seqpack.cli._repeats import refuse_repeated
 from seqpack.errors import SeqpackError
 
@@ -117,8 +118,7 @@ def os_error_message(exc: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (the console script ends the process with it)."""
-    args = sys.argv[1:] if argv is None else argv
-    state.debug = "--debug" in args
+    args, state.debug = _debug_anywhere(sys.argv[1:] if argv is None else list(argv))
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
     _terminated.clear()
@@ -133,12 +133,29 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def usage_line(exc: Exception) -> str:
+    """click's usage error (four lines: ``Usage:``, ``Try ...``, a blank, ``Error: ...``) as the one line
+    every seqpack error is, the help hint on it: ``No such option: --nope (see 'seqpack plan --help')``."""
+    message = " ".join(str(exc.format_message()).split())  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    return message if ctx is None else f"{message} (see '{ctx.command_path} --help')"
+
+
+def _debug_anywhere(args: list[str]) -> tuple[list[str], bool]:
+    """``--debug`` is a root option; given after the command name too (``seqpack curves --debug ...``), it
+    moves to the front. Arguments after ``--`` are left as they are."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[:end]:
+        return args, False
+    return ["--debug", *(a for a in args[:end] if a != "--debug"), *args[end:]], True
+
+
 def _print_error(message: str) -> None:
     """The one-line error: the message holds user text (paths, values), printed as it is."""
     err_console.print(styled(("error:", "bold red"), " ", message), soft_wrap=True)
 
 
-def _run(args: list[str]) -> int:
+def _run_command(args: list[str]) -> int:
     try:
         command = _commands.command_in(args)
         application = build_app() if command is None else build_app((command,))
@@ -150,13 +167,18 @@ def _run(args: list[str]) -> int:
         err_console.print("Aborted.")
         return 130
     except ClickException as exc:
-        exc.show(file=sys.stderr)  # type: ignore[attr-defined]
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `seqpack`, `seqpack curves`: the help was the answer
+            exc.show(file=sys.stderr)  # type: ignore[attr-defined]
+        else:
+            _print_error(usage_line(exc))
         return 2
     except SeqpackError as exc:
         if state.debug:
             raise
         _print_error(exc.render(flag))
         return exc.exit_code
+    except BrokenPipeError:
+        raise  # handled by _run, never an error line
     except OSError as exc:  # the environment, not the input (a full disk, a permission): still one line
         if state.debug:
             raise
@@ -166,6 +188,35 @@ def _run(args: list[str]) -> int:
         err_console.print("Interrupted.")
         return 130
     return int(result) if isinstance(result, int) else 0
+
+
+def _run(args: list[str]) -> int:
+    """:func:`_run_command`, with a reader that went away (``seqpack plan ... | head -1``) ending quietly
+    with 141, as a shell tool killed by SIGPIPE does; never 1, which means a finding. Both rich (it points
+    stdout at the null device first) and typer (around any command) turn a broken pipe into
+    ``SystemExit(1)``."""
+    try:
+        return _run_command(args)
+    except BrokenPipeError:
+        return silence_stdout()
+    except SystemExit as exc:
+        if exc.code == 1 and _reader_gone():
+            return silence_stdout()
+        raise
+
+
+def _reader_gone() -> bool:
+    """Whether standard output's reader went away: rich pointed it at the null device, or it is a pipe
+    whose read end is closed (``poll`` reports an error on the write end)."""
+    try:
+        fd = sys.stdout.fileno()
+        if os.path.samestat(os.fstat(fd), os.stat(os.devnull)):
+            return True
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no descriptor behind stdout; no poll (Windows)
+        return False
 
 
 def console_main() -> None:

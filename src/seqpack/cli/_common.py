@@ -2,7 +2,8 @@
 
 * ``--format text|json`` is always the output format (:data:`FormatOption`); JSON goes to stdout,
   carries ``"schema_version"`` and never mixes with progress text (:func:`emit_json`).
-* Progress and logs go to stderr (:data:`err_console`); ``--quiet`` silences them (:data:`QuietOption`).
+* Progress and logs go to stderr (:data:`err_console`); ``--quiet`` silences them (:data:`QuietOption`), and
+  only them: a command's report, its warnings and its errors print all the same. Every command takes it.
 * Every numeric option is a :func:`number_option`: its range is in --help and checked at parse time.
 * A library error names library parameters; :func:`flag` is the flag each one is on the command line.
 """
@@ -57,7 +58,9 @@ class OutputFormat(str, enum.Enum):
 
 
 FormatOption = typer.Option(OutputFormat.text, "--format", help="Output format: text (tables) or json.")
-QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars or log lines on stderr.")
+QuietOption = typer.Option(
+    False, "--quiet", "-q", help="No progress bars or log lines on stderr (the report still prints)."
+)
 
 
 def emit_json(result: JsonResult) -> None:

@@ -19,8 +19,24 @@ import os
 import sys
 import threading
 
-#: CPython's exit status when flushing standard output fails at exit (e.g. ``seqpack ... | head``).
+#: CPython's exit status when flushing standard output fails at exit for another reason than a closed pipe.
 FLUSH_FAILED = 120
+#: 128 + SIGPIPE: what a shell reports for a tool whose reader went away (``seqpack plan ... | head -1``).
+#: Never 1, which means a finding.
+BROKEN_PIPE = 141
+
+
+def silence_stdout() -> int:
+    """Point standard output at the null device (its reader is gone: what is still buffered, and every later
+    write, goes nowhere instead of failing again) and return :data:`BROKEN_PIPE`."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real descriptor behind sys.stdout (a test's capture)
+        pass
+    finally:
+        os.close(devnull)
+    return BROKEN_PIPE
 
 
 def exit_process(code: int) -> None:
@@ -31,7 +47,9 @@ def exit_process(code: int) -> None:
         try:
             if stream is not None:
                 stream.flush()
-        except (OSError, ValueError):  # a closed pipe, a closed stream
+        except BrokenPipeError:  # the reader went away before the last buffered bytes
+            code = silence_stdout() if stream is sys.stdout else code
+        except (OSError, ValueError):  # a closed stream
             code = code or FLUSH_FAILED
     os._exit(code)
 

@@ -34,11 +34,10 @@ def clean(
     Example: seqpack clean . --yes
     """
     report = clean_experiments(dirs, yes=yes, delete=delete)
-    if delete and not yes:
-        err_console.print("dry run: add --yes to delete what is listed", markup=False, soft_wrap=True)
-    elif not yes:
-        err_console.print("dry run: add --yes to move what is listed aside", markup=False, soft_wrap=True)
     done, skipped = report.actions, report.skipped
+    if done and not yes:  # nothing listed: nothing that --yes would do
+        what = "delete what is listed" if delete else "move what is listed aside"
+        err_console.print(f"dry run: add --yes to {what}", markup=False, soft_wrap=True)
     if fmt is OutputFormat.json:
         emit_json(report)
         if skipped and yes:

@@ -77,6 +77,7 @@ def plan_command(
         help="Show the Bridge skill's command pairs and the knobs they leave unmatched.",
     ),
     fmt: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,  # nothing on stderr to silence: taken as every command takes it
 ) -> None:
     """Write the Megatron-LM and the Bridge command of one spec, every knob set on both sides.
 

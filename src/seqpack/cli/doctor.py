@@ -10,7 +10,15 @@ from rich.table import Table
 
 from seqpack._console import styled
 from seqpack._ranges import COUNT0, RANKS, SIZE
-from seqpack.cli._common import FormatOption, OutputFormat, emit_json, err_console, number_option, out_console
+from seqpack.cli._common import (
+    FormatOption,
+    OutputFormat,
+    QuietOption,
+    emit_json,
+    err_console,
+    number_option,
+    out_console,
+)
 from seqpack.doctor import (
     DatasetKind,
     DoctorOptions,
@@ -182,6 +190,7 @@ def doctor(
         help="Also check the installed stack (as `seqpack env` does); run it on the training machine.",
     ),
     output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,
 ) -> None:
     """Check a Bridge config (or MLM flags, or plain options) against every packing and CP rule.
 
@@ -241,7 +250,7 @@ def doctor(
     else:
         _print_text(report, report.fixes)
     if report.has_error:
-        if output_format != OutputFormat.json:
+        if output_format != OutputFormat.json and not quiet:
             err_console.print("doctor: the config has errors (exit 1)")
         raise typer.Exit(1)
 

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from seqpack._console import styled
-from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
 from seqpack.env import EnvReport, env_report
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -36,7 +36,10 @@ def _print_text(report: EnvReport) -> None:
             out_console.print(f"  fix: {fix}")
 
 
-def env(output_format: OutputFormat = FormatOption) -> None:
+def env(
+    output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,  # nothing on stderr to silence: taken as every command takes it
+) -> None:
     """Report the versions of Python, torch (+CUDA), Megatron and friends, and what follows from them.
 
     Exit 1 when a finding is an error (e.g. a Megatron release that needs a newer Python).

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from seqpack.cli._common import FormatOption, OutputFormat, emit_json, out_console
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
 from seqpack.doctor import load_config, range_problem
 from seqpack.errors import UsageError
 from seqpack.translate import bridge_to_mlm_report, format_override, load_model_args, mlm_to_bridge
@@ -25,6 +25,7 @@ def mlm_to_bridge_cmd(
     model_config: Path | None = typer.Option(None, "--model-config", help="Megatron-LM model_config.yaml."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any flag has no Bridge equivalent."),
     output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,  # nothing on stderr to silence: taken as every command takes it
 ) -> None:
     """Print Bridge overrides (KEY=VALUE, one per line), then untranslated flags as # comments.
 
@@ -54,6 +55,7 @@ def bridge_to_mlm_cmd(
     config: Path | None = typer.Option(None, "--config", help="Bridge YAML config to translate."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any key has no Megatron-LM flag."),
     output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,  # nothing on stderr to silence: taken as every command takes it
 ) -> None:
     """Print Megatron-LM flags for Bridge overrides, then keys without a flag as # comments.
 

@@ -9,7 +9,7 @@ import typer
 
 from seqpack._console import styled
 from seqpack._ranges import INT32_MAX, SEED, SIZE, Range
-from seqpack.cli._common import FormatOption, OutputFormat, emit_json, number_option, out_console
+from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, number_option, out_console
 from seqpack.errors import UsageError
 from seqpack.verify import PartResult, VerifyOptions, VerifyReport, verify_bridge
 
@@ -98,6 +98,7 @@ def verify(
     ),
     keep: Path = typer.Option(None, "--keep", help="Keep the generated data and both packings here."),
     output_format: OutputFormat = FormatOption,
+    quiet: bool = QuietOption,  # nothing on stderr to silence: taken as every command takes it
 ) -> None:
     """Pack a generated dataset with seqpack --bridge-compat and with Bridge's own packing, and diff them;
     collate with both; validate doctor's rule cases with Bridge's ConfigContainer.

@@ -13,6 +13,7 @@ log interval; iteration 1 and every multiple of the interval are logged.
 from __future__ import annotations
 
 import datetime as _dt
+import io
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -47,6 +48,7 @@ class RunLog:
     ) -> None:
         self.stream = stream
         self.interval = interval
+        self._path = path
         self._file: TextIO | None = open(path, "w", encoding="utf-8") if path is not None else None  # noqa: SIM115
         self._tb: Any = None
         if tensorboard is not None:
@@ -88,8 +90,23 @@ class RunLog:
             self._file.flush()
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+        """Close the file; a write that a stop cut short (a second Ctrl-C during a slow write) still leaves
+        the last line complete, so a reader of the log never sees half a record."""
+        if self._file is not None and self._path is not None:
+            try:
+                self._file.close()
+            finally:
+                _end_with_newline(self._path)
         if self._tb is not None:
             self._tb.flush()
             self._tb.close()
+
+
+def _end_with_newline(path: Path) -> None:
+    """Append a newline to ``path`` unless it is empty or already ends with one."""
+    with open(path, "rb+") as handle:
+        size = handle.seek(0, io.SEEK_END)
+        if size:
+            handle.seek(size - 1)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")
