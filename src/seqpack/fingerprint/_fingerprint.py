@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.fingerprint._hash import MASK_KINDS, content_sums, hash_packs, pack_chain
+from seqpack.fingerprint._hash import MASK_KINDS, content_sums, hash_and_check_packs, pack_chain
 
 #: Name and version of the fingerprint algorithm, stored beside every fingerprint.
 FINGERPRINT_ALGORITHM = "seqpack-fp2"
@@ -88,7 +88,25 @@ def hash_block(
 ) -> BlockHashes:
     """Hash consecutive packs given as three CSR columns; independent of any other block, so blocks can
     be hashed on several threads and added to a :class:`PackedFingerprinter` in order."""
-    seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq = hash_packs(
+    return hash_and_check_block(
+        input_offsets, input_ids, mask_offsets, loss_mask, start_offsets, seq_start_id, eos_id
+    )[0]
+
+
+def hash_and_check_block(
+    input_offsets: npt.NDArray[np.integer[Any]],
+    input_ids: npt.NDArray[np.integer[Any]],
+    mask_offsets: npt.NDArray[np.integer[Any]],
+    loss_mask: npt.NDArray[Any],
+    start_offsets: npt.NDArray[np.integer[Any]],
+    seq_start_id: npt.NDArray[np.integer[Any]],
+    eos_id: int = -1,
+    max_id: int = -1,
+) -> tuple[BlockHashes, bool, int]:
+    """:func:`hash_block` and, in the same pass over the tokens, a reader's token checks:
+    ``(hashes, bad, largest id)``, ``bad`` when an id lies outside ``[0, max_id]`` or a mask value is not
+    0/1 (``max_id < 0``: nothing is checked); see :func:`seqpack.fingerprint._hash.hash_and_check_packs`."""
+    hashes, (bad, top) = hash_and_check_packs(
         np.ascontiguousarray(input_ids, dtype=np.int64),
         np.ascontiguousarray(input_offsets, dtype=np.int64),
         np.ascontiguousarray(loss_mask, dtype=np.int8),
@@ -96,10 +114,13 @@ def hash_block(
         np.ascontiguousarray(seq_start_id, dtype=np.int64),
         np.ascontiguousarray(start_offsets, dtype=np.int64),
         int(eos_id),
+        int(max_id),
     )
+    seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq = hashes
     offsets = np.asarray(input_offsets, dtype=np.int64)
     pack_lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
-    return BlockHashes(seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq, pack_lengths)
+    block = BlockHashes(seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq, pack_lengths)
+    return block, bool(bad), int(top)
 
 
 class CsrPacks(Protocol):
