@@ -116,8 +116,7 @@ def hash_and_check_packs(
     pack_nseq = np.empty(n_pack, dtype=np.int64)
     low = np.int64(0) if ids.shape[0] == 0 else ids[0]
     high = low
-    bits = np.int8(0)
-    with_eos = eos_id >= 0
+    bits = 0
     s = 0
     for p in range(n_pack):
         lo = id_offsets[p]
@@ -138,31 +137,35 @@ def hash_and_check_packs(
             t2 = _SEED_TOK2 ^ np.uint64(n)
             m1 = _SEED_MASK1 ^ np.uint64(n)
             m2 = _SEED_MASK2 ^ np.uint64(n)
-            # No branch per token on the common path: the checks fold into a minimum, a maximum and an
-            # OR of the mask bytes; the kinds are counted in registers, the EOS ones only with an EOS id.
+            # One load of each token and mask byte, no branch: the checks fold into a minimum, a maximum
+            # and an OR, the supervised count into a sum (views indexed from 0 spare numba's
+            # negative-index wraparound). The EOS kinds, only when an EOS is given, take a loop of their own.
+            seq_ids = ids[a:b]
+            seq_mask = mask[a + shift : b + shift]
             supervised_count = 0
-            eos_input = 0
-            eos_label = 0
-            for j in range(a, b):
-                value = ids[j]
-                byte = mask[j + shift]
+            for i in range(n):
+                value = seq_ids[i]
+                byte = seq_mask[i]
                 low = min(low, value)
                 high = max(high, value)
                 bits |= byte
-                supervised = byte != 0
-                bit = np.uint64(supervised)
+                bit = np.uint64(byte != 0)
                 tok = np.uint64(value)
                 t1 = _token_step(t1, tok, _MUL_TOK1)
                 t2 = _token_step(t2, tok, _MUL_TOK2)
                 m1 = _token_step(m1, bit, _MUL_MASK1)
                 m2 = _token_step(m2, bit, _MUL_MASK2)
-                supervised_count += supervised
-                if with_eos and supervised and j < b - 1:
-                    if value == eos_id:
-                        eos_input += 1
-                    elif ids[j + 1] == eos_id:
-                        eos_label += 1
-            last = 1 if n > 0 and mask[b - 1 + shift] != 0 else 0
+                supervised_count += byte != 0
+            eos_input = 0
+            eos_label = 0
+            if eos_id >= 0:
+                for i in range(n - 1):  # the last position is its own kind
+                    if seq_mask[i] != 0:
+                        if seq_ids[i] == eos_id:
+                            eos_input += 1
+                        elif seq_ids[i + 1] == eos_id:
+                            eos_label += 1
+            last = 1 if n > 0 and seq_mask[n - 1] != 0 else 0
             other = supervised_count - last - eos_input - eos_label
             seq_kinds[s, 0] = last
             seq_kinds[s, 1] = eos_input
@@ -180,7 +183,7 @@ def hash_and_check_packs(
         pack_hashes[p, 1] = mix64(pmask)
         pack_hashes[p, 2] = mix64(pstart)
     # A value outside [0, max_id] or a mask byte other than 0/1 is located by the caller's own scan.
-    bad = max_id >= 0 and (low < 0 or high > max_id or (bits & ~np.int8(1)) != 0)
+    bad = max_id >= 0 and (low < 0 or high > max_id or (bits & ~1) != 0)
     return (seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq), (bad, max(high, 0))  # type: ignore[return-value]
 
 
