@@ -114,8 +114,7 @@ def hash_and_check_packs(
     seq_kinds = np.zeros((n_seq, 4), dtype=np.int32)
     pack_hashes = np.empty((n_pack, 3), dtype=np.uint64)
     pack_nseq = np.empty(n_pack, dtype=np.int64)
-    low = np.int64(0) if ids.shape[0] == 0 else ids[0]
-    high = low
+    high = np.uint64(0)  # the largest id, unsigned: a negative id is larger than any max_id
     bits = 0
     s = 0
     for p in range(n_pack):
@@ -137,7 +136,7 @@ def hash_and_check_packs(
             t2 = _SEED_TOK2 ^ np.uint64(n)
             m1 = _SEED_MASK1 ^ np.uint64(n)
             m2 = _SEED_MASK2 ^ np.uint64(n)
-            # One load of each token and mask byte, no branch: the checks fold into a minimum, a maximum
+            # One load of each token and mask byte, no branch: the checks fold into an unsigned maximum
             # and an OR, the supervised count into a sum (views indexed from 0 spare numba's
             # negative-index wraparound). The EOS kinds, only when an EOS is given, take a loop of their own.
             seq_ids = ids[a:b]
@@ -146,8 +145,7 @@ def hash_and_check_packs(
             for i in range(n):
                 value = seq_ids[i]
                 byte = seq_mask[i]
-                low = min(low, value)
-                high = max(high, value)
+                high = max(high, np.uint64(value))
                 bits |= byte
                 bit = np.uint64(byte != 0)
                 tok = np.uint64(value)
@@ -183,8 +181,8 @@ def hash_and_check_packs(
         pack_hashes[p, 1] = mix64(pmask)
         pack_hashes[p, 2] = mix64(pstart)
     # A value outside [0, max_id] or a mask byte other than 0/1 is located by the caller's own scan.
-    bad = max_id >= 0 and (low < 0 or high > max_id or (bits & ~1) != 0)
-    return (seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq), (bad, max(high, 0))  # type: ignore[return-value]
+    bad = max_id >= 0 and (high > np.uint64(max_id) or (bits & ~1) != 0)
+    return (seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq), (bad, np.int64(high))  # type: ignore[return-value]
 
 
 @numba.njit(cache=True)
