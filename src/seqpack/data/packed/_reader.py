@@ -240,15 +240,7 @@ def validate_block(
             k = bad - block.start_offsets[r]
             note(r, 5, "seq_start_id", f"entry {k} = {starts[bad]} is not < len(input_ids) = {row_len[r]}")
     if hashed and not findings:  # the offsets hold: the hash kernel may trust them
-        hashes, bad_tokens, top = hash_and_check_block(
-            block.input_offsets,
-            block.input_ids,
-            block.mask_offsets,
-            block.loss_mask,
-            block.start_offsets,
-            block.seq_start_id,
-            max_id=MAX_TOKEN_ID,
-        )
+        hashes, bad_tokens, top = hash_and_check_block(block, max_id=MAX_TOKEN_ID)
         if not bad_tokens:
             return replace(block, max_token_id=top, hashes=hashes)
     bad_id, bad_mask = _token_scan(block.input_ids, block.loss_mask, MAX_TOKEN_ID)
