@@ -13,6 +13,7 @@ shows it in ``--help`` and checks it), and numbers parsed out of option strings 
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -69,6 +70,13 @@ class Range:
         if not self.contains(value):
             raise UsageError(f"{name}: expected {self.expected()}, found {shown(value)}")
         return value
+
+    def checked_int(self, name: str, value: object) -> int:
+        """:meth:`check` for a Python API's integer parameter: numpy integers count as integers (a float,
+        a boolean or a string does not), the result is a plain ``int``."""
+        if not isinstance(value, bool) and hasattr(value, "__index__"):
+            value = operator.index(value)
+        return int(self.check(name, value))  # type: ignore[call-overload]
 
 
 def _num(x: float) -> str:

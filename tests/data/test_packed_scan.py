@@ -80,9 +80,9 @@ def test_the_doctor_reads_each_row_group_once(tmp_path: Path, monkeypatch: pytes
     reads: list[int] = []
     original = PackedReader._read_group
 
-    def counted(self: PackedReader, file_index: int, group: int) -> object:
+    def counted(self: PackedReader, file_index: int, group: int, **options: bool) -> object:
         reads.append(group)
-        return original(self, file_index, group)
+        return original(self, file_index, group, **options)
 
     monkeypatch.setattr(PackedReader, "_read_group", counted)
     overrides = [

@@ -10,7 +10,9 @@ with one line naming what is wrong -- never a truncated value, nor numpy's or to
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -25,10 +27,12 @@ from seqpack.data.pipeline._options import InputOptions, LengthPolicy, PackSize,
 from seqpack.data.samples import example_dataset_path
 from seqpack.data.samples.text import TextOptions
 from seqpack.errors import DataError, SeqpackError, UsageError
+from seqpack.packing import MAX_PAD_MULTIPLE
 
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 
+from seqpack.batching import PackedCollator, pack_in_batch, pack_rows  # noqa: E402
 from seqpack.hf import PaddingFreeCollator, pack_dataset  # noqa: E402
 
 #: Wrong values per declared kind (``True`` is no integer; ``"3"`` is no number).
@@ -94,7 +98,6 @@ def test_paths_and_too_long_given_as_strings_work(tmp_path: Path) -> None:
     ("name", "values"),
     [
         ("pad_token_id", [-1, 1.5, True, "0", None, 2**32]),
-        ("pad_to_multiple_of", [-4, 0, 2.5, True, "8"]),
         ("return_flash_attn_kwargs", [1, "yes", None]),
     ],
 )
@@ -108,6 +111,72 @@ def test_collator_settings_of_the_wrong_kind_are_refused(name: str, values: list
         with pytest.raises(UsageError) as refused:
             PaddingFreeCollator(**{name: value})
         assert str(refused.value).startswith(f"{name} must be "), refused.value
+
+
+#: How to call each batch builder with one pad-multiple setting (a tiny real batch where it collates).
+BATCH_BUILDERS: dict[str, Any] = {
+    "PackedCollator": lambda **kw: PackedCollator(2, 8, **kw),
+    "PaddingFreeCollator": lambda **kw: PaddingFreeCollator(**kw),
+    "pack_in_batch": lambda **kw: pack_in_batch(
+        {"input_ids": torch.tensor([[5, 6, 7]]), "position_ids": torch.tensor([[0, 1, 2]])}, **kw
+    ),
+    "pack_rows": lambda **kw: pack_rows(
+        [{"input_ids": torch.tensor([5, 6]), "position_ids": torch.arange(2)}], **kw
+    ),
+}
+#: Pad multiples ``seqpack pack`` refuses (out of ``[1, MAX_PAD_MULTIPLE]``, or no integer).
+BAD_MULTIPLES: list[Any] = [0, -16, MAX_PAD_MULTIPLE + 1, 2**31, 2**64, 2.5, 8.0, np.float64(8), True, "8"]
+
+
+def _pad_multiple_parameters() -> list[tuple[str, str]]:
+    """Every pad-multiple parameter of the public batch builders, found by name in their signatures."""
+    found = []
+    for package in (seqpack.batching, seqpack.hf):
+        for name in package.__all__:
+            try:
+                parameters = inspect.signature(getattr(package, name)).parameters
+            except (TypeError, ValueError):  # constants, typed dicts
+                continue
+            found += [(name, p) for p in parameters if re.search(r"pad_.*mult", p)]
+    return sorted(set(found))
+
+
+def test_the_sweep_covers_every_pad_multiple_parameter() -> None:
+    assert {name for name, _ in _pad_multiple_parameters()} == set(BATCH_BUILDERS)
+
+
+@pytest.mark.parametrize(("builder", "parameter"), _pad_multiple_parameters())
+def test_pad_multiples_out_of_the_cli_range_are_refused_by_name(builder: str, parameter: str) -> None:
+    """The CLI caps pad multiples at MAX_PAD_MULTIPLE (65,536); the Python builders refuse the same values
+    with the parameter's name, and take the limit itself and numpy integers."""
+    call = BATCH_BUILDERS[builder]
+    for value in BAD_MULTIPLES:
+        with pytest.raises(UsageError) as refused:
+            call(**{parameter: value})
+        assert str(refused.value).startswith(
+            f"{parameter}: expected an integer >= 1 and <= {MAX_PAD_MULTIPLE}, found "
+        ), (value, refused.value)
+        assert "\n" not in str(refused.value)
+    call(**{parameter: MAX_PAD_MULTIPLE})
+    call(**{parameter: np.int64(4)})
+
+
+@pytest.mark.parametrize(
+    ("name", "values"),
+    [
+        ("eos_id", [-1, 1.5, True, "2", 2**32]),
+        ("max_seq_length", [0, -8, 8.5, True, "8", 2**31]),
+        ("pad_to_max_length", [1, "yes", None]),
+        ("pad_cu_seqlens", [1, "no", None]),
+    ],
+)
+def test_packed_collator_settings_the_cli_refuses_are_refused_by_name(name: str, values: list[Any]) -> None:
+    """``int(1.5)`` made a pack size of 1 and ``"yes"`` a fixed width; the CLI's ranges hold here too."""
+    for value in values:
+        settings: dict[str, Any] = {"eos_id": 2, "max_seq_length": 8, name: value}
+        with pytest.raises(UsageError) as refused:
+            PackedCollator(**settings)
+        assert str(refused.value).startswith(f"{name}: expected "), (value, refused.value)
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -185,3 +186,90 @@ def test_a_chat_line_at_the_limit_stays_under_4_gb_with_a_real_tokenizer(tmp_pat
     assert result.returncode == 0, result.stderr
     peak_bytes = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     assert peak_bytes < 4e9
+
+
+def _text_table(layout: str, texts: list[str]) -> pa.Table:
+    """Rows of the text inputs seqpack packs, one per text, in ``layout``'s Arrow shape."""
+    if layout == "prompt-completion":
+        return pa.table({"prompt": ["p"] * len(texts), "completion": [t[1:] for t in texts]})
+    if layout == "large strings":
+        return pa.table({"prompt": pa.array(["p"] * len(texts), pa.large_string()),
+                         "completion": pa.array([t[1:] for t in texts], pa.large_string())})  # fmt: skip
+    if layout == "dictionary":
+        return pa.table({"prompt": pa.array(["p"] * len(texts)).dictionary_encode(),
+                         "completion": pa.array([t[1:] for t in texts]).dictionary_encode()})  # fmt: skip
+    messages = [
+        [{"role": "user", "content": "u"}, {"role": "assistant", "content": t[1 + 4 + 9 :]}] for t in texts
+    ]
+    return pa.table({"messages": messages})  # chat: "user" + "u" + "assistant" + content
+
+
+#: Table shapes of text rows; the field each one's over-long row is named by.
+TEXT_LAYOUTS = {"prompt-completion": "completion", "large strings": "completion", "dictionary": "completion",
+                "chat": "messages"}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["parquet", "datasets"])
+@pytest.mark.parametrize("layout", sorted(TEXT_LAYOUTS))
+def test_a_table_row_gets_the_line_limit_on_its_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str, kind: str
+) -> None:
+    """A Parquet or ``datasets`` row of text (a chat's nested contents, prompt and completion) is held to
+    the JSONL line limit, exactly: the limit's bytes of text are read, one byte more is refused, naming
+    the file, the row and the field, before anything is tokenized (a small limit through the same
+    constant; :func:`test_the_real_row_limit_is_enforced` takes the shipped one)."""
+    monkeypatch.setattr(_readers, "MAX_LINE_BYTES", 100)
+    for size, refused in ((100, False), (101, True)):
+        texts = ["x" * 30, "y" * 30, "z" * 30, "w" * size, "v" * 30]  # the long row: 4th, 2nd batch
+        table = _text_table(layout, texts)
+        assert (
+            int(sum(_readers.row_text_bytes(c) for c in table.combine_chunks().to_batches()[0].columns)[3])
+            == size
+        )
+        path = tmp_path / f"{layout}-{size}"
+        if kind == "parquet":
+            path = path.with_suffix(".parquet")
+            pq.write_table(table, path)
+        else:
+            datasets = pytest.importorskip("datasets")
+            datasets.Dataset(table).save_to_disk(str(path))
+        if not refused:
+            assert [loc for chunk in iter_chunks([path], chunk_rows=3) for loc in chunk.locs.tolist()] == [
+                0,
+                1,
+                2,
+                3,
+                4,
+            ]
+            continue
+        with pytest.raises(InputError) as caught:
+            list(iter_chunks([path], chunk_rows=3))
+        assert str(caught.value) == (
+            f"{path} row 3: field '{TEXT_LAYOUTS[layout]}': row holds 101 bytes of text, more than 100 "
+            "(the limit of a row, as of a JSONL line)"
+        )
+
+
+def test_the_real_row_limit_is_enforced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], trained_tokenizers: dict[str, Path]
+) -> None:
+    """The shipped constant through ``pack``: a chat row of 16 MiB + 1 bytes of text is refused, exit 2,
+    one line, before it is tokenized, and nothing is written; 16 MiB of text is read."""
+    limit = _readers.MAX_LINE_BYTES
+    for size, refused in ((limit, False), (limit + 1, True)):
+        table = _text_table("chat", ["a" * size])
+        path = tmp_path / f"chat-{size}.parquet"
+        pq.write_table(table, path)
+        if not refused:
+            assert [chunk.locs.tolist() for chunk in iter_chunks([path])] == [[0]]
+            continue
+        tok = str(next(iter(trained_tokenizers.values())))
+        code, _, err = run(
+            [str(path), "--tokenizer", tok, "--out", str(tmp_path / "o"), "-n", "4096"], capsys
+        )
+        assert code == 2
+        assert err.strip() == (
+            f"error: {path} row 0: field 'messages': row holds {limit + 1} bytes of text, more than {limit} "
+            "(the limit of a row, as of a JSONL line)"
+        )
+        assert not (tmp_path / "o").exists()

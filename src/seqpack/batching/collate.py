@@ -34,8 +34,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from seqpack._ranges import SIZE, TOKEN_ID
 from seqpack.data.format import MetadataEntry, PackingMetadata, as_metadata
-from seqpack.errors import DataError, InputError, UsageError
+from seqpack.errors import DataError, InputError, UsageError, param, shown
+from seqpack.packing import checked_multiple
 
 #: Bridge's default ``pad_seq_length_to_mult`` for the packed collate width (``GPTSFTDataset``, bridge-format
 #: §5).
@@ -126,13 +128,16 @@ class PackedCollator:
     ) -> None:
         if variant not in VARIANTS:
             raise UsageError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
-        if max_seq_length < 1 or pad_seq_length_to_mult < 1 or pad_seq_to_mult < 1:
-            raise UsageError("max_seq_length, pad_seq_length_to_mult and pad_seq_to_mult must be >= 1")
-        self.eos_id = int(eos_id)
-        self.max_seq_length = int(max_seq_length)
+        # What the CLI refuses, refused here by parameter name: a float truncated, a bool taken for 1, a
+        # multiple beyond seqpack pack's bound (each pads every batch row up to it).
+        self.eos_id = TOKEN_ID.checked_int(param("eos_id"), eos_id)
+        self.max_seq_length = SIZE.checked_int(param("max_seq_length"), max_seq_length)
+        for name, value in (("pad_to_max_length", pad_to_max_length), ("pad_cu_seqlens", pad_cu_seqlens)):
+            if not isinstance(value, bool):
+                raise UsageError(f"{param(name)}: expected True or False, found {shown(value)}")
         self.pad_to_max_length = pad_to_max_length
-        self.pad_seq_length_to_mult = int(pad_seq_length_to_mult)
-        self.pad_seq_to_mult = int(pad_seq_to_mult)
+        self.pad_seq_length_to_mult = checked_multiple("pad_seq_length_to_mult", pad_seq_length_to_mult)
+        self.pad_seq_to_mult = checked_multiple("pad_seq_to_mult", pad_seq_to_mult)
         self.pad_cu_seqlens = pad_cu_seqlens
         self.answer_only_loss = answer_only_loss
         self.return_cu_seqlen = return_cu_seqlen

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seqpack.errors import DataError, UsageError
+from seqpack.packing import checked_multiple
 
 #: Label value of padding inserted between sequences (Bridge's ``IGNORE_INDEX``).
 IGNORE_INDEX = -100
@@ -62,8 +63,7 @@ def pack_in_batch(
     """
     import torch
 
-    if pad_to_multiple_of < 1:
-        raise UsageError(f"pad_to_multiple_of must be >= 1, got {pad_to_multiple_of}")
+    pad_to_multiple_of = checked_multiple("pad_to_multiple_of", pad_to_multiple_of)
     if sequence_length is not None and sequence_length < 1:
         raise UsageError(f"sequence_length must be >= 1, got {sequence_length}")
     extra = dict(sequence_tensor_pad_values or {})

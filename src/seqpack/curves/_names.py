@@ -8,9 +8,10 @@ Keys that have no TensorBoard twin (``load_balancing_loss``, ``mtp_1 loss``) kee
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from seqpack.errors import UsageError, param
+from seqpack.errors import DataError, UsageError, param, shown
 
 if TYPE_CHECKING:
     from seqpack.curves._series import Curves
@@ -76,6 +77,28 @@ def canonical(name: str) -> str:
     if key in LOG_KEYS:
         return LOG_KEYS[key][0]
     return HF_KEYS.get(key, key)
+
+
+def canonical_names(source: str, names: Iterable[str], kind: str = "columns") -> dict[str, str]:
+    """``{name: canonical name}`` of the metric names one file holds, refusing two that read as one.
+
+    ``loss`` and ``train/loss`` (or ``lm loss`` and ``lm-loss``) are both the loss: kept side by side, the
+    later one replaced the earlier without a word, and which was compared depended on the column order.
+    Names that only resemble a metric (``train/loss_scale``, ``loss (smoothed)``) are not the metric and
+    keep their own names.
+    """
+    found: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for name in names:
+        name_is = canonical(name)
+        first = owner.setdefault(name_is, name)
+        if first != name:
+            raise DataError(
+                f"{source}: {kind} {shown(first)} and {shown(name)} both read as {shown(name_is)}; "
+                "keep one of them"
+            )
+        found[name] = name_is
+    return found
 
 
 def parse_metric_map(pairs: list[str]) -> dict[str, str]:

@@ -27,7 +27,7 @@ import numpy as np
 import orjson
 
 from seqpack._io import read_bytes
-from seqpack.curves._names import canonical
+from seqpack.curves._names import canonical, canonical_names
 from seqpack.curves._series import Curves, Series, find_segments, resolve
 from seqpack.errors import DataError, InputError, shown, where
 
@@ -76,6 +76,7 @@ def read_golden(path: str | os.PathLike[str]) -> Curves:
         )
     metrics: dict[str, Series] = {}
     unrecorded_by_metric: list[str] = []
+    canonical_names(source, doc, "metrics")
     for name, entry in doc.items():
         if not isinstance(entry, dict) or "values" not in entry:
             raise InputError(
@@ -176,6 +177,43 @@ def _run_and_metric(column: str) -> tuple[str | None, str]:
     return run, metric
 
 
+def _repeated_steps(steps: list[int]) -> list[int]:
+    """Rows whose step equals the previous row's: the same step again, not a restart (a restart goes
+    back, :func:`~seqpack.curves._series.find_segments`)."""
+    return [k for k in range(1, len(steps)) if steps[k] == steps[k - 1]]
+
+
+def _refuse_a_step_given_twice(
+    source: str,
+    first_line: int,
+    row_word: str,
+    rows: list[dict[str, Any]],
+    steps: list[int],
+    repeats: list[int],
+    key: str,
+) -> None:
+    """A metric with two values at one step (rows of the same step, both filled) is refused, naming both
+    rows: the reader kept the later one without a word. Rows of one step that fill different columns (a
+    W&B history row per ``log`` call) are one step's values and pass."""
+    for k in repeats:
+        previous = k - 1
+        while previous > 0 and steps[previous - 1] == steps[k] and _blank(rows[previous].get(key)):
+            previous -= 1
+        if not _blank(rows[k].get(key)) and not _blank(rows[previous].get(key)):
+            raise DataError(
+                f"{where(source, first_line + k, field=key)}: step {steps[k]} is given twice (also at "
+                f"{row_word} {first_line + previous}); keep one row per step"
+            )
+
+
+def _blank(raw: Any) -> bool:
+    """A cell that holds no value (empty, ``null``), as :func:`_number` reads it."""
+    try:
+        return _number(raw) is None
+    except ValueError:
+        return False
+
+
 def _table_curves(
     source: str, fmt: str, rows: list[dict[str, Any]], first_line: int, row_word: str = "line"
 ) -> dict[str | None, Curves]:
@@ -213,9 +251,15 @@ def _table_curves(
             )
         steps.append(int(step))
     by_run: dict[str | None, dict[str, Series]] = {}
-    for key in keys:
-        if key == step_key or key.startswith("_") or key.endswith(("__MIN", "__MAX")):
-            continue
+    metric_keys = [
+        key
+        for key in keys
+        if key != step_key and not key.startswith("_") and not key.endswith(("__MIN", "__MAX"))
+    ]
+    for run_name in {_run_and_metric(key)[0] for key in metric_keys}:
+        canonical_names(source, [m for r, m in map(_run_and_metric, metric_keys) if r == run_name])
+    repeats = _repeated_steps(steps)
+    for key in metric_keys:
         its: list[int] = []
         vals: list[float] = []
         bad: tuple[int, Any] | None = None
@@ -237,6 +281,7 @@ def _table_curves(
                 f"{where(source, first_line + bad[0], field=key)}: expected a number, found {shown(bad[1])}"
             )
         if its:
+            _refuse_a_step_given_twice(source, first_line, row_word, rows, steps, repeats, key)
             run, name = _run_and_metric(key)
             by_run.setdefault(run, {})[canonical(name)] = resolve(its, vals)
     if not by_run:
@@ -323,6 +368,7 @@ def read_tensorboard(path: str | os.PathLike[str]) -> Curves:
     if frame is None or len(frame) == 0:
         raise InputError(f"{source}: no scalar values in the TensorBoard events")
     metrics: dict[str, Series] = {}
+    canonical_names(source, frame["tag"].unique().tolist(), "tags")
     for tag, group in frame.groupby("tag", sort=False):
         metrics[canonical(str(tag))] = resolve(group["step"].to_numpy(), group["value"].to_numpy())
     notes = [note for file in _event_files(Path(path)) if (note := event_file_damage(file)) is not None]

@@ -93,7 +93,7 @@ def read_packed_facts(
         scan = PackedScan(pad_multiple=multiple, eos_id=facts.eos_id)
         sidecar = facts.metadata if facts.metadata_path is not None else None
         with RecordedCheck(location, source.paths, facts.metadata_path, sidecar) as recorded:
-            for block in source.blocks():
+            for block in source.blocks(hashed=recorded.active):
                 scan.add(block)
                 recorded.add(block)
             recorded.finish()

@@ -13,6 +13,7 @@ from seqpack.fingerprint._fingerprint import (
     PackedFingerprinter,
     PackTable,
     SequenceTable,
+    hash_and_check_block,
     hash_block,
 )
 from seqpack.fingerprint._hash import MASK_KINDS
@@ -26,5 +27,6 @@ __all__ = [
     "PackTable",
     "PackedFingerprinter",
     "SequenceTable",
+    "hash_and_check_block",
     "hash_block",
 ]

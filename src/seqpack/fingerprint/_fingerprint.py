@@ -19,12 +19,12 @@ and the readers of packed files (:mod:`seqpack.data.packed._source`) feed it blo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.fingerprint._hash import MASK_KINDS, content_sums, hash_packs, pack_chain
+from seqpack.fingerprint._hash import MASK_KINDS, content_sums, hash_and_check_packs, pack_chain
 
 #: Name and version of the fingerprint algorithm, stored beside every fingerprint.
 FINGERPRINT_ALGORITHM = "seqpack-fp2"
@@ -77,31 +77,6 @@ class BlockHashes:
         return int(self.pack_lengths.sum())
 
 
-def hash_block(
-    input_offsets: npt.NDArray[np.integer[Any]],
-    input_ids: npt.NDArray[np.integer[Any]],
-    mask_offsets: npt.NDArray[np.integer[Any]],
-    loss_mask: npt.NDArray[Any],
-    start_offsets: npt.NDArray[np.integer[Any]],
-    seq_start_id: npt.NDArray[np.integer[Any]],
-    eos_id: int = -1,
-) -> BlockHashes:
-    """Hash consecutive packs given as three CSR columns; independent of any other block, so blocks can
-    be hashed on several threads and added to a :class:`PackedFingerprinter` in order."""
-    seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq = hash_packs(
-        np.ascontiguousarray(input_ids, dtype=np.int64),
-        np.ascontiguousarray(input_offsets, dtype=np.int64),
-        np.ascontiguousarray(loss_mask, dtype=np.int8),
-        np.ascontiguousarray(mask_offsets, dtype=np.int64),
-        np.ascontiguousarray(seq_start_id, dtype=np.int64),
-        np.ascontiguousarray(start_offsets, dtype=np.int64),
-        int(eos_id),
-    )
-    offsets = np.asarray(input_offsets, dtype=np.int64)
-    pack_lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
-    return BlockHashes(seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq, pack_lengths)
-
-
 class CsrPacks(Protocol):
     """Consecutive packs as three CSR columns (what :class:`seqpack.data.packed.PackedBlock` holds)."""
 
@@ -117,6 +92,55 @@ class CsrPacks(Protocol):
     def start_offsets(self) -> npt.NDArray[Any]: ...
     @property
     def seq_start_id(self) -> npt.NDArray[Any]: ...
+
+
+class _Columns(NamedTuple):
+    """Three CSR columns given one by one (the pack writer's), shaped as :class:`CsrPacks`."""
+
+    input_offsets: npt.NDArray[Any]
+    input_ids: npt.NDArray[Any]
+    mask_offsets: npt.NDArray[Any]
+    loss_mask: npt.NDArray[Any]
+    start_offsets: npt.NDArray[Any]
+    seq_start_id: npt.NDArray[Any]
+
+
+def hash_block(
+    input_offsets: npt.NDArray[np.integer[Any]],
+    input_ids: npt.NDArray[np.integer[Any]],
+    mask_offsets: npt.NDArray[np.integer[Any]],
+    loss_mask: npt.NDArray[Any],
+    start_offsets: npt.NDArray[np.integer[Any]],
+    seq_start_id: npt.NDArray[np.integer[Any]],
+    eos_id: int = -1,
+) -> BlockHashes:
+    """Hash consecutive packs given as three CSR columns; independent of any other block, so blocks can
+    be hashed on several threads and added to a :class:`PackedFingerprinter` in order."""
+    columns = _Columns(input_offsets, input_ids, mask_offsets, loss_mask, start_offsets, seq_start_id)
+    return hash_and_check_block(columns, eos_id=eos_id)[0]
+
+
+def hash_and_check_block(
+    block: CsrPacks, *, eos_id: int = -1, max_id: int = -1
+) -> tuple[BlockHashes, bool, int]:
+    """:func:`hash_block` of ``block`` and, in the same pass over its tokens, a reader's token checks:
+    ``(hashes, bad, largest id)``, ``bad`` when an id lies outside ``[0, max_id]`` or a mask value is not
+    0/1 (``max_id < 0``: nothing is checked); see :func:`seqpack.fingerprint._hash.hash_and_check_packs`."""
+    hashes, (bad, top) = hash_and_check_packs(
+        np.ascontiguousarray(block.input_ids, dtype=np.int64),
+        np.ascontiguousarray(block.input_offsets, dtype=np.int64),
+        np.ascontiguousarray(block.loss_mask, dtype=np.int8),
+        np.ascontiguousarray(block.mask_offsets, dtype=np.int64),
+        np.ascontiguousarray(block.seq_start_id, dtype=np.int64),
+        np.ascontiguousarray(block.start_offsets, dtype=np.int64),
+        int(eos_id),
+        int(max_id),
+    )
+    seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq = hashes
+    offsets = np.asarray(block.input_offsets, dtype=np.int64)
+    pack_lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
+    found = BlockHashes(seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq, pack_lengths)
+    return found, bool(bad), int(top)
 
 
 @dataclass
@@ -163,17 +187,7 @@ class PackedFingerprinter:
 
     def update_block(self, block: CsrPacks) -> None:
         """Add a block read by :class:`seqpack.data.packed.PackedReader` (already validated)."""
-        self.add(
-            hash_block(
-                block.input_offsets,
-                block.input_ids,
-                block.mask_offsets,
-                block.loss_mask,
-                block.start_offsets,
-                block.seq_start_id,
-                self.eos_id,
-            )
-        )
+        self.add(hash_and_check_block(block, eos_id=self.eos_id)[0])
 
     def pack_hashes(self) -> npt.NDArray[np.uint64]:
         """The kept per-pack hashes (``keep_packs`` or ``keep_sequences``), shape ``(packs, 3)``."""

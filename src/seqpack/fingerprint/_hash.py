@@ -75,7 +75,7 @@ def _token_step(h: np.uint64, value: np.uint64, mul: np.uint64) -> np.uint64:
 
 
 @numba.njit(cache=True, nogil=True)  # nogil: row groups are hashed on several threads
-def hash_packs(
+def hash_and_check_packs(
     ids: npt.NDArray[np.int64],
     id_offsets: npt.NDArray[np.int64],
     mask: npt.NDArray[np.int8],
@@ -83,19 +83,29 @@ def hash_packs(
     starts: npt.NDArray[np.int64],
     start_offsets: npt.NDArray[np.int64],
     eos_id: int,
+    max_id: int,
 ) -> tuple[
-    npt.NDArray[np.uint64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int32],
-    npt.NDArray[np.uint64],
-    npt.NDArray[np.int64],
+    tuple[
+        npt.NDArray[np.uint64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.uint64],
+        npt.NDArray[np.int64],
+    ],
+    tuple[bool, int],
 ]:
-    """Hash every sequence and pack of one batch; see the module docstring for the outputs.
+    """Hash every sequence and pack of one batch (see the module docstring) and, from the same loads, make
+    the token checks a reader makes of every block.
 
-    Returns ``(seq_hashes[n_seq, 4], seq_lengths[n_seq], seq_kinds[n_seq, 4], pack_hashes[n_pack, 3],
-    pack_nseq[n_pack])``; ``seq_hashes`` columns are ``tok1, tok2, mask1, mask2``; ``eos_id < 0`` means
-    unknown (no position counts as an EOS kind). The block must satisfy bridge-format §3's row invariants
-    (``seqpack.data.packed.validate_block``): the kernel trusts the offsets.
+    Returns ``((seq_hashes[n_seq, 4], seq_lengths[n_seq], seq_kinds[n_seq, 4], pack_hashes[n_pack, 3],
+    pack_nseq[n_pack]), (bad, largest id))``; ``seq_hashes`` columns are ``tok1, tok2, mask1, mask2``;
+    ``eos_id < 0`` means unknown (no position counts as an EOS kind); ``bad`` when an id lies outside
+    ``[0, max_id]`` or a mask value is not 0/1 (the caller's own scan then says where; ``max_id < 0`` checks
+    nothing); the largest id is 0 for no tokens. The block must satisfy bridge-format §3's row invariants
+    on its offsets (``seqpack.data.packed.validate_block`` checks them first): the kernel trusts them.
+
+    One pass instead of three (check, maximum, hash): each token is loaded once, so a reader that checks a
+    pack set against its record pays the hash arithmetic alone, never a second read of the tokens.
     """
     n_pack = id_offsets.shape[0] - 1
     n_seq = start_offsets[n_pack] - start_offsets[0]
@@ -104,6 +114,8 @@ def hash_packs(
     seq_kinds = np.zeros((n_seq, 4), dtype=np.int32)
     pack_hashes = np.empty((n_pack, 3), dtype=np.uint64)
     pack_nseq = np.empty(n_pack, dtype=np.int64)
+    high = np.uint64(0)  # the largest id, unsigned: a negative id is larger than any max_id
+    bits = 0
     s = 0
     for p in range(n_pack):
         lo = id_offsets[p]
@@ -124,23 +136,39 @@ def hash_packs(
             t2 = _SEED_TOK2 ^ np.uint64(n)
             m1 = _SEED_MASK1 ^ np.uint64(n)
             m2 = _SEED_MASK2 ^ np.uint64(n)
-            for j in range(a, b):
-                tok = np.uint64(ids[j])
-                supervised = mask[j + shift] != 0
-                bit = np.uint64(1) if supervised else np.uint64(0)
+            # One load of each token and mask byte, no branch: the checks fold into an unsigned maximum
+            # and an OR, the supervised count into a sum (views indexed from 0 spare numba's
+            # negative-index wraparound). The EOS kinds, only when an EOS is given, take a loop of their own.
+            seq_ids = ids[a:b]
+            seq_mask = mask[a + shift : b + shift]
+            supervised_count = 0
+            for i in range(n):
+                value = seq_ids[i]
+                byte = seq_mask[i]
+                high = max(high, np.uint64(value))
+                bits |= byte
+                bit = np.uint64(byte != 0)
+                tok = np.uint64(value)
                 t1 = _token_step(t1, tok, _MUL_TOK1)
                 t2 = _token_step(t2, tok, _MUL_TOK2)
                 m1 = _token_step(m1, bit, _MUL_MASK1)
                 m2 = _token_step(m2, bit, _MUL_MASK2)
-                if supervised:
-                    if j == b - 1:
-                        seq_kinds[s, 0] += 1
-                    elif eos_id >= 0 and ids[j] == eos_id:
-                        seq_kinds[s, 1] += 1
-                    elif eos_id >= 0 and ids[j + 1] == eos_id:
-                        seq_kinds[s, 2] += 1
-                    else:
-                        seq_kinds[s, 3] += 1
+                supervised_count += byte != 0
+            eos_input = 0
+            eos_label = 0
+            if eos_id >= 0:
+                for i in range(n - 1):  # the last position is its own kind
+                    if seq_mask[i] != 0:
+                        if seq_ids[i] == eos_id:
+                            eos_input += 1
+                        elif seq_ids[i + 1] == eos_id:
+                            eos_label += 1
+            last = 1 if n > 0 and seq_mask[n - 1] != 0 else 0
+            other = supervised_count - last - eos_input - eos_label
+            seq_kinds[s, 0] = last
+            seq_kinds[s, 1] = eos_input
+            seq_kinds[s, 2] = eos_label
+            seq_kinds[s, 3] = other
             seq_hashes[s, 0] = mix64(t1)
             seq_hashes[s, 1] = mix64(t2)
             seq_hashes[s, 2] = mix64(m1)
@@ -152,7 +180,9 @@ def hash_packs(
         pack_hashes[p, 0] = mix64(ptok)
         pack_hashes[p, 1] = mix64(pmask)
         pack_hashes[p, 2] = mix64(pstart)
-    return seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq
+    # A value outside [0, max_id] or a mask byte other than 0/1 is located by the caller's own scan.
+    bad = max_id >= 0 and (high > np.uint64(max_id) or (bits & ~1) != 0)
+    return (seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq), (bad, np.int64(high))  # type: ignore[return-value]
 
 
 @numba.njit(cache=True)

@@ -28,6 +28,7 @@ import numpy as np
 from seqpack.data.format import MAX_TOKEN_ID
 from seqpack.errors import DataError, UsageError, param
 from seqpack.hf._values import integers, mask, token_ids
+from seqpack.packing import checked_multiple
 
 #: The label transformers' losses ignore.
 IGNORE_INDEX = -100
@@ -109,9 +110,8 @@ class PaddingFreeCollator:
         if not _is_int(pad) or not 0 <= pad <= MAX_TOKEN_ID:
             name = param("pad_token_id")
             raise UsageError(f"{name} must be a token id in [0, {MAX_TOKEN_ID}], got {pad!r}")
-        if multiple is not None and (not _is_int(multiple) or multiple < 1):
-            name = param("pad_to_multiple_of")
-            raise UsageError(f"{name} must be a positive integer or None, got {multiple!r}")
+        if multiple is not None:  # the bound seqpack pack puts on every pad multiple
+            self.pad_to_multiple_of = checked_multiple("pad_to_multiple_of", multiple)
         if not isinstance(self.return_flash_attn_kwargs, bool):
             flag = param("return_flash_attn_kwargs")
             raise UsageError(f"{flag} must be True or False, got {self.return_flash_attn_kwargs!r}")

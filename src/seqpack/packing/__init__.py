@@ -31,7 +31,7 @@ from seqpack.packing._cost import (
     resolve_cost_model,
     squared_sums,
 )
-from seqpack.packing._pad import MAX_PAD_MULTIPLE, pad_multiple
+from seqpack.packing._pad import MAX_PAD_MULTIPLE, checked_multiple, pad_multiple
 from seqpack.packing._plan import BRIDGE_METADATA_KEYS, PackPlan, bridge_metadata_values, packing_efficiency
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "PackPlan",
     "balanced_pack",
     "bridge_metadata_values",
+    "checked_multiple",
     "cost_spread",
     "efficiency",
     "pack_costs",

@@ -108,7 +108,7 @@ def load_training_data(
         keep_pack_runtime=True,
     )
     with RecordedCheck(reader.location, reader.paths, meta_path, sidecar if meta_path else None) as recorded:
-        for block in reader.iter_blocks():
+        for block in reader.iter_blocks(hashed=recorded.active):
             facts = scan.add(block)
             recorded.add(block)
             if facts.multiple_misses.size:

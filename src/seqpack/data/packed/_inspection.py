@@ -219,7 +219,7 @@ def _inspect(
         on_packs(source.num_packs)
     scan = PackedScan()
     with RecordedCheck(source.location, files, meta_path, sidecar) as recorded:
-        for block in source.blocks():  # validated, strictly
+        for block in source.blocks(hashed=recorded.active):  # validated strictly, hashed in that pass
             facts = scan.add(block)
             recorded.add(block)
             if pack_size is not None:

@@ -23,7 +23,7 @@ import glob
 import os
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from seqpack._io import unreadable
 from seqpack._parquet import open_parquet, read_row_group
 from seqpack.data.format import MAX_TOKEN_ID, PARQUET_SUFFIXES, REQUIRED_COLUMNS
 from seqpack.errors import DataError, InputError, where
+from seqpack.fingerprint import BlockHashes, hash_and_check_block
 
 #: Row groups kept decoded for random access; Bridge keeps one, a few more spare a shuffled sampler rereads.
 ROW_GROUP_CACHE_SIZE = 4
@@ -95,6 +96,10 @@ class PackedBlock:
     loss_mask: np.ndarray
     start_offsets: np.ndarray
     seq_start_id: np.ndarray
+    #: Found by :func:`validate_block` with ``hashed=True`` in its one pass over the tokens: the largest
+    #: token id, and the block's fingerprint hashes (what a reader checks against the recorded fingerprint).
+    max_token_id: int | None = None
+    hashes: BlockHashes | None = None
 
     @property
     def num_rows(self) -> int:
@@ -175,13 +180,19 @@ def _row_of(offsets: np.ndarray, flat_index: int) -> int:
     return int(np.searchsorted(offsets, flat_index, side="right") - 1)
 
 
-def validate_block(block: PackedBlock, *, allow_empty_sequences: bool = True) -> None:
+def validate_block(
+    block: PackedBlock, *, allow_empty_sequences: bool = True, hashed: bool = False
+) -> PackedBlock:
     """Check every row invariant of bridge-format §3 over the block's offsets; raise on the first bad row.
 
     The message names the file, the row in it and the field: ``train.idx.parquet row 7: field
     'seq_start_id': must start at 0, found 3``. With ``allow_empty_sequences=False`` a repeated start (a
     sequence of 0 stored tokens, which Bridge's check lets through but its collate turns into a negative
     ``cu_seqlens`` step) is an error too.
+
+    Returns the block; with ``hashed`` it carries its fingerprint hashes and largest id, computed in the
+    same pass over the tokens as the id and mask checks (:func:`seqpack.fingerprint.hash_and_check_block`:
+    one read of the tokens where a check against the recorded fingerprint used to make a second).
     """
     n = block.num_rows
     row_len = block.row_lengths()
@@ -228,6 +239,10 @@ def validate_block(block: PackedBlock, *, allow_empty_sequences: bool = True) ->
             r = int(owner[bad])
             k = bad - block.start_offsets[r]
             note(r, 5, "seq_start_id", f"entry {k} = {starts[bad]} is not < len(input_ids) = {row_len[r]}")
+    if hashed and not findings:  # the offsets hold: the hash kernel may trust them
+        hashes, bad_tokens, top = hash_and_check_block(block, max_id=MAX_TOKEN_ID)
+        if not bad_tokens:
+            return replace(block, max_token_id=top, hashes=hashes)
     bad_id, bad_mask = _token_scan(block.input_ids, block.loss_mask, MAX_TOKEN_ID)
     bad = bad_mask if bad_mask >= 0 else None
     if bad is not None:
@@ -248,6 +263,7 @@ def validate_block(block: PackedBlock, *, allow_empty_sequences: bool = True) ->
     if findings:
         r, _, field, message = min(findings)
         raise DataError(f"{where(block.path, row=block.first_row + r, field=field)}: {message}")
+    return block
 
 
 def _list_column(path: str, table: pa.Table, name: str, first_row: int) -> tuple[np.ndarray, np.ndarray]:
@@ -339,7 +355,7 @@ class PackedReader:
     def num_rows(self) -> int:
         return len(self)
 
-    def _read_group(self, file_index: int, group: int) -> PackedBlock:
+    def _read_group(self, file_index: int, group: int, *, hashed: bool = False) -> PackedBlock:
         path = self.paths[file_index]
         first = int(self._group_offsets[file_index][group])
         table = read_row_group(self._open(file_index), path, group, list(REQUIRED_COLUMNS))
@@ -358,14 +374,15 @@ class PackedReader:
             seq_start_id=starts[1],
         )
         if self.validate:
-            validate_block(block, allow_empty_sequences=False)
+            block = validate_block(block, allow_empty_sequences=False, hashed=hashed)
         return block
 
-    def iter_blocks(self) -> Iterator[PackedBlock]:
-        """Every row group of every file in order; only one is decoded at a time."""
+    def iter_blocks(self, *, hashed: bool = False) -> Iterator[PackedBlock]:
+        """Every row group of every file in order; only one is decoded at a time. With ``hashed`` (and
+        ``validate``) each block carries its fingerprint hashes (:func:`validate_block`)."""
         for file_index in range(len(self.paths)):
             for group in range(len(self._group_offsets[file_index]) - 1):
-                yield self._read_group(file_index, group)
+                yield self._read_group(file_index, group, hashed=hashed)
 
     def locate(self, index: int) -> tuple[int, int, int]:
         """(file index, row group, row within the group) of global row ``index`` (negative counts back)."""

@@ -6,9 +6,7 @@ sequences with their masks, a hash chain over the packs as stored, and the count
 sequences, tokens and supervised tokens. Bridge's six metadata values cannot see most damage -- two
 packs swapped, one token or mask bit edited, ten rows dropped from a file whose run id was kept -- and
 the readers used to pass such files. So ``inspect``, ``doctor --packed``, ``train`` and ``diff`` hash the
-packs while they read them (:class:`RecordedCheck`, on a thread of its own: about 7 s of the 30 s
-``inspect`` spends on 1M samples, hidden behind the read) and refuse a set that no longer matches its
-record, exit 1, with one message::
+packs while they read them and refuse a set that no longer matches its record, exit 1, with one message::
 
     out/training_4096.idx.parquet: does not match what seqpack pack recorded in out/4096_metadata.jsonl
     entry 0 (num_packs recorded 75382, found 75372); the packs changed after they were written: pack
@@ -16,14 +14,18 @@ record, exit 1, with one message::
 
 A set without a recorded fingerprint (another tool's, the HF layout, an older seqpack) has nothing to be
 compared with and is read as before.
+
+The hashes come from the reader's own validation pass (:func:`~seqpack.data.packed.validate_block` with
+``hashed=True``: the id and mask checks, the largest id and the hashes from one load of each token), so
+the check adds the hash arithmetic and nothing else: no second read of the tokens, no thread. On 1M
+samples (``benchmarks/inspect_check.py``, docs/failure-behaviour.md) that is +14% of ``inspect``'s wall
+and CPU time (median of 12 rounds on a shared 2-core machine), where hashing on a thread took +28%/+24%.
 """
 
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar
@@ -31,13 +33,7 @@ from typing import Any, ClassVar
 from seqpack.data.format import PackingMetadata, hf_split, packed_names
 from seqpack.data.packed._reader import PackedBlock
 from seqpack.errors import DataError
-from seqpack.fingerprint import (
-    FINGERPRINT_ALGORITHM,
-    BlockHashes,
-    Fingerprint,
-    PackedFingerprinter,
-    hash_block,
-)
+from seqpack.fingerprint import FINGERPRINT_ALGORITHM, Fingerprint, PackedFingerprinter
 
 #: The recorded values compared, in the order a difference is reported: the shape first (rows, sequences,
 #: tokens: their numbers are the clearest to read), then the content (any token or mask value: a changed
@@ -47,8 +43,6 @@ _WHAT = {
     "content": "content fingerprint differs: a token or a mask value changed",
     "packs": "packs fingerprint differs: packs reordered, or a sequence moved between packs",
 }
-#: Blocks hashed ahead of the reader: enough to keep the hashing thread busy, bounded memory.
-_IN_FLIGHT = 2
 
 
 @dataclass(frozen=True)
@@ -117,13 +111,14 @@ def not_as_recorded(location: str, metadata_path: str | os.PathLike[str], entry:
 
 
 class RecordedCheck:
-    """Hashes the blocks a reader reads, in order, on a thread of its own (the hash kernel releases the
-    GIL), and compares the result with the split's record when the pass ends (:meth:`finish`).
+    """Adds up the hashes of the blocks a reader reads, in order, and compares the result with the split's
+    record when the pass ends (:meth:`finish`). Ask the reader for hashed blocks when :attr:`active`
+    (``source.blocks(hashed=check.active)``); a block without them is hashed here.
 
     Without a recorded fingerprint it does nothing and costs nothing::
 
         with RecordedCheck(location, files, meta_path, sidecar) as check:
-            for block in source.blocks():
+            for block in source.blocks(hashed=check.active):
                 check.add(block)
             check.finish()          # DataError when the packs are not what pack recorded
     """
@@ -139,44 +134,29 @@ class RecordedCheck:
         self.metadata_path = metadata_path
         self.recorded = files_recorded_fingerprint(files, metadata) if metadata_path is not None else None
         self._fingerprinter = PackedFingerprinter()
-        self._pool = ThreadPoolExecutor(1, "seqpack-hash") if self.recorded is not None else None
-        self._pending: deque[Future[BlockHashes]] = deque()
+
+    @property
+    def active(self) -> bool:
+        """Whether there is a record to compare with (else :meth:`add` ignores its blocks)."""
+        return self.recorded is not None
 
     def add(self, block: PackedBlock) -> None:
-        """Hash ``block`` (the next one in stored order) in the background."""
-        if self._pool is None:
+        """Add ``block`` (the next one in stored order, validated)."""
+        if self.recorded is None:
             return
-        self._pending.append(
-            self._pool.submit(
-                hash_block,
-                block.input_offsets,
-                block.input_ids,
-                block.mask_offsets,
-                block.loss_mask,
-                block.start_offsets,
-                block.seq_start_id,
-            )
-        )
-        while len(self._pending) > _IN_FLIGHT:
-            self._fingerprinter.add(self._pending.popleft().result())
+        if block.hashes is not None:
+            self._fingerprinter.add(block.hashes)
+        else:
+            self._fingerprinter.update_block(block)
 
     def finish(self) -> None:
         """Compare everything added with the record; raise the one :class:`DataError` if they differ."""
         if self.recorded is None or self.metadata_path is None:
             return
-        while self._pending:
-            self._fingerprinter.add(self._pending.popleft().result())
         entry, record = self.recorded
         what = mismatch(record, self._fingerprinter.result())
         if what is not None:
             raise not_as_recorded(self.location, self.metadata_path, entry, what)
-
-    def close(self) -> None:
-        for future in self._pending:
-            future.cancel()
-        self._pending.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
 
     def __enter__(self) -> RecordedCheck:
         return self
@@ -184,4 +164,4 @@ class RecordedCheck:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        return None

@@ -72,7 +72,7 @@ def scan_block(
     stored = block.sequence_lengths()
     runtime = stored - 1
     ids = block.input_ids
-    max_id = int(ids.max()) if ids.size else 0
+    max_id = block.max_token_id if block.max_token_id is not None else int(ids.max()) if ids.size else 0
     over = int(np.argmax(ids >= vocab)) if vocab is not None and max_id >= vocab else None
     misses = np.flatnonzero(runtime % pad_multiple) if pad_multiple > 1 else np.zeros(0, np.int64)
     eos_hits = (

@@ -43,8 +43,9 @@ class PackedSource:
     def num_packs(self) -> int:
         return self._legacy.num_rows if self._reader is None else len(self._reader)  # type: ignore[union-attr]
 
-    def blocks(self) -> Iterator[PackedBlock]:
-        """Every block in stored order, validated (bridge-format §3 row invariants)."""
+    def blocks(self, *, hashed: bool = False) -> Iterator[PackedBlock]:
+        """Every block in stored order, validated (bridge-format §3 row invariants); with ``hashed`` each
+        carries its fingerprint hashes, computed in the validation's pass over the tokens."""
         blocks: Iterable[PackedBlock]
         if self._reader is None:
             assert self._legacy is not None
@@ -52,8 +53,7 @@ class PackedSource:
         else:
             blocks = self._reader.iter_blocks()
         for block in blocks:
-            validate_block(block, allow_empty_sequences=not self.strict)
-            yield block
+            yield validate_block(block, allow_empty_sequences=not self.strict, hashed=hashed)
 
     def row(self, index: int) -> PackedRow:
         """Pack ``index`` (global, stored order)."""

@@ -16,11 +16,12 @@ from typing import Any
 import numba
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from seqpack._io import COMPRESSED_SUFFIXES, open_input, unreadable
 from seqpack._parquet import damage, open_parquet
-from seqpack.errors import InputError
+from seqpack.errors import InputError, where
 
 #: Records per chunk: big enough to amortise per-chunk costs, small enough to bound memory.
 DEFAULT_CHUNK_ROWS = 1024
@@ -28,7 +29,8 @@ DEFAULT_CHUNK_ROWS = 1024
 #: without newlines cannot be read into memory whole. Sized by what one line costs downstream, not by the
 #: reader: a chat line of this size tokenized by Qwen3's tokenizer peaks at 2.7 GB (one worker; 3.1 GB in
 #: all with two), a 4 MiB one at 0.9 GB, so the tokenizer's ~140 bytes of memory per byte of text stay
-#: under 4 GB. A 1M-token pre-tokenized sample is ~8 MiB.
+#: under 4 GB. A 1M-token pre-tokenized sample is ~8 MiB. A table row (Parquet, datasets) gets the same bound
+#: on the text it holds (:func:`check_row_text`).
 MAX_LINE_BYTES = 16 << 20
 _JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -212,8 +214,63 @@ def _parquet_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChu
             raise InputError(f"{os.fspath(path)} row {row}: damaged ({damage(exc)})") from None
         if batch is None:
             return
+        check_row_text(os.fspath(path), batch, row)
         yield RawChunk(source, np.arange(row, row + batch.num_rows, dtype=np.int64), batch=batch)
         row += batch.num_rows
+
+
+_TEXT_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+
+
+def row_text_bytes(array: pa.Array) -> np.ndarray:
+    """Bytes of text in each row of ``array`` (int64), nested strings included, from the offsets alone.
+
+    A chat column ``list<struct<role: string, content: string>>`` of one row ``[{"user", "hi"},
+    {"assistant", "hello"}]`` holds 4 + 2 + 9 + 5 = 20 bytes; ids and numbers hold none.
+    """
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        per_value = row_text_bytes(array.dictionary)
+        indices = array.indices.to_numpy(zero_copy_only=False)
+        valid = ~np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        return np.where(valid, per_value[np.where(valid, indices, 0).astype(np.int64)], 0).astype(np.int64)
+    if any(test(kind) for test in _TEXT_TYPES):
+        return np.asarray(pc.binary_length(array).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_map(kind):
+        inner = np.concatenate([[0], np.cumsum(row_text_bytes(array.values))]).astype(np.int64)
+        offsets = np.asarray(array.offsets, dtype=np.int64)
+        return inner[offsets[1:]] - inner[offsets[:-1]]
+    if pa.types.is_fixed_size_list(kind):
+        inner = np.concatenate([[0], np.cumsum(row_text_bytes(array.values))]).astype(np.int64)
+        ends = (np.arange(len(array) + 1, dtype=np.int64) + array.offset) * kind.list_size
+        return inner[ends[1:]] - inner[ends[:-1]]
+    if pa.types.is_struct(kind):
+        total = np.zeros(len(array), dtype=np.int64)
+        for child in array.flatten():
+            total += row_text_bytes(child)
+        return total
+    return np.zeros(len(array), dtype=np.int64)
+
+
+def check_row_text(path: str, batch: pa.RecordBatch, first_row: int) -> None:
+    """Refuse a table row (Parquet, a ``datasets`` directory) whose text -- every string in it, a chat's
+    nested message contents included -- exceeds :data:`MAX_LINE_BYTES`, naming the row and the field
+    holding the most of it: the tokenizer's memory grows with a row's text (~140 bytes a byte) whichever
+    file it came from, so a row gets the bound of a JSONL line, checked as each batch is read, before
+    anything is tokenized."""
+    if batch.num_rows == 0 or batch.num_columns == 0:
+        return
+    per_field = np.stack([row_text_bytes(column) for column in batch.columns])
+    totals = per_field.sum(axis=0)
+    limit = MAX_LINE_BYTES
+    over = np.flatnonzero(totals > limit)
+    if over.size:
+        k = int(over[0])
+        field = batch.schema.names[int(np.argmax(per_field[:, k]))]
+        raise InputError(
+            f"{where(path, row=first_row + k, field=field)}: row holds {int(totals[k])} bytes of text, "
+            f"more than {limit} (the limit of a row, as of a JSONL line)"
+        )
 
 
 def _hf_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
@@ -233,6 +290,7 @@ def _hf_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
     row = 0
     for batch in table.to_batches(max_chunksize=chunk_rows):
         if batch.num_rows:
+            check_row_text(os.fspath(path), batch, row)
             yield RawChunk(source, np.arange(row, row + batch.num_rows, dtype=np.int64), batch=batch)
             row += batch.num_rows
 
