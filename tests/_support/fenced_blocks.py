@@ -275,18 +275,18 @@ def commands(
         if index in consumed:
             continue
         block_commands: list[Command] = []
+        if python and (name := block.file_name()):
+            # A file the page shows (a python or shell one too: a script the page's commands run or the
+            # reader submits), written where the page's commands run (they read it by that name), not run.
+            text = f"cat > {shlex.quote(name)} <<'{_FILE_END}'\n{block.text}\n{_FILE_END}"
+            found.append(Command(text, source, block.line))
+            continue
         if block.lang in COMMAND_LANGS:
             for line, text in _logical_lines(block):
                 if not text or text.startswith("#"):
                     continue
                 exit_code, needs = _markers(text, f"{source}:{line}")
                 block_commands.append(Command(text, source, line, exit_code, needs))
-        elif python and (name := block.file_name()):
-            # A file the page shows (a python one too: a script the page's commands run), written where the
-            # page's commands run (they read it by that name).
-            text = f"cat > {shlex.quote(name)} <<'{_FILE_END}'\n{block.text}\n{_FILE_END}"
-            found.append(Command(text, source, block.line))
-            continue
         elif python and block.lang == PYTHON_LANG:
             block_commands.append(_python_command(block, source, doctests))
             if block.text.lstrip().startswith(">>>"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -59,8 +60,27 @@ def test_single_file_and_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no Parquet files match"):
         resolve_packed_paths(str(tmp_path / "zz*.parquet"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match=r"holds no \.parquet"):
+    with pytest.raises(InputError, match=r"holds no \.parquet or \.pq files$"):
         resolve_packed_paths(tmp_path / "empty")
+
+
+def test_a_folder_holding_sharded_sets_names_them(tmp_path: Path) -> None:
+    """A pack's output folder with ``{split}_{N}/`` shard directories (the ray engine's) is not itself a
+    location (a directory means its own files, as in Bridge): the error names the directories to give."""
+    out = tmp_path / "out"
+    for shard in (
+        "training_256/training_256-00000.idx.parquet",
+        "validation_256/validation_256-00000.idx.pq",
+    ):
+        (out / shard).parent.mkdir(parents=True)
+        _touch_pack(out / shard)
+    (out / ".training_256.staging").mkdir()
+    _touch_pack(out / ".training_256.staging" / "x.parquet")  # hidden: a run in progress, not a set
+    expected = (
+        f"give the directory of a packed set inside it: {out / 'training_256'}, {out / 'validation_256'}"
+    )
+    with pytest.raises(InputError, match=re.escape(expected) + "$"):
+        resolve_packed_paths(out)
 
 
 # ---- reading -------------------------------------------------------------------------------------------

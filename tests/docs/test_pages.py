@@ -14,6 +14,8 @@ the package's own data, or ``seqpack pack --example``: nothing the reader cannot
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -27,8 +29,7 @@ LANGS = frozenset({"bash", "python", "text", "yaml", "json", "toml"})
 OUTPUT_LANGS = ("text",)
 # Every page of the docs: each fence in each is tagged.
 ALL_PAGES = ("README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")))
-# The pages the test runs: every page with an example (issue #32), but docs/scale.md (issue #30's Ray page,
-# not yet brought in line).
+# The pages the test runs: every page with an example (issue #32).
 PAGES: tuple[str, ...] = (
     "README.md",
     "docs/architecture.md",
@@ -47,6 +48,7 @@ PAGES: tuple[str, ...] = (
     "docs/inspect.md",
     "docs/pack.md",
     "docs/plan.md",
+    "docs/scale.md",
     "docs/train.md",
     "docs/translate.md",
     "docs/verify.md",
@@ -61,6 +63,9 @@ WHEELS = {"docs/verify.md": (("megatron-bridge", BRIDGE_VERSION), ("megatron-cor
 PIP_FROM_CACHE = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(CACHE_DIR / "wheels")}
 # A command may take this long before the page fails (the whole docs test is held to 4 minutes of CI).
 COMMAND_TIMEOUT_S = 120.0
+# Pages run side by side, each a script of its own in a directory of its own: a page's commands are mostly
+# single-threaded processes, so two pages at once use both cores of a CI machine and halve the wall time.
+PAGES_AT_ONCE = 2
 
 
 def _text(page: str) -> str:
@@ -81,17 +86,41 @@ def test_every_fence_is_tagged(page: str) -> None:
     assert not bad, "tag every fence (" + ", ".join(sorted(LANGS)) + "):\n" + "\n".join(bad)
 
 
+Runs = dict[str, "Future[list[fenced_blocks.Result]]"]
+
+
+@pytest.fixture(scope="module")
+def page_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """Every page of PAGES with examples, started at once on PAGES_AT_ONCE workers (each page's commands
+    still run in page order, in a fresh directory of the page's own)."""
+    pages = [page for page in PAGES if page not in NO_EXAMPLES]
+    for project, version in (wheel for page in pages for wheel in WHEELS.get(page, ())):
+        wheel_file(project, version)  # downloaded into the cache once (the tests of the peers need it too)
+    env = fenced_blocks.default_env({**ENV, **PIP_FROM_CACHE})
+    with ThreadPoolExecutor(PAGES_AT_ONCE) as pool:
+        runs = {
+            page: pool.submit(
+                fenced_blocks.run,
+                page_commands(page),
+                tmp_path_factory.mktemp(Path(page).stem),
+                env,
+                COMMAND_TIMEOUT_S,
+            )
+            for page in pages
+        }
+        yield runs
+        for run in runs.values():
+            run.cancel()
+
+
 @pytest.mark.parametrize("page", PAGES)
-def test_page_runs_as_written(page: str, tmp_path: Path) -> None:
+def test_page_runs_as_written(page: str, page_runs: Runs) -> None:
     cmds = page_commands(page)
     if page in NO_EXAMPLES:
         assert not cmds, f"{page}: shows commands now; take it off NO_EXAMPLES"
         return
     assert cmds, f"{page}: no example to run"
-    for project, version in WHEELS.get(page, ()):
-        wheel_file(project, version)  # downloaded into the cache once (the tests of the peers need it too)
-    env = fenced_blocks.default_env({**ENV, **PIP_FROM_CACHE})
-    results = fenced_blocks.run(cmds, tmp_path, env, timeout=COMMAND_TIMEOUT_S)
+    results = page_runs[page].result()
     details = [f"{p}\n--- output ---\n{res.output[-3000:]}" for res in results for p in res.problems[:1]]
     assert not details, "\n\n".join(details)
 

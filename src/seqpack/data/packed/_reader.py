@@ -68,7 +68,7 @@ def resolve_packed_paths(location: str | os.PathLike[str]) -> list[str]:
         found = glob.glob(os.path.join(folder, "*.parquet")) + glob.glob(os.path.join(folder, "*.pq"))
         paths = sorted(set(found))
         if not paths:
-            raise InputError(f"{text}: directory holds no .parquet or .pq files")
+            raise InputError(f"{text}: directory holds no .parquet or .pq files{_inner_sets_hint(folder)}")
         return paths
     if not _is_parquet_name(text):
         raise InputError(
@@ -77,6 +77,22 @@ def resolve_packed_paths(location: str | os.PathLike[str]) -> list[str]:
     if not Path(text).exists():
         raise unreadable(text)
     return [text]
+
+
+def _inner_sets_hint(folder: str) -> str:
+    """Name the directories of packed files one level down (a pack's output folder holding a sharded set,
+    ``{split}_{N}/``, from ``seqpack pack --engine ray``): a directory location means its own files only,
+    as in Bridge, so the user is told which directory to give instead."""
+    inner = sorted(
+        {
+            os.path.dirname(p)
+            for suffix in PARQUET_SUFFIXES
+            for p in glob.glob(os.path.join(folder, "*", f"*{suffix}"))
+        }
+    )
+    if not inner:
+        return ""
+    return f"; give the directory of a packed set inside it: {', '.join(inner)}"
 
 
 @dataclass(frozen=True)
