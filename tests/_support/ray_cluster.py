@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,6 +54,10 @@ def fault_file(tmp: str) -> str:
 def two_node_cluster() -> Iterator[tuple[Any, str]]:
     """Start the head and one more node, connect this process as the driver; yields the cluster and its
     temporary directory. Always shuts everything down and restores the environment."""
+    if (
+        "ray" in sys.modules
+    ):  # its environment is read once, at import: a cluster now would not be on loopback
+        raise RuntimeError("ray was imported in this process before two_node_cluster set its environment")
     tmp = tempfile.mkdtemp(prefix="sp-ray-", dir="/tmp")
     saved = {k: os.environ.get(k) for k in [*_ENV, "RAY_TMPDIR", "SEQPACK_FAULT", "SEQPACK_FAULT_ONCE"]}
     os.environ.update({k: v for k, v in _ENV.items() if v})

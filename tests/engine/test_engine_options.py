@@ -3,7 +3,9 @@ never imports Ray unless a run asks for it."""
 
 from __future__ import annotations
 
-import re
+import importlib.util
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,29 +56,33 @@ def test_ray_flags_without_the_engine_are_refused(tmp_path: Path, capsys: pytest
     assert "--engine ray" in capsys.readouterr().err
 
 
-def test_without_an_address_a_run_starts_its_own_ray_whatever_ray_address_says(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_an_address_a_run_starts_its_own_ray_whatever_ray_address_says(tmp_path: Path) -> None:
     """``--ray-address`` unset means a Ray instance of the run's own (docs/scale.md): not the cluster that
-    ``RAY_ADDRESS`` or another user's ``ray start`` on this machine points at, which ``ray.init()`` joins."""
-    ray = pytest.importorskip("ray")
-    import seqpack
-    from seqpack.errors import InputError
-
-    asked: list[object] = []
-
-    def refuse(address: object = None, **_: object) -> None:
-        asked.append(address)
-        raise ConnectionError("stopped here by the test")
-
-    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
-    monkeypatch.setattr(ray, "is_initialized", lambda: False)
-    monkeypatch.setattr(ray, "init", refuse)
-    with pytest.raises(InputError, match="cannot start Ray on this machine"):
-        seqpack.pack([example_dataset_path()], tmp_path / "out", 256, engine="ray")
-    assert asked == ["local"]
-    there = "10.0.0.9:6379"
-    with pytest.raises(InputError, match=re.escape(f"ray_address {there}: cannot connect")):
-        seqpack.pack([example_dataset_path()], tmp_path / "out", 256, engine="ray", ray_address=there)
-    assert asked == ["local", there]
+    ``RAY_ADDRESS`` or another user's ``ray start`` on this machine points at, which ``ray.init()`` joins.
+    In a child process: ray must not be imported here before the session cluster sets its environment."""
+    if importlib.util.find_spec("ray") is None:  # not importorskip: that imports ray here
+        pytest.skip("needs the ray extra")
+    script = f"""
+import json, ray, seqpack
+from seqpack.errors import InputError
+asked = []
+def refuse(address=None, **_):
+    asked.append(address)
+    raise ConnectionError("stopped here by the test")
+ray.is_initialized = lambda: False
+ray.init = refuse
+errors = []
+for extra in ({{}}, {{"ray_address": "10.0.0.9:6379"}}):
+    try:
+        seqpack.pack([{str(example_dataset_path())!r}], {str(tmp_path / "out")!r}, 256, engine="ray", **extra)
+    except InputError as exc:
+        errors.append(str(exc))
+print(json.dumps([asked, errors]))
+"""
+    env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    asked, errors = json.loads(done.stdout.splitlines()[-1])
+    assert asked == ["local", "10.0.0.9:6379"]
+    assert errors[0].startswith("cannot start Ray on this machine")
+    assert errors[1].startswith("ray_address 10.0.0.9:6379: cannot connect to Ray")
     assert not (tmp_path / "out").exists()
