@@ -15,6 +15,10 @@ per-row-group buffer keeps resident memory at one row group. A row group is thou
 so they are issued from a numba kernel calling libc's ``pread`` (no Python per read, no GIL: pass 2
 builds row groups on several threads). Reading is thread-safe; appending is not (pass 1 appends from
 one thread). A full disk is a clear error naming the directory (``--scratch-dir`` chooses another).
+
+The ray engine's phase 1 writes each slice's store as a *spool* in the shared staging directory, with its
+offsets on disk too (``offsets.i64``); phase 2 reads samples of many spools with :class:`SpoolReader`,
+which takes each sample's bounds from that file, so no process loads a spool's offsets whole.
 """
 
 from __future__ import annotations

@@ -215,7 +215,11 @@ def plan_sharded(sharded: ShardedRun, slices: list[SliceOutcome]) -> GlobalPlan:
     check_packable(as_paths(list(job.inputs)), counts, refused, first, opts.max_seq_length)
     parts = [SliceLengths.load(job.staging.slice_lengths(o.index)) for o in slices]
     order = _ChunkOrder.of(sharded.slices, parts)
-    plan = plan_packs(opts, order.gather([p.lengths for p in parts]))
+    lengths = order.gather([p.lengths for p in parts])
+    rejects = order.rejects_ranges([p.rejects_ends for p in parts])
+    del parts  # the slices' own copies: the driver holds the gathered lengths only (4 bytes a sample)
+    plan = plan_packs(opts, lengths)
+    del lengths
     fault_point("plan")
     shards = _output_shards(plan.num_packs, len(sharded.slices))
     job.staging.plans.mkdir(parents=True, exist_ok=True)
@@ -232,7 +236,7 @@ def plan_sharded(sharded: ShardedRun, slices: list[SliceOutcome]) -> GlobalPlan:
         plan.bridge_metadata(),
         plan.num_packs,
         int(plan.total_length),
-        order.rejects_ranges([p.rejects_ends for p in parts]),
+        rejects,
     )
 
 
@@ -261,8 +265,11 @@ class _ChunkOrder:
             total = sum(per_slice)
             slice_of, local = np.arange(total) % every, np.arange(total) // every
             expected = [len(range(s.offset, total, every)) for s in slices]
-            if expected != per_slice:  # pragma: no cover - a slice's record of another input
-                raise DataError(f"{slices[0].index}: the slices' chunks do not interleave ({per_slice})")
+            if expected != per_slice:  # pragma: no cover - a staged slice of another input
+                raise DataError(
+                    f"the slices' chunk counts {per_slice} do not interleave (inputs changed during the "
+                    f"run? pass {param('overwrite')} to start over)"
+                )
         base = np.cumsum([0, *per_slice])[:-1]
         count = np.concatenate([np.zeros(0, np.int64), *(p.chunks for p in parts)])[base[slice_of] + local]
         firsts = [np.cumsum(p.chunks) - p.chunks for p in parts]
