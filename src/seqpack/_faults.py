@@ -9,7 +9,8 @@ SIGSTOP, so a test can hold a run mid-way). Unset (always, outside tests) it cos
 The points of ``seqpack pack`` are ``read`` (after each input chunk reaches the scratch store), ``plan``,
 ``write`` (after each row group), ``commit`` (metadata written, nothing renamed yet) and ``rename``
 (rejects renamed, packed file not yet). ``docs/failure-behaviour.md`` lists what a run killed at each
-leaves behind.
+leaves behind. The ray engine's workers pass ``shard`` (after each chunk a slice spools, after each row
+group a shard writes); its driver passes ``plan``, ``commit`` and ``rename``.
 """
 
 from __future__ import annotations

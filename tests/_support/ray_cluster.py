@@ -41,8 +41,9 @@ def _node_args(**extra: Any) -> dict[str, Any]:
     }
 
 
-#: The fault the workers carry (``seqpack._faults``): kill the worker writing a shard's row group, once,
-#: when a test deletes :func:`fault_file` (it exists, disarmed, from the start).
+#: The fault the workers carry (``seqpack._faults``): kill the first worker past a task's "shard" point (a
+#: chunk spooled in phase 1, a row group written in phase 2), once, when a test deletes :func:`fault_file`
+#: (it exists, disarmed, from the start).
 WORKER_FAULT = "shard:1:kill"
 
 

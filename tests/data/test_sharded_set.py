@@ -1,16 +1,38 @@
 """The pieces of a sharded set that need no cluster: shard names, where the sidecar is, how the inputs are
-sliced, and shard fingerprints merged into the set's."""
+sliced, shard fingerprints merged into the set's, and the two phases around one plan run in-process."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
+import pytest
 
+import seqpack
+from _support.pack_inputs import random_examples, write_jsonl
 from _support.packs import random_rows, write_packs
-from seqpack.data.format import find_metadata, is_sharded, packed_names, shard_filename, sharded_dirname
+from seqpack.data.format import (
+    ROW_GROUP_SIZE,
+    find_metadata,
+    is_sharded,
+    packed_names,
+    shard_filename,
+    sharded_dirname,
+)
 from seqpack.data.packed import PackedSource, fingerprint_packed
-from seqpack.data.pipeline import slice_inputs
+from seqpack.data.pipeline import (
+    PackOptions,
+    PackResult,
+    commit_sharded,
+    plan_sharded,
+    prepare_sharded,
+    read_slice,
+    slice_inputs,
+    spool_is_intact,
+    write_shard,
+)
 from seqpack.fingerprint import PackedFingerprinter
 
 
@@ -51,3 +73,42 @@ def test_merged_shard_fingerprints_equal_reading_the_shards_in_name_order(tmp_pa
         source.close()
         merged.merge(alone.state(), alone.pack_hashes())
     assert merged.result() == fingerprint_packed(shard_dir)
+
+
+def _sharded_pack(inputs: list[Path], out: Path, shards: int, **options: Any) -> PackResult:
+    """A sharded run's two phases and its one plan, every task in this process (no cluster)."""
+    sharded = prepare_sharded(PackOptions.from_flat(inputs, out, 128, quiet=True, **options), shards)
+    try:
+        slices = [read_slice(sharded.job, piece) for piece in sharded.slices]
+        assert all(spool_is_intact(sharded.job, s) for s in slices)
+        plan = plan_sharded(sharded, slices)
+        written = [write_shard(sharded.job, shard) for shard in plan.shards]
+        return commit_sharded(sharded, plan, slices, written, {})
+    finally:
+        sharded.release()
+
+
+@pytest.mark.parametrize(("files", "shards"), [(3, 2), (2, 5)])
+def test_one_plan_over_every_slice_gives_the_local_pack_row_for_row(
+    tmp_path: Path, files: int, shards: int
+) -> None:
+    """Slices of whole files, or every K-th chunk of fewer files than shards: the lengths gathered in the
+    local order and planned once give the local pack's rows, fingerprints, values and rejects, in order."""
+    rng = np.random.default_rng(files)
+    inputs = [write_jsonl(tmp_path / f"in{i}.jsonl", random_examples(rng, 900, 160)) for i in range(files)]
+    options: dict[str, Any] = {"chunk_rows": 100, "pad_seq_to_mult": 2}
+    local = seqpack.pack(inputs, tmp_path / "local", 128, **options)
+    result = _sharded_pack(inputs, tmp_path / "sharded", shards, **options)
+    shard_files = sorted(result.packed_path.glob("*.parquet"))
+    assert len(shard_files) == min(shards, -(-local.num_packs // ROW_GROUP_SIZE)) > 1
+    assert [r for f in shard_files for r in pq.read_table(f).to_pylist()] == pq.read_table(
+        local.packed_path
+    ).to_pylist()
+    assert result.record.fingerprint == local.record.fingerprint
+    assert result.metadata.bridge_values() == local.metadata.bridge_values()
+
+    def rejects(path: Path) -> list[bytes]:
+        return [line.split(b',"run_id"')[0] for line in path.read_bytes().splitlines()]
+
+    assert rejects(result.rejects_path) == rejects(local.rejects_path) != []
+    assert not (tmp_path / "sharded" / ".training_128.staging").exists()

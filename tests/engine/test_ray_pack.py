@@ -47,9 +47,29 @@ def input_sha256(files: list[Path]) -> str:
     return hashlib.sha256(b"".join(hashlib.sha256(f.read_bytes()).digest() for f in files)).hexdigest()
 
 
-def rejects(path: Path) -> list[tuple[Any, ...]]:
+def rows(files: list[Path]) -> list[dict[str, Any]]:
+    """Every row of packed files, in name order then row order (what Bridge numbers)."""
+    return [row for file in files for row in pq.read_table(file).to_pylist()]
+
+
+def rejects(path: Path) -> list[dict[str, Any]]:
+    """The rejects lines in file order, without their run id (one per run)."""
     lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
-    return sorted((r["source"], r.get("line", r.get("row")), r["reason"], r["action"]) for r in lines)
+    return [{k: v for k, v in line.items() if k != "run_id"} for line in lines]
+
+
+def assert_same_pack(result: Any, local: Any) -> None:
+    """The ray pack is the local pack: the same rows in the same order, the same metadata values and
+    fingerprints (the packs fingerprint is order-dependent), the same rejects in the same order."""
+    assert result.num_packs == local.num_packs
+    assert_same_files(result.packed_path, result.metadata, result.rejects_path, local)
+
+
+def assert_same_files(shard_dir: Path, entry: Any, rejects_path: Path, local: Any) -> None:
+    assert rows(sorted(shard_dir.glob("*.parquet"))) == rows([local.packed_path])
+    assert entry.recorded("fingerprint") == local.metadata.recorded("fingerprint")
+    assert entry.bridge_values() == local.metadata.bridge_values()
+    assert rejects(rejects_path) == rejects(local.rejects_path)
 
 
 @pytest.fixture(scope="module")
@@ -75,20 +95,19 @@ def sharded(ray_cluster: Any, inputs: list[Path], tmp_path_factory: pytest.TempP
     return seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
 
 
-def test_sharded_set_equals_the_local_pack(
-    sharded: Any, inputs: list[Path], local: Any, tmp_path: Path
-) -> None:
+def test_sharded_set_equals_the_local_pack(sharded: Any, inputs: list[Path], local: Any) -> None:
     result = sharded
     out = result.metadata_path.parent
     shard_dir = out / f"training_{PACK}"
     assert result.packed_path == shard_dir
     # a directory of zero-padded shards only; the sidecar and the rejects beside it; no staging left
     names = sorted(os.listdir(shard_dir))
-    assert names == [f"training_{PACK}-{i:05d}.idx.parquet" for i in range(3)]
+    # three slices read the inputs; the plan's 867 packs are two row groups: two output shards
+    assert names == [f"training_{PACK}-{i:05d}.idx.parquet" for i in range(2)]
     assert sorted(os.listdir(out)) == [f"{PACK}_metadata.jsonl", "rejects_training.jsonl", f"training_{PACK}"]
     files = [shard_dir / n for n in names]
-    assert sequences(files) == sequences([local.packed_path])
-    assert rejects(result.rejects_path) == rejects(local.rejects_path)
+    # one plan over all lengths (spread over the whole range here): exactly the local pack, row for row
+    assert_same_pack(result, local)
     # one run id in every file; row groups as the local writer makes them
     run_ids = {pq.read_metadata(f).metadata[PARQUET_RUN_ID].decode() for f in files}
     entries = PackingMetadata.read(result.metadata_path).entries
@@ -100,9 +119,6 @@ def test_sharded_set_equals_the_local_pack(
         for f in files
         for i in range(pq.ParquetFile(f).metadata.num_row_groups)
     )
-    # each shard (here: one input file) planned alone with the same algorithm as the local pack
-    alone = [seqpack.pack(f, tmp_path / f"alone{i}", PACK, pad_seq_to_mult=4) for i, f in enumerate(inputs)]
-    assert result.num_packs == sum(r.num_packs for r in alone)
     assert result.num_packs >= result.engine["packs_lower_bound"] == -(-result.runtime_tokens // PACK)
     assert result.counts.samples_in == local.counts.samples_in
     # the input hash: each shard hashed its own inputs, the driver combined them as the local pack does
@@ -113,11 +129,9 @@ def test_sharded_set_equals_the_local_pack(
     assert any(o.endswith(f"packed_train_data_path={shard_dir}") for o in overrides), overrides
     report = seqpack.inspect(shard_dir)
     assert report.ok and report.metadata.status == "consistent"
-    # the DP imbalance Bridge's sampler would see stays within 1% of one plan's
+    # the DP imbalance Bridge's sampler would see is one plan's (the same packs in the same order)
     ours = seqpack.inspect(shard_dir, dp=4, gbs=32).dp_imbalance
-    theirs = seqpack.inspect(local.packed_path, dp=4, gbs=32).dp_imbalance
-    assert ours is not None and theirs is not None
-    assert abs(ours["mean"] - theirs["mean"]) <= 0.01 * theirs["mean"]
+    assert ours is not None and ours == seqpack.inspect(local.packed_path, dp=4, gbs=32).dp_imbalance
     assert main(["fingerprint", str(shard_dir), "--check"]) == 0
     assert main(["doctor", "--packed", str(shard_dir)]) in (0, 1)
     assert main(["diff", str(local.packed_path), str(shard_dir), "--quiet"]) in (0, 1)
@@ -154,12 +168,16 @@ def test_bridge_reads_the_training_directory_beside_a_validation_split(
     overrides = summary["overrides"]
     assert any(o.endswith(f".packed_val_data_path={val_dir}") for o in overrides), overrides
     assert any(o.endswith(f".packed_train_data_path={out / f'training_{PACK}'}") for o in overrides)
-    assert sorted(os.listdir(val_dir)) == [f"validation_{PACK}-{i:05d}.idx.parquet" for i in range(2)]
+    assert sorted(os.listdir(val_dir)) == [f"validation_{PACK}-00000.idx.parquet"]  # one row group
     assert [e.split for e in PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries] == [
         "training",
         "validation",
     ]
     assert seqpack.inspect(val_dir).ok
+    # fewer files than shards (each shard converted every other chunk): still exactly the local pack
+    alone = seqpack.pack(inputs[2], tmp_path / "alone", PACK, pad_seq_to_mult=4, chunk_rows=128)
+    val_entry = PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries[1]
+    assert_same_files(val_dir, val_entry, out / "rejects_validation.jsonl", alone)
     assert PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries[1].recorded("input_sha256") == (
         input_sha256([inputs[2]])  # one input, two shards: the first shard hashed it
     )
@@ -207,17 +225,23 @@ def test_one_set_per_split_a_file_or_shards_never_both(
     assert not (out / f".training_{PACK}.staging").exists()
 
 
-def test_a_killed_worker_is_retried_and_the_output_is_exact(
-    ray_cluster: Any, inputs: list[Path], local: Any, tmp_path: Path
+def test_bridge_compat_with_a_killed_worker_gives_the_local_compat_pack(
+    ray_cluster: Any, inputs: list[Path], tmp_path: Path
 ) -> None:
+    """--bridge-compat plans once over all samples, so the ray pack has Bridge's exact rows (those of the
+    local compat pack, which the pack tests compare with Bridge 0.6.2); a worker SIGKILLed mid-spool is
+    retried by Ray, clears its partial spool, and the output is still exact."""
     from _support.ray_cluster import fault_file
 
     _, ray_tmp = ray_cluster
     fired = Path(fault_file(ray_tmp))
-    fired.unlink()  # armed: the first worker to write a row group is SIGKILLed, once
-    result = seqpack.pack(inputs, tmp_path / "out", PACK, pad_seq_to_mult=4, engine="ray", shards=2)
+    fired.unlink()  # armed: the first worker past a chunk spooled is SIGKILLed, once
+    options: dict[str, Any] = {"pad_seq_to_mult": 4, "bridge_compat": True}
+    result = seqpack.pack(inputs, tmp_path / "out", PACK, engine="ray", shards=2, **options)
     assert fired.exists()  # a worker did die
-    assert sequences(sorted(result.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
+    local = seqpack.pack(inputs, tmp_path / "local", PACK, **options)
+    assert result.record.mode == "bridge-compat"
+    assert_same_pack(result, local)
     assert seqpack.inspect(result.packed_path).ok
 
 
@@ -239,15 +263,18 @@ def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
     assert not (out / f"training_{PACK}").exists()
     assert main(["inspect", str(out), "-q"]) == 2  # no packed file any reader would take
-    staged = sorted((out / f".training_{PACK}.staging" / "shards").glob("*.parquet"))
-    assert len(staged) == 3
-    # a staged shard that no longer matches its record is packed again, not trusted
+    staging = out / f".training_{PACK}.staging"
+    staged = sorted((staging / "shards").glob("*.parquet"))
+    assert len(staged) == 2
+    # a staged shard or a slice's spool that no longer matches its record is made again, not trusted
     staged[1].write_bytes(staged[0].read_bytes())
+    with open(staging / "spool" / "00002" / "tokens.u32", "r+b") as spool:
+        spool.truncate(spool.seek(0, 2) - 4)
     again = seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
-    assert again.engine["reused_shards"] == 2
-    assert sequences(sorted(again.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
+    assert (again.engine["reused_slices"], again.engine["reused_shards"]) == (2, 1)
+    assert_same_pack(again, local)
     assert seqpack.inspect(again.packed_path).ok
-    assert not (out / f".training_{PACK}.staging").exists()
+    assert not staging.exists()  # the spools went with it
     # the same input and shards: the same packs, in the same order, as the uninterrupted run
     assert again.record.fingerprint == sharded.record.fingerprint
 
@@ -255,7 +282,7 @@ def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
 @pytest.mark.network
 def test_chats_with_a_real_tokenizer_equal_the_local_pack(ray_cluster: Any, tmp_path: Path) -> None:
     """Raw chat text tokenized on the workers (Qwen3's tokenizer, loaded once per worker) gives the very
-    sequences and rejects of the local pack."""
+    rows and rejects of the local pack."""
     pytest.importorskip("transformers")
     from _support.chat_rows import chat_rows
     from _support.tokenizers import qwen3_tokenizer_dir
@@ -265,8 +292,7 @@ def test_chats_with_a_real_tokenizer_equal_the_local_pack(ray_cluster: Any, tmp_
     options = {"tokenizer": tokenizer, "max_seq_length": 400, "pad_seq_to_mult": 8}
     local = seqpack.pack(chats, tmp_path / "local", 512, **options)
     result = seqpack.pack(chats, tmp_path / "ray", 512, engine="ray", shards=2, **options)
-    assert sequences(sorted(result.packed_path.glob("*.parquet"))) == sequences([local.packed_path])
-    assert rejects(result.rejects_path) == rejects(local.rejects_path)
+    assert_same_pack(result, local)
     assert result.record.tokenizer_sha256 == local.record.tokenizer_sha256
     assert result.record.eos_id == local.record.eos_id
     assert seqpack.inspect(result.packed_path, tokenizer=tokenizer).ok

@@ -198,7 +198,7 @@ def pack(
     shards: int | None = number_option(
         None,
         "--shards",
-        help="Shards of a ray run, each planned alone (default: the cluster's CPUs).",
+        help="Input slices and output shards of a ray run, one plan (default: the cluster's CPUs).",
         range=SIZE,
     ),
     output_format: OutputFormat = FormatOption,

@@ -5,6 +5,6 @@ Ray is an optional extra (``pip install seqpack[ray]``) and is imported only whe
 """
 
 from seqpack.engine._ray import pack_on_ray
-from seqpack.engine._task import run_shard, shard_is_intact
+from seqpack.engine._task import run_shard, run_slice, shard_is_intact
 
-__all__ = ["pack_on_ray", "run_shard", "shard_is_intact"]
+__all__ = ["pack_on_ray", "run_shard", "run_slice", "shard_is_intact"]

@@ -1,6 +1,8 @@
-"""The Ray Data driver of ``seqpack pack --engine ray``: one task per shard; a task whose worker dies (a
-killed process, a lost node) is run again by Ray Data (its default: retry until done) and the shard starts
-over; the driver keeps only the shards' small records (docs/scale.md).
+"""The Ray Data driver of ``seqpack pack --engine ray``: two maps around one plan. Phase 1, a task per
+input slice, spools the shaped samples to the staging directory; the driver gathers the lengths and plans
+once, as the local pack does; phase 2, a task per output shard, writes a contiguous range of the packs. A
+task whose worker dies (a killed process, a lost node) is run again by Ray Data (its default: retry until
+done) and starts over (docs/scale.md).
 
 ``ray`` is imported inside :func:`pack_on_ray` only: it is an optional extra.
 """
@@ -10,27 +12,35 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from seqpack.data.pipeline import (
+    GlobalPlan,
+    OutputShard,
     PackOptions,
     PackResult,
     ShardedRun,
     ShardJob,
     ShardOutcome,
     ShardSlice,
+    SliceOutcome,
     check_sharded,
     commit_sharded,
+    plan_sharded,
     prepare_sharded,
-    read_outcome,
 )
-from seqpack.engine._task import run_shard
+from seqpack.engine._task import run_shard, run_slice
 from seqpack.errors import DataError, InputError, SeqpackError, UsageError, param
 
 
-def _shard_row(row: dict[str, Any], job: ShardJob, slices: tuple[ShardSlice, ...]) -> dict[str, Any]:
-    outcome, reused = run_shard(job, slices[int(row["index"])])
-    return {"index": outcome.index, "packs": outcome.num_packs, "reused": reused}
+def _slice_row(row: dict[str, Any], job: ShardJob, slices: tuple[ShardSlice, ...]) -> dict[str, Any]:
+    _, reused = run_slice(job, slices[int(row["index"])])
+    return {"index": int(row["index"]), "reused": reused}
+
+
+def _shard_row(row: dict[str, Any], job: ShardJob, shards: tuple[OutputShard, ...]) -> dict[str, Any]:
+    _, reused = run_shard(job, shards[int(row["index"])])
+    return {"index": int(row["index"]), "reused": reused}
 
 
 def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | None = None) -> PackResult:
@@ -39,8 +49,8 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
     ``address``: a running cluster (``"auto"``, ``"host:port"``); ``None`` uses the cluster this process
     is connected to, else starts a Ray instance on this machine for the run -- never one found through
     ``RAY_ADDRESS`` or a cluster someone else started here (joining is what ``"auto"`` asks for).
-    ``shards``: default one per CPU of the cluster. A stopped run of the same command is resumed (its
-    checked shards reused).
+    ``shards``: the input slices of phase 1 and the most output shards of phase 2; default one per CPU
+    of the cluster. A stopped run of the same command is resumed (its checked slices and shards reused).
     """
     check_sharded(opts)
     if shards is not None and shards < 1:
@@ -73,55 +83,65 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
 
 
 def _run(ray: Any, sharded: ShardedRun, opts: PackOptions, seconds: dict[str, float]) -> PackResult:
-    """Map the shards, then commit them (the driver's part after resolving)."""
+    """Phase 1, the one plan, phase 2, then the commit (the driver's part after resolving)."""
     ray.data.DataContext.get_current().enable_progress_bars = not opts.run.quiet
     if opts.run.quiet:  # Ray Data logs each dataset's start and end at INFO on stderr
         logging.getLogger("ray.data").setLevel(logging.WARNING)
+    job, staging = sharded.job, sharded.job.staging
     t1 = time.perf_counter()
-    try:
-        rows = _map_shards(ray, sharded)
-    except Exception as exc:  # a shard's own error (bad input) comes back wrapped by Ray: unwrap it
-        raise (_seqpack_cause(exc) or exc) from None
-    seconds["shards"] = time.perf_counter() - t1
+    read = _map(
+        ray, functools.partial(_slice_row, job=job, slices=tuple(sharded.slices)), len(sharded.slices)
+    )
+    slices = [
+        _record(SliceOutcome.load(staging.slice_record(p.index)), p.index, "slice") for p in sharded.slices
+    ]
     t2 = time.perf_counter()
-    outcomes = _outcomes(sharded)
-    result = commit_sharded(sharded, outcomes, seconds)
-    seconds["commit"] = time.perf_counter() - t2
+    seconds["read"] = t2 - t1
+    plan: GlobalPlan = plan_sharded(sharded, slices)
+    t3 = time.perf_counter()
+    seconds["plan"] = t3 - t2
+    shards = tuple(plan.shards)
+    written = _map(ray, functools.partial(_shard_row, job=job, shards=shards), len(shards))
+    outcomes = [_record(ShardOutcome.load(staging.record(s.index)), s.index, "shard") for s in shards]
+    t4 = time.perf_counter()
+    seconds["write"] = t4 - t3
+    result = commit_sharded(sharded, plan, slices, outcomes, seconds)
+    seconds["commit"] = time.perf_counter() - t4
+    tasks: list[SliceOutcome | ShardOutcome] = [*slices, *outcomes]
     result.engine.update(
-        shards=float(len(outcomes)),
-        reused_shards=float(sum(bool(r["reused"]) for r in rows)),
-        shard_cpu_seconds=sum(o.cpu_seconds for o in outcomes),
-        worker_peak_rss_mb=max(o.peak_rss_mb for o in outcomes),
-        # each shard is planned alone: the packs to compare with (ceil(runtime tokens / N), one plan's floor)
+        shards=float(len(sharded.slices)),
+        output_shards=float(len(shards)),
+        reused_slices=float(sum(bool(r["reused"]) for r in read)),
+        reused_shards=float(sum(bool(r["reused"]) for r in written)),
+        shard_cpu_seconds=sum(t.cpu_seconds for t in tasks),
+        worker_peak_rss_mb=max(t.peak_rss_mb for t in tasks),
+        # one plan over all lengths (the local pack's): its packs beside ceil(runtime tokens / N)
         packs_lower_bound=float(-(-result.runtime_tokens // result.pack_size)),
     )
     return result
 
 
-def _map_shards(ray: Any, sharded: ShardedRun) -> list[dict[str, Any]]:
-    """One Ray Data task per shard (one CPU each); Ray reruns a task whose worker died."""
-    slices = tuple(sharded.slices)
-    items = [{"index": s.index} for s in slices]
-    rows: list[dict[str, Any]] = (
-        ray.data.from_items(items, override_num_blocks=len(items))
-        .map(
-            functools.partial(_shard_row, job=sharded.job, slices=slices),
-            num_cpus=1,
+def _map(ray: Any, task: Any, count: int) -> list[dict[str, Any]]:
+    """One Ray Data task per item (one CPU each); Ray reruns a task whose worker died."""
+    if count == 0:
+        return []
+    items = [{"index": i} for i in range(count)]
+    try:
+        rows: list[dict[str, Any]] = (
+            ray.data.from_items(items, override_num_blocks=count).map(task, num_cpus=1).take_all()
         )
-        .take_all()
-    )
+    except Exception as exc:  # a task's own error (bad input) comes back wrapped by Ray: unwrap it
+        raise (_seqpack_cause(exc) or exc) from None
     return rows
 
 
-def _outcomes(sharded: ShardedRun) -> list[ShardOutcome]:
-    outcomes = []
-    for piece in sharded.slices:
-        outcome = read_outcome(sharded.job.staging, piece.index)
-        if outcome is None:
-            record = sharded.job.staging.record(piece.index)
-            raise DataError(f"{record}: shard {piece.index} finished without its record")
-        outcomes.append(outcome)
-    return outcomes
+_T = TypeVar("_T")
+
+
+def _record(outcome: _T | None, index: int, what: str) -> _T:
+    if outcome is None:
+        raise DataError(f"{what} {index} finished without its record")
+    return outcome
 
 
 def _seqpack_cause(exc: BaseException) -> SeqpackError | None:

@@ -1,6 +1,6 @@
-"""One shard's task on a worker: reuse a finished shard after checking its content, else pack it.
+"""The two tasks of a sharded run on a worker, each reused from a stopped run when its content checks out.
 
-No Ray here (the task is a plain function, tested without a cluster); the driver in ``_ray`` maps it.
+No Ray here (the tasks are plain functions, tested without a cluster); the driver in ``_ray`` maps them.
 """
 
 from __future__ import annotations
@@ -10,25 +10,35 @@ import pyarrow.parquet as pq
 
 from seqpack.data.format import PARQUET_RUN_ID
 from seqpack.data.packed import fingerprint_packed
-from seqpack.data.pipeline import ShardJob, ShardOutcome, ShardSlice, pack_shard, read_outcome
+from seqpack.data.pipeline import (
+    OutputShard,
+    ShardJob,
+    ShardOutcome,
+    ShardSlice,
+    SliceOutcome,
+    read_slice,
+    spool_is_intact,
+    write_shard,
+)
 from seqpack.errors import SeqpackError
 
 #: The fingerprint fields a reused shard must reproduce when it is read again.
 _CHECKED = ("content", "packs", "num_sequences", "num_packs", "num_tokens", "num_supervised")
 
 
-def shard_is_intact(job: ShardJob, outcome: ShardOutcome) -> bool:
-    """Whether a finished shard of a stopped run can be reused: same run, its files there, and its file's
-    content (read again and fingerprinted) what its record says. Never assumed from the record alone."""
+def shard_is_intact(job: ShardJob, shard: OutputShard, outcome: ShardOutcome) -> bool:
+    """Whether a finished output shard of a stopped run can be reused: same run and range of the plan,
+    its files there, and its file's content (read again and fingerprinted) what its record says. Never
+    assumed from the record alone."""
     staging = job.staging
-    index = outcome.index
-    if outcome.run_id != job.run_id:
+    if outcome.run_id != job.run_id or (outcome.first_pack, outcome.num_packs) != (
+        shard.first_pack,
+        shard.num_packs,
+    ):
         return False
-    if not (staging.pack_hashes(index).is_file() and staging.rejects(index).is_file()):
+    if not staging.pack_hashes(shard.index).is_file():
         return False
-    path = staging.shard(index)
-    if outcome.num_packs == 0:
-        return not path.exists()
+    path = staging.shard(shard.index)
     try:
         footer = pq.read_metadata(path).metadata or {}
         if footer.get(PARQUET_RUN_ID, b"").decode(errors="replace") != job.run_id:
@@ -39,9 +49,19 @@ def shard_is_intact(job: ShardJob, outcome: ShardOutcome) -> bool:
     return all(found[key] == outcome.fingerprint_result[key] for key in _CHECKED)
 
 
-def run_shard(job: ShardJob, piece: ShardSlice) -> tuple[ShardOutcome, bool]:
-    """The shard's outcome and whether it was reused from a stopped run (checked) rather than packed."""
-    done = read_outcome(job.staging, piece.index)
-    if done is not None and shard_is_intact(job, done):
+def run_slice(job: ShardJob, piece: ShardSlice) -> tuple[SliceOutcome, bool]:
+    """Phase 1: the slice's outcome and whether it was reused from a stopped run (checked) rather than
+    read again."""
+    done = SliceOutcome.load(job.staging.slice_record(piece.index))
+    if done is not None and spool_is_intact(job, done):
         return done, True
-    return pack_shard(job, piece), False
+    return read_slice(job, piece), False
+
+
+def run_shard(job: ShardJob, shard: OutputShard) -> tuple[ShardOutcome, bool]:
+    """Phase 2: the output shard's outcome and whether it was reused from a stopped run (checked) rather
+    than written again."""
+    done = ShardOutcome.load(job.staging.record(shard.index))
+    if done is not None and shard_is_intact(job, shard, done):
+        return done, True
+    return write_shard(job, shard), False

@@ -1,28 +1,36 @@
 """The pack pipeline behind ``seqpack pack``: options, length policy and CP/SP pre-padding, the scratch
-store and its lock, pass 1 / plan / pass 2 / commit, and the Parquet writer with its parallel row groups.
+store and its lock, pass 1 / plan / pass 2 / commit, the Parquet writer with its parallel row groups, and
+the sharded run an engine maps (two phases around one plan).
 """
 
 from seqpack.data.pipeline._lengths import read_lengths
 from seqpack.data.pipeline._options import InputOptions, LengthPolicy, PackOptions, PackSize, RunSettings
 from seqpack.data.pipeline._pipeline import PackResult, overrides_for_result, pack_files
 from seqpack.data.pipeline._shape import TooLong
+from seqpack.data.pipeline._shard_tasks import read_slice, spool_is_intact, write_shard
 from seqpack.data.pipeline._sharded import (
+    GlobalPlan,
     ShardedRun,
+    check_sharded,
+    commit_sharded,
+    plan_sharded,
+    prepare_sharded,
+    slice_inputs,
+)
+from seqpack.data.pipeline._staging import (
+    OutputShard,
     ShardJob,
     ShardOutcome,
     ShardSlice,
+    SliceOutcome,
     StagingPaths,
-    check_sharded,
-    commit_sharded,
-    pack_shard,
-    prepare_sharded,
-    read_outcome,
-    slice_inputs,
 )
 
 __all__ = [
+    "GlobalPlan",
     "InputOptions",
     "LengthPolicy",
+    "OutputShard",
     "PackOptions",
     "PackResult",
     "PackSize",
@@ -31,15 +39,18 @@ __all__ = [
     "ShardOutcome",
     "ShardSlice",
     "ShardedRun",
+    "SliceOutcome",
     "StagingPaths",
     "TooLong",
     "check_sharded",
     "commit_sharded",
     "overrides_for_result",
     "pack_files",
-    "pack_shard",
+    "plan_sharded",
     "prepare_sharded",
     "read_lengths",
-    "read_outcome",
+    "read_slice",
     "slice_inputs",
+    "spool_is_intact",
+    "write_shard",
 ]

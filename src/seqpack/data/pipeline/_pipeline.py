@@ -597,38 +597,48 @@ def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _Spoo
         bar.advance(task, len(examples.lengths))
         _rate(bar, task, spool.counts, t0)
     run.seconds["read"] = time.perf_counter() - t0
-    counts = spool.counts
+    check_packable(spool.paths, spool.counts, spool.refused, spool.first_rejected, opts.max_seq_length)
+    return spool
+
+
+def check_packable(
+    paths: Sequence[str], counts: Counts, refused: int, first_rejected: str | None, max_seq_length: int
+) -> None:
+    """After pass 1: refuse a run with nothing to pack, naming a sample (the rejects file is not kept when
+    nothing is packed). ``refused``: rows the text step refused; ``first_rejected``: the first sample not
+    packed whole."""
     if counts.samples_in == 0:
-        raise DataError(f"{', '.join(spool.paths)}: empty input (no samples)")
-    if counts.sequences == 0 and spool.refused == counts.rejected + counts.dropped:
-        raise DataError(  # the rejects file is not kept when nothing is packed: name a sample instead
-            f"{', '.join(spool.paths)}: every sample was refused ({spool.first_rejected}); nothing was "
-            "written"
+        raise DataError(f"{', '.join(paths)}: empty input (no samples)")
+    if counts.sequences == 0 and refused == counts.rejected + counts.dropped:
+        raise DataError(
+            f"{', '.join(paths)}: every sample was refused ({first_rejected}); nothing was written"
         )
     if counts.sequences == 0:
-        raise DataError(  # the rejects file is not kept when nothing is packed: name a sample instead
-            f"{', '.join(spool.paths)}: no sample fits max length {opts.max_seq_length} "
-            f"({counts.rejected + counts.dropped - spool.refused} too long; {spool.first_rejected}); nothing "
-            "was written"
+        raise DataError(
+            f"{', '.join(paths)}: no sample fits max length {max_seq_length} "
+            f"({counts.rejected + counts.dropped - refused} too long; {first_rejected}); nothing was written"
         )
-    return spool
 
 
 def _plan(run: _Run, spool: _SpoolToScratch) -> PackPlan:
     """The packs, from the lengths alone (the plan names the algorithm that made them)."""
-    opts = run.opts
     t1 = time.perf_counter()
-    lengths = np.concatenate(spool.lengths)
-    plan = pack_lengths(
+    plan = plan_packs(run.opts, np.concatenate(spool.lengths))
+    run.seconds["plan"] = time.perf_counter() - t1
+    fault_point("plan")
+    return plan
+
+
+def plan_packs(opts: PackOptions, lengths: np.ndarray) -> PackPlan:
+    """The one plan of a run over all its runtime lengths, in input order: the local pipeline's and the
+    ray engine's (which gathers the lengths in this same order, so both make the same packs)."""
+    return pack_lengths(
         lengths,
         opts.size.pack_size,
         algorithm=opts.algorithm,
         seed=opts.packing_seed,
         cost=opts.size.cost_model,
     )
-    run.seconds["plan"] = time.perf_counter() - t1
-    fault_point("plan")
-    return plan
 
 
 def _pass2(

@@ -15,6 +15,10 @@ per-row-group buffer keeps resident memory at one row group. A row group is thou
 so they are issued from a numba kernel calling libc's ``pread`` (no Python per read, no GIL: pass 2
 builds row groups on several threads). Reading is thread-safe; appending is not (pass 1 appends from
 one thread). A full disk is a clear error naming the directory (``--scratch-dir`` chooses another).
+
+The ray engine's phase 1 writes each slice's store as a *spool* in the shared staging directory, with its
+offsets on disk too (``offsets.i64``); phase 2 reads samples of many spools with :class:`SpoolReader`,
+which takes each sample's bounds from that file, so no process loads a spool's offsets whole.
 """
 
 from __future__ import annotations
@@ -77,11 +81,15 @@ def _pread_ranges(pread: Any, fd: int, starts: np.ndarray, sizes: np.ndarray, ou
 class _FlatFile:
     """A 1-D array on disk: appended with ``write``, read back by element ranges with ``preadv``."""
 
-    def __init__(self, path: Path, dtype: npt.DTypeLike) -> None:
+    def __init__(self, path: Path, dtype: npt.DTypeLike, existing: bool = False) -> None:
         self.path = path
         self.dtype = np.dtype(dtype)
-        self.size = 0
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        if existing:  # a finished file of another process, read only
+            self._fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            self.size = os.fstat(self._fd).st_size // self.dtype.itemsize
+        else:
+            self.size = 0
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
 
     def append(self, values: np.ndarray) -> None:
         data = np.ascontiguousarray(values, dtype=self.dtype)
@@ -116,17 +124,28 @@ class _FlatFile:
             os.close(self._fd)
 
 
-class ScratchStore:
-    """Stored examples appended in order; example ``i`` is ``[offsets[i], offsets[i+1])``."""
+#: The files of a store: flat tokens, flat mask, and (a spool, ``offsets_on_disk``) the offsets.
+_TOKENS, _MASK, _OFFSETS = "tokens.u32", "mask.u8", "offsets.i64"
 
-    def __init__(self, directory: Path) -> None:
+
+class ScratchStore:
+    """Stored examples appended in order; example ``i`` is ``[offsets[i], offsets[i+1])``.
+
+    ``offsets_on_disk``: also write the offsets to the store (a spool of the ray engine's first phase,
+    read later by other processes with :class:`SpoolReader`, which never loads them whole).
+    """
+
+    def __init__(self, directory: Path, offsets_on_disk: bool = False) -> None:
         self.directory = directory
         try:
             directory.parent.mkdir(parents=True, exist_ok=True)
             directory.mkdir()  # never an existing one: a link planted under this name is not followed
             self._owner = hold_scratch(directory)  # held until remove(): see seqpack.data.pipeline._lock
-            self._tokens = _FlatFile(directory / "tokens.u32", np.uint32)
-            self._mask = _FlatFile(directory / "mask.u8", np.uint8)
+            self._tokens = _FlatFile(directory / _TOKENS, np.uint32)
+            self._mask = _FlatFile(directory / _MASK, np.uint8)
+            self._disk_offsets = _FlatFile(directory / _OFFSETS, np.int64) if offsets_on_disk else None
+            if self._disk_offsets is not None:
+                self._disk_offsets.append(np.zeros(1, np.int64))
         except OSError as exc:
             raise _disk_error(directory, exc) from None
         self._ends: list[np.ndarray] = []
@@ -140,6 +159,8 @@ class ScratchStore:
         self._tokens.append(tokens)
         self._mask.append(mask)
         self._ends.append(base + np.cumsum(lengths, dtype=np.int64))
+        if self._disk_offsets is not None:
+            self._disk_offsets.append(self._ends[-1])
         self._offsets = None
 
     def offsets(self) -> np.ndarray:
@@ -157,13 +178,47 @@ class ScratchStore:
         starts, stops = offsets[items], offsets[items + 1]
         return self._tokens.read_ranges(starts, stops), self._mask.read_ranges(starts, stops), stops - starts
 
-    def remove(self) -> None:
-        """Close the files and delete the directory (called on success, error and Ctrl-C alike)."""
-        self._tokens.close()
-        self._mask.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
+    def sizes(self) -> dict[str, int]:
+        """Bytes in each of the store's files (what a finished spool's record keeps, to check it later)."""
+        files = [self._tokens, self._mask, *([self._disk_offsets] if self._disk_offsets else [])]
+        return {f.path.name: f.size * f.dtype.itemsize for f in files}
+
+    def close(self) -> None:
+        """Close the files and let go of the directory, keeping it (a finished spool)."""
+        for flat in (self._tokens, self._mask, self._disk_offsets):
+            if flat is not None:
+                flat.close()
         with contextlib.suppress(OSError):
             os.close(self._owner)
+
+    def remove(self) -> None:
+        """Close the files and delete the directory (called on success, error and Ctrl-C alike)."""
+        self.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class SpoolReader:
+    """A finished spool (a :class:`ScratchStore` written with ``offsets_on_disk``, by another process),
+    read by example: each example's bounds come from the offsets file too, so only the examples asked for
+    are ever in memory, never the spool's offsets. Thread-safe (positional reads only)."""
+
+    def __init__(self, directory: Path) -> None:
+        try:
+            self._tokens = _FlatFile(directory / _TOKENS, np.uint32, existing=True)
+            self._mask = _FlatFile(directory / _MASK, np.uint8, existing=True)
+            self._offsets = _FlatFile(directory / _OFFSETS, np.int64, existing=True)
+        except OSError as exc:
+            raise _disk_error(directory, exc) from None
+
+    def read(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Examples ``items`` (in that order): flat uint32 tokens, uint8 mask, stored lengths."""
+        bounds = self._offsets.read_ranges(items, items + 2).reshape(-1, 2)
+        starts, stops = bounds[:, 0], bounds[:, 1]
+        return self._tokens.read_ranges(starts, stops), self._mask.read_ranges(starts, stops), stops - starts
+
+    def close(self) -> None:
+        for flat in (self._tokens, self._mask, self._offsets):
+            flat.close()
 
 
 def default_scratch_dir(out_dir: Path) -> Path:

@@ -1,32 +1,26 @@
-"""A sharded pack set: the pipeline cut into shards that run anywhere (``seqpack pack --engine ray``).
+"""A sharded pack set: the pipeline cut into tasks that run anywhere (``seqpack pack --engine ray``),
+with **one plan over all samples**, so a sharded run makes exactly the local pack's packs::
 
-Each shard is planned alone: it reads its slice of the inputs, shapes it exactly as the local pipeline does,
-plans its own lengths with the same algorithm and writes one Parquet file. No lengths are gathered and
-nothing is shuffled, so a shard costs the driver a few hundred bytes and the packs cost at most about one
-partly filled pack a shard over planning everything at once (docs/scale.md measures it)::
+    phase 1, a task per input slice      read, convert, shape exactly as locally; spool the shaped
+                                         samples to the staging directory; lengths, rejects, record
+    driver                               gather the lengths in the local pipeline's order (4 bytes a
+                                         sample), plan once with the local planner, cut the packs into
+                                         contiguous ranges of whole row groups, one per output shard
+    phase 2, a task per output shard     read its packs' samples from the spools, write its file with
+                                         the local writer (the local row groups, footers, fingerprints)
+    driver                               commit: metadata, rejects (in the local order), one rename
 
-    out/.training_4096.staging/            hidden while the run is going
-        run.json                           the run id and the identity of the command (resume)
-        shards/training_4096-00000.idx.parquet, ...       -> renamed to out/training_4096/ at commit
-        done/00000.json, 00000.packs.npy, 00000.rejects.jsonl   what each finished shard measured
-    out/4096_metadata.jsonl                one combined entry per split (Bridge takes max/min anyway)
-    out/rejects_training.jsonl             every shard's rejects, in shard order
-    out/training_4096/                     the committed shards, one rename
-
-The commit order is the local one: metadata, rejects, then the packs by one rename of the staged
-directory, so a run killed before that rename leaves no packed file under a name any reader looks at.
+The staging directory (:mod:`seqpack.data.pipeline._staging`) holds everything until the commit, which
+writes in the local order: metadata, rejects, then the packs by one rename of the staged directory, so a
+run killed before that rename leaves no packed file under a name any reader looks at.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import resource
 import shutil
-import tempfile
-import time
-import uuid
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +28,13 @@ import numpy as np
 import orjson
 
 from seqpack._faults import fault_point
-from seqpack._io import atomic_path
+from seqpack._io import atomic_path, fsync_dir
 from seqpack.data.format import (
-    PARQUET_RUN_ID,
+    ROW_GROUP_SIZE,
     Layout,
     MetadataEntry,
     PackRecord,
     most_common_last_token,
-    shard_filename,
-    sharded_dirname,
     write_metadata_entry,
 )
 from seqpack.data.pipeline._lock import OutputLock, claim_output_dir
@@ -50,39 +42,27 @@ from seqpack.data.pipeline._options import PackOptions
 from seqpack.data.pipeline._pipeline import (
     Counts,
     PackResult,
-    _BackgroundHash,
     _cost_model_record,
     _Outputs,
     _resolve,
-    _ShapeChunk,
-    _SpoolToScratch,
+    check_packable,
     combine_input_digests,
+    plan_packs,
 )
-from seqpack.data.pipeline._scratch import ScratchStore
-from seqpack.data.pipeline._shape import Shaping
-from seqpack.data.pipeline._write import write_packed
+from seqpack.data.pipeline._staging import (
+    STAGING_VERSION,
+    OutputShard,
+    ShardJob,
+    ShardOutcome,
+    ShardSlice,
+    SliceLengths,
+    SliceOutcome,
+    StagingPaths,
+)
 from seqpack.data.samples import ChunkToExamples, as_paths, chunk_rows_for, iter_chunks
 from seqpack.data.samples.text import ResolvedText
 from seqpack.errors import DataError, UsageError, param
 from seqpack.fingerprint import PackedFingerprinter
-from seqpack.packing import bridge_metadata_values, pack_lengths
-
-#: Version of ``run.json`` and the ``done/`` records (a staging directory of another version is not reused).
-STAGING_VERSION = 2
-
-
-@dataclass(frozen=True)
-class ShardSlice:
-    """The inputs a shard reads: the files ``sources`` (indices into the inputs) and, of their chunks
-    numbered from 0, those with ``number % every == offset`` (``every > 1`` when there are fewer files
-    than shards: each such shard reads the files and converts only its own chunks). ``hashes``: the inputs
-    whose digest this shard computes for the record (each input by exactly one shard)."""
-
-    index: int
-    sources: tuple[int, ...]
-    every: int = 1
-    offset: int = 0
-    hashes: tuple[int, ...] = ()
 
 
 def slice_inputs(inputs: list[Path], shards: int) -> list[ShardSlice]:
@@ -107,205 +87,9 @@ def slice_inputs(inputs: list[Path], shards: int) -> list[ShardSlice]:
     return [ShardSlice(i, every, shards, i, every[i::shards]) for i in range(shards)]
 
 
-@dataclass(frozen=True)
-class StagingPaths:
-    """Where a sharded split is staged and where it lands."""
-
-    out_dir: Path
-    split: str
-    pack_size: int
-
-    @property
-    def root(self) -> Path:
-        return self.out_dir / f".{sharded_dirname(self.split, self.pack_size)}.staging"
-
-    @property
-    def shards(self) -> Path:
-        return self.root / "shards"
-
-    @property
-    def partial(self) -> Path:
-        return self.root / "partial"
-
-    @property
-    def done(self) -> Path:
-        return self.root / "done"
-
-    @property
-    def final(self) -> Path:
-        return self.out_dir / sharded_dirname(self.split, self.pack_size)
-
-    def shard(self, index: int) -> Path:
-        return self.shards / shard_filename(self.split, self.pack_size, index)
-
-    def record(self, index: int) -> Path:
-        return self.done / f"{index:05d}.json"
-
-    def pack_hashes(self, index: int) -> Path:
-        return self.done / f"{index:05d}.packs.npy"
-
-    def rejects(self, index: int) -> Path:
-        return self.done / f"{index:05d}.rejects.jsonl"
-
-
-@dataclass(frozen=True)
-class ShardJob:
-    """All a worker needs to pack any shard of one run (picklable: it travels to the workers)."""
-
-    opts: PackOptions
-    inputs: tuple[Path, ...]
-    text: ResolvedText | None
-    eos_id: int
-    check_eos: bool  # pre-tokenized input without a given EOS: every row must end with the inferred one
-    run_id: str
-    staging: StagingPaths
-    scratch_dir: Path | None  # None: the worker's temporary directory
-
-    def shaping(self) -> Shaping:
-        opts = self.opts
-        return Shaping(
-            opts.max_seq_length,
-            opts.size.pad_seq_to_mult,
-            self.eos_id,
-            opts.too_long,
-            opts.bridge_compat,
-            False,
-        )
-
-
-@dataclass
-class ShardOutcome:
-    """What one shard wrote and measured (a ``done/`` record); no tokens, a few hundred bytes."""
-
-    index: int
-    counts: Counts
-    num_packs: int
-    runtime_tokens: int
-    max_length: int
-    max_per_pack: int
-    min_pack_sum: int
-    fingerprint: dict[str, Any]  # PackedFingerprinter.state()
-    fingerprint_result: dict[str, Any]  # the shard's own fingerprints, checked when the shard is reused
-    run_id: str
-    seconds: float
-    cpu_seconds: float = 0.0  # this worker's CPU time on the shard
-    peak_rss_mb: float = 0.0  # the worker process's peak resident memory so far
-    input_digests: dict[str, str] = field(default_factory=dict)  # input index -> its digest (the slice's)
-
-    def to_json(self) -> bytes:
-        return orjson.dumps({"version": STAGING_VERSION, **asdict(self)})
-
-    @classmethod
-    def from_json(cls, data: bytes) -> ShardOutcome:
-        raw = orjson.loads(data)
-        if raw.pop("version", None) != STAGING_VERSION:
-            raise ValueError("another staging version")
-        raw["counts"] = Counts(**raw["counts"])
-        return cls(**raw)
-
-
-def pack_shard(job: ShardJob, piece: ShardSlice) -> ShardOutcome:
-    """Pass 1, plan and pass 2 of one shard, on this worker; the shard's file, its rejects and its
-    ``done/`` record are written atomically, the record last (its presence says the shard is complete)."""
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    staging, opts = job.staging, job.opts
-    staging.shards.mkdir(parents=True, exist_ok=True)
-    staging.done.mkdir(parents=True, exist_ok=True)
-    scratch = job.scratch_dir or Path(tempfile.gettempdir())
-    store = ScratchStore(
-        scratch / f"seqpack-shard-{job.run_id[:12]}-{piece.index:05d}-{uuid.uuid4().hex[:8]}"
-    )
-    fingerprinter = PackedFingerprinter(keep_packs=True)
-    packed = staging.shard(piece.index)
-    # the record's input hash: this worker hashes its own inputs beside pass 1 (the driver reads none)
-    hashing = _BackgroundHash([job.inputs[i] for i in piece.hashes])
-    try:
-        with (
-            atomic_path(staging.rejects(piece.index), overwrite=True) as rejects_tmp,
-            open(rejects_tmp, "wb") as rejects,
-        ):
-            spool = _SpoolToScratch(as_paths(list(job.inputs)), store, rejects, job.run_id)
-            _spool_slice(job, piece, spool)
-        lengths = np.concatenate(spool.lengths) if spool.lengths else np.zeros(0, np.int64)
-        stats = (0, 0, 0)
-        num_packs = runtime_tokens = 0
-        if len(lengths):
-            plan = pack_lengths(
-                lengths,
-                opts.size.pack_size,
-                algorithm=opts.algorithm,
-                seed=opts.packing_seed,
-                cost=opts.size.cost_model,
-            )
-            store.offsets()
-            # written beside the staged shards, never among them: a worker killed mid-write leaves its
-            # partial file where no commit looks
-            partial = staging.partial / f"{packed.name}.{uuid.uuid4().hex[:8]}"
-            staging.partial.mkdir(exist_ok=True)
-            write_packed(
-                partial,
-                store.read,
-                plan.items,
-                plan.pack_offsets,
-                on_row_group=lambda _p, _t: fault_point("shard"),
-                layout=Layout.bridge,
-                fingerprinter=fingerprinter,
-                key_value={PARQUET_RUN_ID: job.run_id.encode()},
-            )
-            _fsync(partial)
-            os.replace(partial, packed)
-            values = plan.bridge_metadata()
-            stats = (values["dataset_max_seqlen"], values["max_samples_per_bin"], values["min_packed_seqlen"])
-            num_packs, runtime_tokens = plan.num_packs, int(plan.total_length)
-        else:
-            packed.unlink(missing_ok=True)  # no packs: no file (Bridge refuses an empty one)
-    finally:
-        store.remove()
-    outcome = ShardOutcome(
-        piece.index,
-        spool.counts,
-        num_packs,
-        runtime_tokens,
-        *stats,
-        fingerprinter.state(),
-        fingerprinter.result().to_dict(),
-        job.run_id,
-        time.perf_counter() - t0,
-        time.process_time() - cpu0,
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        dict(zip(map(str, piece.hashes), hashing.digests(), strict=True)),
-    )
-    with atomic_path(staging.pack_hashes(piece.index), overwrite=True) as tmp, open(tmp, "wb") as handle:
-        np.save(handle, fingerprinter.pack_hashes(), allow_pickle=False)
-    with atomic_path(staging.record(piece.index), overwrite=True) as tmp:
-        tmp.write_bytes(outcome.to_json())
-    return outcome
-
-
-def _spool_slice(job: ShardJob, piece: ShardSlice, spool: _SpoolToScratch) -> None:
-    """Convert and shape the slice's chunks in input order (one core: the engine runs shards side by side)."""
-    converter = ChunkToExamples(spool.paths, job.text)
-    shape_job = _ShapeChunk(converter, job.shaping(), infer_eos=job.check_eos)
-    chunks = iter_chunks(list(job.inputs), chunk_rows_for(job.text, job.opts.input.chunk_rows), piece.sources)
-    for number, chunk in enumerate(chunks):
-        if number % piece.every != piece.offset:
-            continue
-        examples, shaped = shape_job(chunk)
-        spool.add(examples, shaped, shape_job.spec)
-        fault_point("read")
-
-
-def read_outcome(staging: StagingPaths, index: int) -> ShardOutcome | None:
-    """A finished shard's record, or ``None`` (not finished, or not readable as one)."""
-    try:
-        return ShardOutcome.from_json(staging.record(index).read_bytes())
-    except (OSError, ValueError, TypeError, KeyError, orjson.JSONDecodeError):
-        return None
-
-
 @dataclass
 class ShardedRun:
-    """A sharded run, resolved on the driver before any shard starts."""
+    """A sharded run, resolved on the driver before any task starts."""
 
     job: ShardJob
     slices: list[ShardSlice]
@@ -320,15 +104,15 @@ class ShardedRun:
 
 
 def check_sharded(opts: PackOptions) -> None:
-    """Usage errors of a sharded run, before any cluster is joined: each shard is planned alone, so
-    Bridge's exact rows (one plan over all samples) cannot be made, and only Bridge's layout is sharded."""
+    """Usage errors of a sharded run, before any cluster is joined: only Bridge's layout is sharded, and
+    the spools go to the staging directory (which every node sees), never to a scratch directory."""
     opts.check()
     if opts.run.layout is not Layout.bridge:
         raise UsageError(f"the ray engine writes Bridge's layout only ({param('layout')} bridge)")
-    if opts.bridge_compat:
+    if opts.run.scratch_dir is not None:
         raise UsageError(
-            f"{param('bridge_compat')} needs one plan over all samples, and the ray engine plans each shard "
-            "alone; pack on one machine for Bridge's exact rows"
+            f"the ray engine spools to the output directory's staging folder, which every node sees; "
+            f"{param('scratch_dir')} is for a local pack"
         )
 
 
@@ -353,9 +137,7 @@ def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
         lock.release()
         raise
     record = replace(run.record, run_id=run_id)  # a resumed run keeps the staged run's id
-    job = ShardJob(
-        opts, tuple(inputs), run.text, int(eos_id), check_eos, run_id, staging, opts.run.scratch_dir
-    )
+    job = ShardJob(opts, tuple(inputs), run.text, int(eos_id), check_eos, run_id, staging)
     return ShardedRun(job, slices, run.outputs, record, resumed, lock)
 
 
@@ -404,57 +186,170 @@ def _open_staging(staging: StagingPaths, identity: str, run_id: str, overwrite: 
     return run_id, False
 
 
+@dataclass
+class GlobalPlan:
+    """The driver's plan of a sharded run, once the slices are read: the output shards (their sample
+    lists are in ``plan/``), Bridge's values of the one plan, and where each chunk's rejects are."""
+
+    shards: list[OutputShard]
+    counts: Counts
+    bridge_values: dict[str, Any]
+    num_packs: int
+    runtime_tokens: int
+    #: ``(slice, start, stop)`` byte ranges of the slices' rejects files, in the local pipeline's order.
+    rejects_ranges: list[tuple[int, int, int]]
+
+
+def plan_sharded(sharded: ShardedRun, slices: list[SliceOutcome]) -> GlobalPlan:
+    """Gather the slices' lengths in the local pipeline's sample order, plan them once exactly as the
+    local pack does, and cut the packs into one contiguous range of whole row groups per output shard
+    (at most one per slice; none empty), each written to ``plan/`` as (slice, sample) pairs."""
+    job, opts = sharded.job, sharded.job.opts
+    slices = sorted(slices, key=lambda o: o.index)
+    counts = Counts()
+    for outcome in slices:
+        for name, value in asdict(outcome.counts).items():
+            setattr(counts, name, getattr(counts, name) + value)
+    refused = sum(o.refused for o in slices)
+    first = next((o.first_rejected for o in slices if o.first_rejected), None)
+    check_packable(as_paths(list(job.inputs)), counts, refused, first, opts.max_seq_length)
+    parts = [SliceLengths.load(job.staging.slice_lengths(o.index)) for o in slices]
+    order = _ChunkOrder.of(sharded.slices, parts)
+    lengths = order.gather([p.lengths for p in parts])
+    rejects = order.rejects_ranges([p.rejects_ends for p in parts])
+    del parts  # the slices' own copies: the driver holds the gathered lengths only (4 bytes a sample)
+    plan = plan_packs(opts, lengths)
+    del lengths
+    fault_point("plan")
+    shards = _output_shards(plan.num_packs, len(sharded.slices))
+    job.staging.plans.mkdir(parents=True, exist_ok=True)
+    for shard in shards:
+        lo = int(plan.pack_offsets[shard.first_pack])
+        hi = int(plan.pack_offsets[shard.first_pack + shard.num_packs])
+        where, items = order.locate(plan.items[lo:hi])
+        offsets = plan.pack_offsets[shard.first_pack : shard.first_pack + shard.num_packs + 1] - lo
+        with atomic_path(job.staging.plan(shard.index), overwrite=True) as tmp, open(tmp, "wb") as handle:
+            np.savez(handle, slices=where, items=items, pack_offsets=offsets)
+    return GlobalPlan(
+        shards,
+        counts,
+        plan.bridge_metadata(),
+        plan.num_packs,
+        int(plan.total_length),
+        rejects,
+    )
+
+
+@dataclass(frozen=True)
+class _ChunkOrder:
+    """The input chunks in the local pipeline's order (input order, then file order): chunk ``c`` is
+    chunk ``local[c]`` of slice ``slice[c]``, its samples ``[start[c], start[c] + count[c])`` of the
+    local order and ``[first[c], first[c] + count[c])`` of its slice. With at least as many files as
+    slices, slices are contiguous groups of files, so their chunks follow one another; with fewer, chunk
+    ``c`` was converted by slice ``c mod K``."""
+
+    slice: np.ndarray
+    local: np.ndarray
+    first: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def of(cls, slices: list[ShardSlice], parts: list[SliceLengths]) -> _ChunkOrder:
+        per_slice = [len(p.chunks) for p in parts]
+        every = slices[0].every
+        if every == 1:
+            slice_of = np.repeat(np.arange(len(parts)), per_slice)
+            local = np.concatenate([np.zeros(0, np.int64), *(np.arange(n) for n in per_slice)])
+        else:
+            total = sum(per_slice)
+            slice_of, local = np.arange(total) % every, np.arange(total) // every
+            expected = [len(range(s.offset, total, every)) for s in slices]
+            if expected != per_slice:  # pragma: no cover - a staged slice of another input
+                raise DataError(
+                    f"the slices' chunk counts {per_slice} do not interleave (inputs changed during the "
+                    f"run? pass {param('overwrite')} to start over)"
+                )
+        base = np.cumsum([0, *per_slice])[:-1]
+        count = np.concatenate([np.zeros(0, np.int64), *(p.chunks for p in parts)])[base[slice_of] + local]
+        firsts = [np.cumsum(p.chunks) - p.chunks for p in parts]
+        first = np.concatenate([np.zeros(0, np.int64), *firsts])[base[slice_of] + local]
+        start = np.cumsum(count) - count
+        return cls(slice_of.astype(np.int64), local.astype(np.int64), first, start, count)
+
+    def gather(self, lengths: list[np.ndarray]) -> np.ndarray:
+        """Every slice's lengths, in the local order (int32, 4 bytes a sample)."""
+        if bool(np.all(np.diff(self.slice) >= 0)):  # slices follow one another: plain concatenation
+            return np.concatenate([np.zeros(0, np.int32), *lengths])
+        return np.concatenate(
+            [np.zeros(0, np.int32)]
+            + [lengths[s][f : f + n] for s, f, n in zip(self.slice, self.first, self.count, strict=True)]
+        )
+
+    def locate(self, samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Samples numbered in the local order -> (slice, sample of that slice)."""
+        filled = np.flatnonzero(self.count)
+        chunk = filled[np.searchsorted(self.start[filled], samples, side="right") - 1]
+        return self.slice[chunk].astype(np.int32), self.first[chunk] + (samples - self.start[chunk])
+
+    def rejects_ranges(self, ends: list[np.ndarray]) -> list[tuple[int, int, int]]:
+        """The slices' rejects, chunk by chunk in the local order, as byte ranges (adjacent ones merged)."""
+        ranges: list[tuple[int, int, int]] = []
+        for s, c in zip(self.slice.tolist(), self.local.tolist(), strict=True):
+            a, b = (int(ends[s][c - 1]) if c else 0), int(ends[s][c])
+            if ranges and ranges[-1][0] == s and ranges[-1][2] == a:
+                ranges[-1] = (s, ranges[-1][1], b)
+            elif b > a:
+                ranges.append((s, a, b))
+        return ranges
+
+
+def _output_shards(num_packs: int, shards: int) -> list[OutputShard]:
+    """``shards`` contiguous ranges of whole row groups (fewer when there are fewer row groups)."""
+    groups = -(-num_packs // ROW_GROUP_SIZE)
+    ranges = np.array_split(np.arange(groups), min(shards, groups)) if groups else []
+    return [
+        OutputShard(
+            i,
+            int(g[0]) * ROW_GROUP_SIZE,
+            min(int(g[-1] + 1) * ROW_GROUP_SIZE, num_packs) - int(g[0]) * ROW_GROUP_SIZE,
+        )
+        for i, g in enumerate(ranges)
+    ]
+
+
 def commit_sharded(
-    sharded: ShardedRun, outcomes: list[ShardOutcome], seconds: dict[str, float]
+    sharded: ShardedRun,
+    plan: GlobalPlan,
+    slices: list[SliceOutcome],
+    shards: list[ShardOutcome],
+    seconds: dict[str, float],
 ) -> PackResult:
-    """Combine the shards' records into one metadata entry, concatenate their rejects, and put the packs
+    """Write the plan's metadata entry, the slices' rejects in the local order, and put the output shards
     in place with one rename (the order of the local commit: metadata, rejects, packs)."""
     job, opts = sharded.job, sharded.job.opts
     staging = job.staging
-    outcomes = sorted(outcomes, key=lambda o: o.index)
-    counts = Counts()
+    shards = sorted(shards, key=lambda o: o.index)
     fingerprinter = PackedFingerprinter()
-    for outcome in outcomes:
-        for name, value in asdict(outcome.counts).items():
-            setattr(counts, name, getattr(counts, name) + value)
+    for outcome in shards:
         fingerprinter.merge(
             outcome.fingerprint, np.load(staging.pack_hashes(outcome.index), allow_pickle=False)
         )
-    paths = ", ".join(as_paths(list(job.inputs)))
-    if counts.samples_in == 0:
-        raise DataError(f"{paths}: empty input (no samples)")
-    if counts.sequences == 0:
-        raise DataError(f"{paths}: no sample fits max length {opts.max_seq_length}; see the rejects")
-    packed = [o for o in outcomes if o.num_packs]
-    num_packs = sum(o.num_packs for o in outcomes)
-    runtime_tokens = sum(o.runtime_tokens for o in outcomes)
-    values = bridge_metadata_values(
-        max_length=max(o.max_length for o in packed),
-        max_per_pack=max(o.max_per_pack for o in packed),
-        sequences=counts.sequences,
-        packs=num_packs,
-        total_length=runtime_tokens,
-        pack_size=opts.size.pack_size,
-        min_pack_sum=min(o.min_pack_sum for o in packed),
-    )
-    pack_counts = counts.record(num_packs)
     record = (
         sharded.record.with_eos(job.eos_id)
         .with_plan(opts.algorithm, _cost_model_record(opts))
         .with_fingerprint(fingerprinter.result().to_dict())
-        .committed(_input_hash(job, outcomes), pack_counts)
+        .committed(_input_hash(job, slices), plan.counts.record(plan.num_packs))
     )
-    engine = {"name": "ray", "shards": len(sharded.slices), "planned": "per shard"}
-    entry = MetadataEntry.from_values(values, {**record.to_dict(), "engine": engine})
+    engine = {"name": "ray", "shards": len(sharded.slices), "planned": "once"}
+    entry = MetadataEntry.from_values(plan.bridge_values, {**record.to_dict(), "engine": engine})
     outputs = sharded.outputs
     write_metadata_entry(outputs.metadata, entry)
     fault_point("commit")
     with atomic_path(outputs.rejects, overwrite=True) as tmp, open(tmp, "wb") as out:
-        for outcome in outcomes:
-            with open(staging.rejects(outcome.index), "rb") as part:
-                shutil.copyfileobj(part, out)
+        _copy_ranges(staging, plan.rejects_ranges, out)
     fault_point("rename")
-    wanted = {staging.shard(o.index).name for o in packed}
+    wanted = {staging.shard(o.index).name for o in shards}
     for leftover in staging.shards.iterdir():  # only the shards of the records go in
         if leftover.name not in wanted:
             leftover.unlink()
@@ -462,29 +357,49 @@ def commit_sharded(
     # a one-file set of this split replaced with --overwrite (_resolve refused it otherwise): the sidecar
     # entry is this run's now, so the old file would only be refused as a mix
     outputs.packed.unlink(missing_ok=True)
-    shutil.rmtree(staging.root, ignore_errors=True)
+    shutil.rmtree(staging.root, ignore_errors=True)  # the spools with it
     return PackResult(
         staging.final,
         outputs.metadata,
         outputs.rejects,
         entry,
         record,
-        counts,
-        num_packs,
-        runtime_tokens,
+        plan.counts,
+        plan.num_packs,
+        plan.runtime_tokens,
         opts.size.pack_size,
         seconds,
     )
 
 
-def _input_hash(job: ShardJob, outcomes: list[ShardOutcome]) -> str:
-    """The record's input hash from the digests the shards computed (each input hashed by one shard)."""
+def _copy_ranges(staging: StagingPaths, ranges: list[tuple[int, int, int]], out: Any) -> None:
+    handles: dict[int, Any] = {}
+    try:
+        for index, start, stop in ranges:
+            if index not in handles:
+                handles[index] = open(staging.rejects(index), "rb")  # noqa: SIM115 - closed below
+            part = handles[index]
+            part.seek(start)
+            left = stop - start
+            while left:
+                block = part.read(min(left, 1 << 20))
+                if not block:
+                    raise DataError(f"{staging.rejects(index)}: shorter than its record")
+                out.write(block)
+                left -= len(block)
+    finally:
+        for handle in handles.values():
+            handle.close()
+
+
+def _input_hash(job: ShardJob, outcomes: list[SliceOutcome]) -> str:
+    """The record's input hash from the digests the slices computed (each input hashed by one slice)."""
     digests: dict[str, str] = {}
     for outcome in outcomes:
         digests.update(outcome.input_digests)
     missing = [os.fspath(p) for i, p in enumerate(job.inputs) if str(i) not in digests]
     if missing:
-        raise DataError(f"{missing[0]}: no shard hashed this input (a staged record of another version?)")
+        raise DataError(f"{missing[0]}: no slice hashed this input (a staged record of another version?)")
     return combine_input_digests([digests[str(i)] for i in range(len(job.inputs))])
 
 
@@ -496,19 +411,3 @@ def _swap_in(staged: Path, final: Path, trash: Path) -> None:
         os.replace(final, trash)
     os.replace(staged, final)
     fsync_dir(final.parent)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
