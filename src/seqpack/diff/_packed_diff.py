@@ -146,7 +146,11 @@ def _scan(
     scanner = scan_blocks(source.blocks(), eos_id=eos, keep_sequences=True, on_packs=on_packs)
     found = scanner.result()
     recorded = files_recorded_fingerprint(source.paths, meta) if path is not None else None
-    what = None if recorded is None else mismatch(recorded[1], found)
+    if recorded is not None and recorded[1]["algorithm"] != found.algorithm:  # an earlier algorithm's record
+        then = scan_blocks(source.blocks(), eos_id=-1, algorithm=recorded[1]["algorithm"]).result()
+        what = mismatch(recorded[1], then)
+    else:
+        what = None if recorded is None else mismatch(recorded[1], found)
     if what is not None and path is not None and recorded is not None:  # a side unlike its own record
         raise not_as_recorded(source.location, path, recorded[0], what)
     seqs, packs = scanner.tables()

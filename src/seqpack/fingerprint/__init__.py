@@ -6,6 +6,7 @@ entry point, :func:`seqpack.data.packed.fingerprint_packed`, streams a packed se
 """
 
 from seqpack.fingerprint._fingerprint import (
+    CHECKABLE_ALGORITHMS,
     FINGERPRINT_ALGORITHM,
     BlockHashes,
     CsrPacks,
@@ -19,6 +20,7 @@ from seqpack.fingerprint._fingerprint import (
 from seqpack.fingerprint._hash import MASK_KINDS
 
 __all__ = [
+    "CHECKABLE_ALGORITHMS",
     "FINGERPRINT_ALGORITHM",
     "MASK_KINDS",
     "BlockHashes",

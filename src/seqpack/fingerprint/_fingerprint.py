@@ -7,10 +7,11 @@
 * ``packs`` -- order-dependent: a hash chain over the packs as stored (tokens, mask and ``seq_start_id``
   of each, in file order). Equal ``packs`` means byte-for-byte the same packing.
 
-Both are 128-bit hex strings tagged with :data:`FINGERPRINT_ALGORITHM`, so a stored fingerprint from a
-future algorithm is never compared with one from this one. ``seqpack pack`` writes them into its
-metadata record (``"seqpack": {"fingerprint": {...}}``), and CI can assert "same data, same packing"
-without reading the packs again.
+Both are 128-bit hex strings tagged with :data:`FINGERPRINT_ALGORITHM`, so a stored fingerprint is
+always compared with one computed by its own algorithm: a record of an earlier one this package still
+computes (:data:`CHECKABLE_ALGORITHMS`) is checked with it, one of another is never compared.
+``seqpack pack`` writes them into its metadata record (``"seqpack": {"fingerprint": {...}}``), and CI
+can assert "same data, same packing" without reading the packs again.
 
 This package is a leaf (numpy and numba only): the pack writer hashes row groups with it as it writes them,
 and the readers of packed files (:mod:`seqpack.data.packed._source`) feed it blocks they read.
@@ -24,10 +25,13 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from seqpack.fingerprint._hash import MASK_KINDS, content_sums, hash_and_check_packs, pack_chain
+from seqpack.fingerprint._hash import FP2, FP3, MASK_KINDS, content_sums, hash_and_check_packs, pack_chain
 
 #: Name and version of the fingerprint algorithm, stored beside every fingerprint.
-FINGERPRINT_ALGORITHM = "seqpack-fp2"
+FINGERPRINT_ALGORITHM = "seqpack-fp3"
+#: Every algorithm whose records can be checked: the current one, and fp2 (its per-token step, records of
+#: seqpack before fp3), by the kernel's number for it.
+CHECKABLE_ALGORITHMS: dict[str, int] = {FINGERPRINT_ALGORITHM: FP3, "seqpack-fp2": FP2}
 #: Start states of the two independent pack chains.
 _CHAIN_SEEDS = (np.uint64(0x243F6A8885A308D3), np.uint64(0x13198A2E03707344))
 
@@ -71,6 +75,7 @@ class BlockHashes:
     pack_hashes: npt.NDArray[np.uint64]  # (n_pack, 3): tokens, mask, starts
     pack_nseq: npt.NDArray[np.int64]
     pack_lengths: npt.NDArray[np.int64]
+    algorithm: str = FINGERPRINT_ALGORITHM
 
     @property
     def num_tokens(self) -> int:
@@ -113,19 +118,21 @@ def hash_block(
     start_offsets: npt.NDArray[np.integer[Any]],
     seq_start_id: npt.NDArray[np.integer[Any]],
     eos_id: int = -1,
+    algorithm: str = FINGERPRINT_ALGORITHM,
 ) -> BlockHashes:
     """Hash consecutive packs given as three CSR columns; independent of any other block, so blocks can
     be hashed on several threads and added to a :class:`PackedFingerprinter` in order."""
     columns = _Columns(input_offsets, input_ids, mask_offsets, loss_mask, start_offsets, seq_start_id)
-    return hash_and_check_block(columns, eos_id=eos_id)[0]
+    return hash_and_check_block(columns, eos_id=eos_id, algorithm=algorithm)[0]
 
 
 def hash_and_check_block(
-    block: CsrPacks, *, eos_id: int = -1, max_id: int = -1
+    block: CsrPacks, *, eos_id: int = -1, max_id: int = -1, algorithm: str = FINGERPRINT_ALGORITHM
 ) -> tuple[BlockHashes, bool, int]:
     """:func:`hash_block` of ``block`` and, in the same pass over its tokens, a reader's token checks:
     ``(hashes, bad, largest id)``, ``bad`` when an id lies outside ``[0, max_id]`` or a mask value is not
-    0/1 (``max_id < 0``: nothing is checked); see :func:`seqpack.fingerprint._hash.hash_and_check_packs`."""
+    0/1 (``max_id < 0``: nothing is checked); see :func:`seqpack.fingerprint._hash.hash_and_check_packs`.
+    ``algorithm``: one of :data:`CHECKABLE_ALGORITHMS`."""
     hashes, (bad, top) = hash_and_check_packs(
         np.ascontiguousarray(block.input_ids, dtype=np.int64),
         np.ascontiguousarray(block.input_offsets, dtype=np.int64),
@@ -135,11 +142,12 @@ def hash_and_check_block(
         np.ascontiguousarray(block.start_offsets, dtype=np.int64),
         int(eos_id),
         int(max_id),
+        CHECKABLE_ALGORITHMS[algorithm],
     )
     seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq = hashes
     offsets = np.asarray(block.input_offsets, dtype=np.int64)
     pack_lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
-    found = BlockHashes(seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq, pack_lengths)
+    found = BlockHashes(seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq, pack_lengths, algorithm)
     return found, bool(bad), int(top)
 
 
@@ -154,6 +162,9 @@ class PackedFingerprinter:
 
     eos_id: int = -1
     keep_sequences: bool = False
+    #: What the fingerprints are computed with (one of :data:`CHECKABLE_ALGORITHMS`; a reader checking a
+    #: record of an earlier algorithm asks for that one).
+    algorithm: str = FINGERPRINT_ALGORITHM
     #: Keep the per-pack hashes (24 bytes a pack), so that shards fingerprinted apart can be folded into
     #: one set's fingerprint in pack order (:meth:`merge`).
     keep_packs: bool = False
@@ -167,6 +178,8 @@ class PackedFingerprinter:
 
     def add(self, block: BlockHashes) -> None:
         """Add the next packs' hashes (:func:`hash_block`, which may run on another thread), in order."""
+        if block.algorithm != self.algorithm:
+            raise ValueError(f"hashes of {block.algorithm} added to a {self.algorithm} fingerprint")
         c1, c2 = content_sums(block.seq_hashes)
         with np.errstate(over="ignore"):
             self._c1 = np.uint64(self._c1 + np.uint64(c1))
@@ -187,7 +200,7 @@ class PackedFingerprinter:
 
     def update_block(self, block: CsrPacks) -> None:
         """Add a block read by :class:`seqpack.data.packed.PackedReader` (already validated)."""
-        self.add(hash_and_check_block(block, eos_id=self.eos_id)[0])
+        self.add(hash_and_check_block(block, eos_id=self.eos_id, algorithm=self.algorithm)[0])
 
     def pack_hashes(self) -> npt.NDArray[np.uint64]:
         """The kept per-pack hashes (``keep_packs`` or ``keep_sequences``), shape ``(packs, 3)``."""
@@ -220,6 +233,7 @@ class PackedFingerprinter:
             num_packs=self._counts[1],
             num_tokens=self._counts[2],
             num_supervised=self._counts[3],
+            algorithm=self.algorithm,
         )
 
     def tables(self) -> tuple[SequenceTable, PackTable]:

@@ -16,11 +16,24 @@ Worked example (EOS = 2), one pack ``input_ids=[5,6,2 | 7,2]``, ``loss_mask=[0,1
 ``seq_start_id=[0,3]``: two sequences ``[5,6,2]`` and ``[7,2]``; the first has one supervised position
 (index 1, whose label is the EOS token: kind ``eos_label``), the second one (index 0, label EOS again).
 
-Per token, each stream takes one cheap step ``h = fold((h ^ v) * M)`` with ``fold(x) = x ^ (x >> 32)``: a
-bijection of ``h`` for a fixed input, so a sequence differing in any single token (or bit) always ends in a
-different state; each sequence's state is then finished by SplitMix64's mixer. Pack hashes chain the
-finished per-sequence hashes (and the start offsets), so they cost nothing per token. Deterministic across
-runs, machines and numba versions (integer arithmetic modulo 2**64 only).
+Two algorithms (their names in :mod:`seqpack.fingerprint._fingerprint`), which differ only in how a
+sequence's tokens and mask bytes enter its four states:
+
+* ``seqpack-fp3`` (:data:`FP3`, written today) takes eight tokens a step. The ids are paired into four
+  words ``w = v[2i] ^ rot32(v[2i+1])`` and each token state takes ``h = fold((h ^ w0) * K0 + w1 * K1 + w2 *
+  K2 + w3 * K3)`` (the second state with the words in reverse order and its own constants), with ``fold(x) =
+  x ^ (x >> 32)``; the eight mask bytes form one little-endian word ``m`` and each mask state takes ``h =
+  fold((h ^ m) * K)``. A last partial step fills missing positions with zeros (the length seeds the states,
+  so that is unambiguous). For fixed other inputs every step is a bijection of ``h`` and of each word, so a
+  sequence differing in any single token or mask byte always ends in a different state. It costs a quarter
+  of fp2's arithmetic: the multiplies of one step are independent, and the dependency chain is one per eight
+  tokens, not one per token (``benchmarks/inspect_check.py``).
+* ``seqpack-fp2`` (:data:`FP2`, records written before it) takes one token a step in each of the four
+  states, ``h = fold((h ^ value) * M)``, the mask states on ``mask != 0``. Kept to check those records.
+
+Each sequence's states are then finished by SplitMix64's mixer. Pack hashes chain the finished
+per-sequence hashes (and the start offsets), so they cost nothing per token. Deterministic across runs,
+machines and numba versions (integer arithmetic modulo 2**64 only).
 """
 
 from __future__ import annotations
@@ -49,6 +62,18 @@ _MUL_TOK1 = np.uint64(0x9FB21C651E98DF25)
 _MUL_TOK2 = np.uint64(0xC6A4A7935BD1E995)
 _MUL_MASK1 = np.uint64(0xD6E8FEB86659FD93)
 _MUL_MASK2 = np.uint64(0xA0761D6478BD642F)
+# Odd multipliers of fp3's eight-token step: the four words of the token states, the two mask states.
+_K0 = np.uint64(0x9FB21C651E98DF25)
+_K1 = np.uint64(0xC6A4A7935BD1E995)
+_K2 = np.uint64(0xD6E8FEB86659FD93)
+_K3 = np.uint64(0xA0761D6478BD642F)
+_KM1 = np.uint64(0xFF51AFD7ED558CCD)
+_KM2 = np.uint64(0xC4CEB9FE1A85EC53)
+_ONES = np.uint64(0x0101010101010101)  # bit 0 of every byte
+
+#: The algorithms :func:`hash_and_check_packs` computes (``algorithm``).
+FP2 = 2
+FP3 = 3
 
 
 @numba.njit(cache=True, inline="always")
@@ -74,6 +99,139 @@ def _token_step(h: np.uint64, value: np.uint64, mul: np.uint64) -> np.uint64:
     return x ^ (x >> np.uint64(32))
 
 
+@numba.njit(cache=True, inline="always")
+def _fold(x: np.uint64) -> np.uint64:
+    return x ^ (x >> np.uint64(32))
+
+
+@numba.njit(cache=True, inline="always")
+def _pair(low: np.int64, high: np.int64) -> np.uint64:
+    """Two ids in one word: ``low ^ rot32(high)`` (a bijection of each for a fixed other)."""
+    x = np.uint64(high)
+    return np.uint64(low) ^ ((x << np.uint64(32)) | (x >> np.uint64(32)))
+
+
+@numba.njit(cache=True, inline="always")
+def _byte(value: np.int8, shift: int) -> np.uint64:
+    return np.uint64(np.uint8(value)) << np.uint64(shift)
+
+
+@numba.njit(cache=True, inline="always")
+def _nonzero_bytes(word: np.uint64) -> np.uint64:
+    """How many of the eight bytes of ``word`` are not zero (each byte's bits ORed into its bit 0)."""
+    x = word | (word >> np.uint64(4))
+    x |= x >> np.uint64(2)
+    x |= x >> np.uint64(1)
+    return ((x & _ONES) * _ONES) >> np.uint64(56)
+
+
+@numba.njit(cache=True, inline="always")
+def _id_at(ids: npt.NDArray[np.int64], i: int) -> np.int64:
+    """``ids[i]``, zero past the end (fp3's last partial step)."""
+    return ids[i] if i < ids.shape[0] else np.int64(0)
+
+
+@numba.njit(cache=True, inline="always")
+def _mask_word(mask: npt.NDArray[np.int8], i: int) -> np.uint64:
+    """The mask bytes ``i .. i+7`` as one little-endian word, zero past the end."""
+    n = mask.shape[0]
+    if i + 8 <= n:
+        return (
+            _byte(mask[i], 0)
+            | _byte(mask[i + 1], 8)
+            | _byte(mask[i + 2], 16)
+            | _byte(mask[i + 3], 24)
+            | _byte(mask[i + 4], 32)
+            | _byte(mask[i + 5], 40)
+            | _byte(mask[i + 6], 48)
+            | _byte(mask[i + 7], 56)
+        )
+    word = np.uint64(0)
+    for j in range(i, n):
+        word |= _byte(mask[j], 8 * (j - i))
+    return word
+
+
+@numba.njit(cache=True, inline="always")
+def _absorb_fp3(
+    ids: npt.NDArray[np.int64],
+    mask: npt.NDArray[np.int8],
+    t1: np.uint64,
+    t2: np.uint64,
+    m1: np.uint64,
+    m2: np.uint64,
+) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64]:
+    """fp3's steps over one sequence: the four states, and the checks' largest id, ORed mask bytes and
+    count of supervised (non-zero) positions, from one load of each token."""
+    n = ids.shape[0]
+    high = np.uint64(0)
+    bits = np.uint64(0)
+    supervised = np.uint64(0)
+    full = n - n % 8
+    for i in range(0, n, 8):
+        if i < full:
+            w0 = _pair(ids[i], ids[i + 1])
+            w1 = _pair(ids[i + 2], ids[i + 3])
+            w2 = _pair(ids[i + 4], ids[i + 5])
+            w3 = _pair(ids[i + 6], ids[i + 7])
+            high = max(
+                high,
+                max(
+                    max(
+                        max(np.uint64(ids[i]), np.uint64(ids[i + 1])),
+                        max(np.uint64(ids[i + 2]), np.uint64(ids[i + 3])),
+                    ),
+                    max(
+                        max(np.uint64(ids[i + 4]), np.uint64(ids[i + 5])),
+                        max(np.uint64(ids[i + 6]), np.uint64(ids[i + 7])),
+                    ),
+                ),
+            )
+        else:
+            w0 = _pair(_id_at(ids, i), _id_at(ids, i + 1))
+            w1 = _pair(_id_at(ids, i + 2), _id_at(ids, i + 3))
+            w2 = _pair(_id_at(ids, i + 4), _id_at(ids, i + 5))
+            w3 = _pair(_id_at(ids, i + 6), _id_at(ids, i + 7))
+            for j in range(i, n):
+                high = max(high, np.uint64(ids[j]))
+        word = _mask_word(mask, i)
+        bits |= word
+        supervised += _nonzero_bytes(word)
+        t1 = _fold((t1 ^ w0) * _K0 + w1 * _K1 + w2 * _K2 + w3 * _K3)
+        t2 = _fold((t2 ^ w3) * _K1 + w2 * _K0 + w1 * _K3 + w0 * _K2)
+        m1 = _fold((m1 ^ word) * _KM1)
+        m2 = _fold((m2 ^ word) * _KM2)
+    return t1, t2, m1, m2, high, bits, supervised
+
+
+@numba.njit(cache=True, inline="always")
+def _absorb_fp2(
+    ids: npt.NDArray[np.int64],
+    mask: npt.NDArray[np.int8],
+    t1: np.uint64,
+    t2: np.uint64,
+    m1: np.uint64,
+    m2: np.uint64,
+) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64, np.uint64]:
+    """fp2's steps over one sequence, one token at a time (what :func:`_absorb_fp3` returns)."""
+    high = np.uint64(0)
+    bits = np.uint64(0)
+    supervised = np.uint64(0)
+    for i in range(ids.shape[0]):
+        value = ids[i]
+        byte = mask[i]
+        high = max(high, np.uint64(value))
+        bits |= np.uint64(np.uint8(byte))
+        bit = np.uint64(byte != 0)
+        tok = np.uint64(value)
+        t1 = _token_step(t1, tok, _MUL_TOK1)
+        t2 = _token_step(t2, tok, _MUL_TOK2)
+        m1 = _token_step(m1, bit, _MUL_MASK1)
+        m2 = _token_step(m2, bit, _MUL_MASK2)
+        supervised += bit
+    return t1, t2, m1, m2, high, bits, supervised
+
+
 @numba.njit(cache=True, nogil=True)  # nogil: row groups are hashed on several threads
 def hash_and_check_packs(
     ids: npt.NDArray[np.int64],
@@ -84,6 +242,7 @@ def hash_and_check_packs(
     start_offsets: npt.NDArray[np.int64],
     eos_id: int,
     max_id: int,
+    algorithm: int,
 ) -> tuple[
     tuple[
         npt.NDArray[np.uint64],
@@ -104,6 +263,8 @@ def hash_and_check_packs(
     nothing); the largest id is 0 for no tokens. The block must satisfy bridge-format §3's row invariants
     on its offsets (``seqpack.data.packed.validate_block`` checks them first): the kernel trusts them.
 
+    ``algorithm``: :data:`FP3` or :data:`FP2` (the module docstring).
+
     One pass instead of three (check, maximum, hash): each token is loaded once, so a reader that checks a
     pack set against its record pays the hash arithmetic alone, never a second read of the tokens.
     """
@@ -115,7 +276,7 @@ def hash_and_check_packs(
     pack_hashes = np.empty((n_pack, 3), dtype=np.uint64)
     pack_nseq = np.empty(n_pack, dtype=np.int64)
     high = np.uint64(0)  # the largest id, unsigned: a negative id is larger than any max_id
-    bits = 0
+    bits = np.uint64(0)  # every mask byte ORed (bytewise): a bit above bit 0 of a byte is a bad value
     s = 0
     for p in range(n_pack):
         lo = id_offsets[p]
@@ -132,28 +293,21 @@ def hash_and_check_packs(
             a = lo + starts[k]
             b = lo + starts[k + 1] if k + 1 < s_hi else hi
             n = b - a
+            # Views indexed from 0 spare numba's negative-index wraparound.
+            seq_ids = ids[a:b]
+            seq_mask = mask[a + shift : b + shift]
             t1 = _SEED_TOK1 ^ np.uint64(n)
             t2 = _SEED_TOK2 ^ np.uint64(n)
             m1 = _SEED_MASK1 ^ np.uint64(n)
             m2 = _SEED_MASK2 ^ np.uint64(n)
-            # One load of each token and mask byte, no branch: the checks fold into an unsigned maximum
-            # and an OR, the supervised count into a sum (views indexed from 0 spare numba's
-            # negative-index wraparound). The EOS kinds, only when an EOS is given, take a loop of their own.
-            seq_ids = ids[a:b]
-            seq_mask = mask[a + shift : b + shift]
-            supervised_count = 0
-            for i in range(n):
-                value = seq_ids[i]
-                byte = seq_mask[i]
-                high = max(high, np.uint64(value))
-                bits |= byte
-                bit = np.uint64(byte != 0)
-                tok = np.uint64(value)
-                t1 = _token_step(t1, tok, _MUL_TOK1)
-                t2 = _token_step(t2, tok, _MUL_TOK2)
-                m1 = _token_step(m1, bit, _MUL_MASK1)
-                m2 = _token_step(m2, bit, _MUL_MASK2)
-                supervised_count += byte != 0
+            if algorithm == FP3:
+                t1, t2, m1, m2, top, ored, count = _absorb_fp3(seq_ids, seq_mask, t1, t2, m1, m2)
+            else:
+                t1, t2, m1, m2, top, ored, count = _absorb_fp2(seq_ids, seq_mask, t1, t2, m1, m2)
+            high = max(high, top)
+            bits |= ored
+            supervised_count = np.int64(count)
+            # The EOS kinds, only when an EOS is given, take a loop of their own.
             eos_input = 0
             eos_label = 0
             if eos_id >= 0:
@@ -181,7 +335,7 @@ def hash_and_check_packs(
         pack_hashes[p, 1] = mix64(pmask)
         pack_hashes[p, 2] = mix64(pstart)
     # A value outside [0, max_id] or a mask byte other than 0/1 is located by the caller's own scan.
-    bad = max_id >= 0 and (high > np.uint64(max_id) or (bits & ~1) != 0)
+    bad = max_id >= 0 and (high > np.uint64(max_id) or (bits & ~_ONES) != 0)
     return (seq_hashes, seq_lengths, seq_kinds, pack_hashes, pack_nseq), (bad, np.int64(high))  # type: ignore[return-value]
 
 

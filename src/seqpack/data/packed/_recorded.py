@@ -13,13 +13,15 @@ packs while they read them and refuse a set that no longer matches its record, e
     again, or restore the files
 
 A set without a recorded fingerprint (another tool's, the HF layout, an older seqpack) has nothing to be
-compared with and is read as before.
+compared with and is read as before. A record of an earlier algorithm this seqpack still computes
+(``seqpack-fp2``) is checked with that algorithm: the blocks are hashed once more for it.
 
 The hashes come from the reader's own validation pass (:func:`~seqpack.data.packed.validate_block` with
 ``hashed=True``: the id and mask checks, the largest id and the hashes from one load of each token), so
 the check adds the hash arithmetic and nothing else: no second read of the tokens, no thread. On 1M
-samples (``benchmarks/inspect_check.py``, docs/failure-behaviour.md) that is +14% of ``inspect``'s wall
-and CPU time (median of 12 rounds on a shared 2-core machine), where hashing on a thread took +28%/+24%.
+samples (``benchmarks/inspect_check.py``, docs/failure-behaviour.md) that is a few percent of
+``inspect``'s wall and CPU time with ``seqpack-fp3`` (eight tokens a hash step), where fp2's step per
+token took +14% and hashing on a thread +28%.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any, ClassVar
 from seqpack.data.format import PackingMetadata, hf_split, packed_names
 from seqpack.data.packed._reader import PackedBlock
 from seqpack.errors import DataError
-from seqpack.fingerprint import FINGERPRINT_ALGORITHM, Fingerprint, PackedFingerprinter
+from seqpack.fingerprint import CHECKABLE_ALGORITHMS, Fingerprint, PackedFingerprinter
 
 #: The recorded values compared, in the order a difference is reported: the shape first (rows, sequences,
 #: tokens: their numbers are the clearest to read), then the content (any token or mask value: a changed
@@ -80,7 +82,8 @@ class FingerprintReport:
 def files_recorded_fingerprint(
     files: Sequence[str | os.PathLike[str]], metadata: PackingMetadata | None
 ) -> tuple[int, dict[str, Any]] | None:
-    """``(entry index, fingerprint record)`` seqpack pack recorded for the split of ``files``, if any."""
+    """``(entry index, fingerprint record)`` seqpack pack recorded for the split of ``files``, if any (and of
+    an algorithm this seqpack computes: :data:`seqpack.fingerprint.CHECKABLE_ALGORITHMS`)."""
     if metadata is None or not files:
         return None
     name = os.fspath(files[0])
@@ -88,14 +91,19 @@ def files_recorded_fingerprint(
     if picked is None:
         return None
     found = picked[1].recorded("fingerprint")
-    if not isinstance(found, Mapping) or found.get("algorithm") != FINGERPRINT_ALGORITHM:
+    if not isinstance(found, Mapping) or found.get("algorithm") not in CHECKABLE_ALGORITHMS:
         return None
     return picked[0], dict(found)
 
 
 def mismatch(recorded: Mapping[str, Any], found: Fingerprint) -> str | None:
-    """What differs between a recorded fingerprint and one computed from the data, in words; ``None``."""
+    """What differs between a recorded fingerprint and one computed from the data (by the record's
+    algorithm), in words; ``None``."""
     now = found.to_dict()
+    if recorded.get("algorithm") != now["algorithm"]:
+        raise ValueError(
+            f"a {recorded.get('algorithm')} record compared with a {now['algorithm']} fingerprint"
+        )
     for key in CHECKED:
         if recorded.get(key) != now[key]:
             return _WHAT.get(key) or f"{key} recorded {recorded.get(key)}, found {now[key]}"
@@ -133,7 +141,8 @@ class RecordedCheck:
         self.location = location
         self.metadata_path = metadata_path
         self.recorded = files_recorded_fingerprint(files, metadata) if metadata_path is not None else None
-        self._fingerprinter = PackedFingerprinter()
+        algorithm = self.recorded[1]["algorithm"] if self.recorded is not None else None
+        self._fingerprinter = PackedFingerprinter(algorithm=algorithm) if algorithm else PackedFingerprinter()
 
     @property
     def active(self) -> bool:
@@ -144,7 +153,7 @@ class RecordedCheck:
         """Add ``block`` (the next one in stored order, validated)."""
         if self.recorded is None:
             return
-        if block.hashes is not None:
+        if block.hashes is not None and block.hashes.algorithm == self._fingerprinter.algorithm:
             self._fingerprinter.add(block.hashes)
         else:
             self._fingerprinter.update_block(block)

@@ -14,7 +14,7 @@ from seqpack.data.format import most_common_last_token
 from seqpack.data.packed._legacy_npy import read_legacy_npy
 from seqpack.data.packed._reader import PackedBlock, PackedReader, PackedRow, validate_block
 from seqpack.errors import InputError
-from seqpack.fingerprint import Fingerprint, PackedFingerprinter
+from seqpack.fingerprint import FINGERPRINT_ALGORITHM, Fingerprint, PackedFingerprinter
 
 #: Legacy packed files (Bridge <= v0.5) end in ``.npy``; everything else goes to the Parquet reader.
 LEGACY_SUFFIX = ".npy"
@@ -79,6 +79,7 @@ def scan_blocks(
     eos_id: int | None = None,
     keep_sequences: bool = False,
     on_packs: Callable[[int], None] | None = None,
+    algorithm: str = FINGERPRINT_ALGORITHM,
 ) -> PackedFingerprinter:
     """Run the fingerprinter over ``blocks``; ``eos_id=None`` infers it from the first block.
 
@@ -88,7 +89,9 @@ def scan_blocks(
     for block in blocks:
         if fingerprinter is None:
             eos = infer_eos_id(block) if eos_id is None else eos_id
-            fingerprinter = PackedFingerprinter(eos_id=eos, keep_sequences=keep_sequences)
+            fingerprinter = PackedFingerprinter(
+                eos_id=eos, keep_sequences=keep_sequences, algorithm=algorithm
+            )
         fingerprinter.update_block(block)
         if on_packs is not None:
             on_packs(block.num_rows)
@@ -98,12 +101,16 @@ def scan_blocks(
 
 
 def fingerprint_packed(
-    location: str | os.PathLike[str], *, on_packs: Callable[[int], None] | None = None
+    location: str | os.PathLike[str],
+    *,
+    on_packs: Callable[[int], None] | None = None,
+    algorithm: str = FINGERPRINT_ALGORITHM,
 ) -> Fingerprint:
-    """Both fingerprints of a packed set (Parquet file/glob/directory or legacy ``.npy``), streamed."""
+    """Both fingerprints of a packed set (Parquet file/glob/directory or legacy ``.npy``), streamed;
+    ``algorithm`` one of :data:`seqpack.fingerprint.CHECKABLE_ALGORITHMS` (a record's, to check it)."""
     source = PackedSource(location)
     try:
         # The fingerprints do not depend on the EOS id (only the diff's mask kinds do): skip inferring it.
-        return scan_blocks(source.blocks(), eos_id=-1, on_packs=on_packs).result()
+        return scan_blocks(source.blocks(), eos_id=-1, on_packs=on_packs, algorithm=algorithm).result()
     finally:
         source.close()
