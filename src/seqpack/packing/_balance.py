@@ -32,6 +32,8 @@ piling up where a long one already is).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 import numpy.typing as npt
@@ -89,7 +91,7 @@ def _heap_pop(keys: FloatArray, ids: IntArray, size: int) -> int:
 
 
 @numba.njit(cache=True)
-def _grown(array: npt.NDArray[np.generic], size: int, fill: float) -> npt.NDArray[np.generic]:
+def _grown(array: npt.NDArray[Any], size: int, fill: float) -> npt.NDArray[Any]:
     """``array`` copied into one of ``size`` entries, the new ones set to ``fill``."""
     out = np.empty(size, dtype=array.dtype)
     out[: array.shape[0]] = array
