@@ -43,8 +43,18 @@ def test_docstring_example() -> None:
 
 def test_cheapest_fit_opens_a_pack_only_when_nothing_has_room() -> None:
     seq = np.array([6, 6, 5], dtype=np.int64)
-    bin_of, n_bins = cheapest_fit(seq, seq.astype(np.float64), 10, 1)
+    bin_of, n_bins = cheapest_fit(seq, 10, 1, 0.0, 1.0)
     assert bin_of.tolist() == [0, 1, 2] and n_bins == 3
+
+
+def test_cheapest_fit_grows_past_the_packs_it_started_with() -> None:
+    """Its per-pack arrays start at the reference's packs and double as packs open past them (memory
+    follows the packs, not the samples): 300 full-size lengths from no open pack make 300 packs."""
+    seq = np.full(300, 10, dtype=np.int64)
+    bin_of, n_bins = cheapest_fit(seq, 10, 0, 0.1, 1.0)
+    assert bin_of.tolist() == list(range(300)) and n_bins == 300
+    bin_of, n_bins = cheapest_fit(np.array([6, 6, 5, 4, 4, 4], dtype=np.int64), 10, 2, 0.1, 1.0)
+    assert n_bins == 3 and sorted(np.bincount(bin_of).tolist()) == [2, 2, 2]
 
 
 @given(

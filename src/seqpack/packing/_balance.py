@@ -32,6 +32,8 @@ piling up where a long one already is).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 import numpy.typing as npt
@@ -89,20 +91,33 @@ def _heap_pop(keys: FloatArray, ids: IntArray, size: int) -> int:
 
 
 @numba.njit(cache=True)
-def cheapest_fit(seq: IntArray, costs: FloatArray, pack_size: int, n_open: int) -> tuple[IntArray, int]:
+def _grown(array: npt.NDArray[Any], size: int, fill: float) -> npt.NDArray[Any]:
+    """``array`` copied into one of ``size`` entries, the new ones set to ``fill``."""
+    out = np.empty(size, dtype=array.dtype)
+    out[: array.shape[0]] = array
+    out[array.shape[0] :] = fill
+    return out
+
+
+@numba.njit(cache=True)
+def cheapest_fit(
+    seq: IntArray, pack_size: int, n_open: int, attention: float, dense: float
+) -> tuple[IntArray, int]:
     """Each length of ``seq`` (non-increasing) to the least loaded pack with room: ``(bin_of, n_bins)``.
 
-    ``n_open`` packs exist from the start; more open only when no pack has room. ``costs[i]`` is the
-    load ``seq[i]`` adds to its pack.
+    ``n_open`` packs exist from the start; more open only when no pack has room. The load a length ``L``
+    adds to its pack is ``attention * L * L`` when ``attention > 0``, else ``dense * L``. The per-pack
+    arrays start at ``n_open`` packs (plus a few) and double when a pack opens past them, so memory
+    follows the packs, not the samples: a driver plans 10^9 lengths without 10^9-entry heaps.
     """
     n = seq.shape[0]
-    max_bins = n_open + n
-    room = np.full(max_bins, pack_size, dtype=np.int64)
-    load = np.zeros(max_bins, dtype=np.float64)
-    open_keys = np.zeros(max_bins, dtype=np.float64)  # min-heap of fitting candidates by cost
-    open_ids = np.empty(max_bins, dtype=np.int64)
-    aside_keys = np.zeros(max_bins, dtype=np.float64)  # min-heap of -room: packs too full for now
-    aside_ids = np.empty(max_bins, dtype=np.int64)
+    capacity = max(n_open + n_open // 64 + 16, 1)
+    room = np.full(capacity, pack_size, dtype=np.int64)
+    load = np.zeros(capacity, dtype=np.float64)
+    open_keys = np.zeros(capacity, dtype=np.float64)  # min-heap of fitting candidates by cost
+    open_ids = np.zeros(capacity, dtype=np.int64)
+    aside_keys = np.zeros(capacity, dtype=np.float64)  # min-heap of -room: packs too full for now
+    aside_ids = np.zeros(capacity, dtype=np.int64)
     n_heap = 0
     for b in range(n_open):
         n_heap = _heap_push(open_keys, open_ids, n_heap, 0.0, b)
@@ -125,8 +140,17 @@ def cheapest_fit(seq: IntArray, costs: FloatArray, pack_size: int, n_open: int) 
         else:
             b = n_bins
             n_bins += 1
+            if n_bins > capacity:  # every heap holds at most n_bins packs
+                capacity *= 2
+                room = _grown(room, capacity, pack_size)
+                load = _grown(load, capacity, 0.0)
+                open_keys = _grown(open_keys, capacity, 0.0)
+                open_ids = _grown(open_ids, capacity, 0)
+                aside_keys = _grown(aside_keys, capacity, 0.0)
+                aside_ids = _grown(aside_ids, capacity, 0)
         room[b] -= need
-        load[b] += costs[pos]
+        value = float(need)
+        load[b] += attention * value * value if attention > 0 else dense * value
         n_heap = _heap_push(open_keys, open_ids, n_heap, load[b], b)
         bin_of[pos] = b
     return bin_of, n_bins
@@ -160,9 +184,8 @@ def balance_plan(reference: PackPlan, model: CostModel, tolerance: float = EFFIC
     pack_size = reference.pack_size
     order = np.argsort(-array, kind="stable")
     seq = np.ascontiguousarray(array[order])
-    values = seq.astype(np.float64)
-    keys = model.attention * values * values if model.attention > 0 else model.dense * values
-    bin_of, n_bins = cheapest_fit(seq, keys, pack_size, reference.num_packs)
+    bin_of, n_bins = cheapest_fit(seq, pack_size, reference.num_packs, model.attention, model.dense)
+    del seq
     positions = np.argsort(bin_of, kind="stable")
     offsets = np.zeros(n_bins + 1, dtype=np.int64)
     np.cumsum(np.bincount(bin_of, minlength=n_bins), out=offsets[1:])
