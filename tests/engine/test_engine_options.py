@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -66,8 +67,8 @@ def test_without_an_address_a_run_starts_its_own_ray_whatever_ray_address_says(t
 import json, ray, seqpack
 from seqpack.errors import InputError
 asked = []
-def refuse(address=None, **_):
-    asked.append(address)
+def refuse(address=None, logging_level=None, **_):
+    asked.append([address, logging_level])
     raise ConnectionError("stopped here by the test")
 ray.is_initialized = lambda: False
 ray.init = refuse
@@ -82,7 +83,8 @@ print(json.dumps([asked, errors]))
     env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:1"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     asked, errors = json.loads(done.stdout.splitlines()[-1])
-    assert asked == ["local", "10.0.0.9:6379"]
+    # quiet (the API's default): Ray's own INFO lines are kept off stderr too
+    assert asked == [["local", logging.ERROR], ["10.0.0.9:6379", logging.ERROR]]
     assert errors[0].startswith("cannot start Ray on this machine")
     assert errors[1].startswith("ray_address 10.0.0.9:6379: cannot connect to Ray")
     assert not (tmp_path / "out").exists()

@@ -63,7 +63,14 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
     started = False
     if not ray.is_initialized():
         try:
-            ray.init(address=address or "local", include_dashboard=False, log_to_driver=False)
+            ray.init(
+                address=address or "local",
+                include_dashboard=False,
+                log_to_driver=False,
+                # Ray's own lines ("Started a local Ray instance", "Connecting to existing Ray cluster")
+                # are progress too: --quiet keeps only warnings that matter, i.e. errors
+                logging_level=logging.ERROR if opts.run.quiet else logging.INFO,
+            )
         except (ConnectionError, RuntimeError, ValueError) as exc:
             if address is None:
                 raise InputError(f"cannot start Ray on this machine ({exc})") from None
@@ -85,8 +92,8 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
 def _run(ray: Any, sharded: ShardedRun, opts: PackOptions, seconds: dict[str, float]) -> PackResult:
     """Phase 1, the one plan, phase 2, then the commit (the driver's part after resolving)."""
     ray.data.DataContext.get_current().enable_progress_bars = not opts.run.quiet
-    if opts.run.quiet:  # Ray Data logs each dataset's start and end at INFO on stderr
-        logging.getLogger("ray.data").setLevel(logging.WARNING)
+    if opts.run.quiet:  # Ray Data logs each dataset's start and end at INFO, and warns that bars are off
+        logging.getLogger("ray.data").setLevel(logging.ERROR)
     job, staging = sharded.job, sharded.job.staging
     t1 = time.perf_counter()
     read = _map(
