@@ -323,3 +323,26 @@ def test_templates_that_are_not_prefix_consistent_refuse_rows_with_the_reason(
     got, refused = examples(jsonl, spec_for(qwen3_tokenizer_dir(), template))
     assert got == []
     assert reason in refused[1]
+
+
+def test_explicit_markers_the_template_never_writes_are_refused_before_any_row(
+    tmp_path: Path, special: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A marker the template does not write (a typo, another family's) would refuse every row one by one;
+    it is refused up front, naming the template and the marker, exit 2, nothing written."""
+    template = tmp_path / "phi3.jinja"
+    template.write_text(plain("phi3"))
+    jsonl = write_jsonl(tmp_path / "chats.jsonl", ROWS)
+    args = [str(jsonl), "-o", str(tmp_path / "out"), "--pack-size", "256", "--tokenizer", str(special)]
+    args += ["--chat-template", str(template)]
+    for start, end, wrong in (("<|assistant|>", "<|nope|>", "end"), ("<|im_start|>", "<|end|>", "start")):
+        code, _, err = run([*args, "--assistant-start", start, "--assistant-end", end], capsys)
+        assert code == 2, err
+        marker = end if wrong == "end" else start
+        assert (
+            f"error: {template}: --assistant-{wrong} {marker!r} is not in what the chat template writes"
+            in err
+        )
+        assert not (tmp_path / "out").exists()
+    code, _, err = run([*args, "--assistant-start", "<|assistant|>", "--assistant-end", "<|end|>"], capsys)
+    assert code == 0, err

@@ -77,15 +77,42 @@ def _path(template: Template, renderer: Renderer, *, compat: bool, explicit: boo
     return RENDERING
 
 
+def _probe_ids(renderer: Renderer) -> np.ndarray | None:
+    """The template's render of a probe conversation (one user and one assistant turn) as token ids;
+    ``None`` when the template cannot render it (then the rows decide)."""
+    text = renderer.render([_PROBE], [None])[0]
+    return None if isinstance(text, Exception) else renderer.encode([text]).ids
+
+
+def _occurs(ids: np.ndarray, marker: np.ndarray) -> bool:
+    size = len(marker)
+    return any(np.array_equal(ids[i : i + size], marker) for i in range(len(ids) - size + 1))
+
+
 def _places_a_turn(renderer: Renderer, start: np.ndarray) -> bool:
     """Whether the family's assistant marker occurs in the template's render of a probe conversation (a
     template that cannot render it keeps its markers: the rows decide, as in Bridge)."""
-    text = renderer.render([_PROBE], [None])[0]
-    if isinstance(text, Exception):
-        return True
-    ids = renderer.encode([text]).ids
-    size = len(start)
-    return any(np.array_equal(ids[i : i + size], start) for i in range(len(ids) - size + 1))
+    ids = _probe_ids(renderer)
+    return ids is None or _occurs(ids, start)
+
+
+def check_explicit_markers(
+    template: Template, renderer: Renderer, markers: dict[str, tuple[str, np.ndarray]]
+) -> None:
+    """Refuse, before any row is read, an explicit marker (``name -> (text, ids)``) that the template's
+    render of a probe conversation does not hold: no row of that template could find its assistant turns,
+    and every row would be refused one by one."""
+    ids = _probe_ids(renderer)
+    if ids is None:
+        return
+    for name, (text, marker) in markers.items():
+        if not _occurs(ids, marker):
+            raise UsageError(
+                f"{template.where}: {param(name)} {text!r} is not in what the chat template writes for a "
+                f"conversation (one user and one assistant turn), so no row would find its assistant turns; "
+                f"give the text the template writes {'before' if name == 'assistant_start' else 'after'} "
+                "an assistant turn's content"
+            )
 
 
 _ASSISTANT_TEST = re.compile(r"\{%-?\s*(?:el)?if\b[^%]*['\"]assistant['\"][^%]*-?%\}")
@@ -119,14 +146,23 @@ def mask_paths(spec: ResolvedText, tokenizer: Any) -> str:
     """The path of every template of the spec, as the metadata records it: ``rendering``, or per named
     template ``default: markers, tool_use: rendering``; ``none`` with ``loss_mode`` full (nothing is
     inferred). Raises what :func:`mask_path` raises, and a UsageError for explicit markers that are not the
-    tokenizer's tokens, so a run refuses them before it reads a row."""
+    tokenizer's tokens or that a template does not write, so a run refuses them before it reads a row."""
     if (spec.loss_mode or "assistant") == "full":
         return "none"
     templates = chat_templates(spec, tokenizer)
+    markers = {}
     if spec.assistant_start is not None and spec.assistant_end is not None and not spec.chat.compat:
-        marker_ids(tokenizer, spec.assistant_start, "assistant_start")
-        marker_ids(tokenizer, spec.assistant_end, "assistant_end")
+        markers = {
+            name: (text, marker_ids(tokenizer, text, name))
+            for name, text in (
+                ("assistant_start", spec.assistant_start),
+                ("assistant_end", spec.assistant_end),
+            )
+        }
     named = {"": templates.single} if templates.single is not None else dict(templates.named)
+    for template in named.values():
+        if markers:
+            check_explicit_markers(template, Renderer(tokenizer, templates.passed(template)), markers)
     paths = {
         name: mask_path(
             template,

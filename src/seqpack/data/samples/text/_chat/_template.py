@@ -76,7 +76,7 @@ class ChatTemplates:
         return ", ".join(places)
 
 
-_CACHE: dict[tuple[str, str | None], ChatTemplates] = {}
+_CACHE: dict[tuple[str, str | None, str | None], ChatTemplates] = {}
 
 
 def chat_templates(spec: ResolvedText, tokenizer: Any) -> ChatTemplates:
@@ -84,7 +84,7 @@ def chat_templates(spec: ResolvedText, tokenizer: Any) -> ChatTemplates:
     there is no template a row could render with, UsageError for named templates in compat mode with an
     assistant loss mode (Bridge 0.6.2 builds no mask from them)."""
     options = spec.chat
-    key = (spec.tokenizer, options.template)
+    key = (spec.tokenizer, options.template, options.template_path)  # the path: messages name it
     found = _CACHE.get(key)
     if found is None:
         found = _CACHE[key] = _templates(spec, tokenizer)
