@@ -43,3 +43,24 @@ def test_a_given_vocabulary_still_refuses_ids_beyond_it(
     capsys.readouterr()
     assert main(["train", "--data", str(packed), "--steps", "1", "--gbs", "2", "--vocab", "256"]) == 1
     assert "does not fit --vocab 256" in capsys.readouterr().err
+
+
+def test_the_vocabulary_comes_from_the_footers_and_else_from_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The footers' column statistics give the largest id without reading a token (the trainer's checked
+    scan is then the one read); a file written without statistics is read once instead, same answer."""
+    import pyarrow.parquet as pq
+
+    from seqpack.data.packed import PackedSource
+
+    packed = pack(_samples(tmp_path / "s.jsonl", 25_700), tmp_path / "packed")
+    bare = tmp_path / "bare.idx.parquet"
+    pq.write_table(pq.read_table(packed), bare, write_statistics=False)
+    read = []
+    blocks = PackedSource.blocks
+    monkeypatch.setattr(
+        PackedSource, "blocks", lambda self, **kw: read.append(self.location) or blocks(self, **kw)
+    )
+    assert data_vocab(packed) == 25_701 and read == []
+    assert data_vocab(bare) == 25_701 and read == [str(bare)]

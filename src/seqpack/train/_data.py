@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from seqpack.batching import PackedDataset
 from seqpack.data.format import PackingMetadata, check_run_ids, find_metadata
-from seqpack.data.packed import PackedScan, PackedSource, RecordedCheck, check_pack_capacity
+from seqpack.data.packed import LEGACY_SUFFIX, PackedScan, PackedSource, RecordedCheck, check_pack_capacity
 from seqpack.errors import DataError, UsageError, param, where
 
 
@@ -53,15 +54,45 @@ def data_vocab(location: str | os.PathLike[str]) -> int:
 
     What ``seqpack train`` builds its model with when no ``--vocab`` is given: a real tokenizer's ids
     (Qwen3's reach 151,645) must all have an embedding row, and a fixed default refused every one of them.
-    One pass, a block at a time.
+    Read from the Parquet footers' statistics when every row group carries them (seqpack, pyarrow and
+    Bridge write them), so the tokens are read once, by the trainer's own checked scan, which refuses any id
+    past it; else one pass, a block at a time.
     """
     source = PackedSource(location)
     try:
-        tops = (int(block.input_ids.max()) for block in source.blocks() if block.input_ids.size)
-        top = max(tops, default=0)
+        top = (
+            None if source.location.lower().endswith(LEGACY_SUFFIX) else _largest_id_in_footers(source.paths)
+        )
+        if top is None:
+            top = max(
+                (int(block.input_ids.max()) for block in source.blocks() if block.input_ids.size), default=0
+            )
     finally:
         source.close()
     return top + 1
+
+
+def _largest_id_in_footers(paths: list[str]) -> int | None:
+    """The largest ``input_ids`` value the footers' column statistics state, or ``None`` when a row group
+    states none (or a negative id: the checked pass then says where)."""
+    top: int | None = None
+    for path in paths:
+        footer = pq.read_metadata(path)
+        for g in range(footer.num_row_groups):
+            group = footer.row_group(g)
+            column = next(
+                (
+                    group.column(i)
+                    for i in range(group.num_columns)
+                    if group.column(i).path_in_schema.startswith("input_ids.")
+                ),
+                None,
+            )
+            stats = column.statistics if column is not None and column.is_stats_set else None
+            if stats is None or not stats.has_min_max or int(stats.min) < 0:
+                return None
+            top = max(int(stats.max), top if top is not None else 0)
+    return top
 
 
 def load_training_data(

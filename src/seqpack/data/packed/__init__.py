@@ -21,13 +21,20 @@ from seqpack.data.packed._recorded import (
     not_as_recorded,
 )
 from seqpack.data.packed._scan import PackedScan, collect_stats
-from seqpack.data.packed._source import PackedSource, fingerprint_packed, infer_eos_id, scan_blocks
+from seqpack.data.packed._source import (
+    LEGACY_SUFFIX,
+    PackedSource,
+    fingerprint_packed,
+    infer_eos_id,
+    scan_blocks,
+)
 from seqpack.data.packed._stats import MetadataMismatch, PackedStats, check_pack_capacity, compare_metadata
 from seqpack.data.packed._supervised import PackedSequence, first_sequences
 
 __all__ = [
     "CHECKED",
     "CONSISTENT",
+    "LEGACY_SUFFIX",
     "MISMATCH",
     "Decoded",
     "EosCheck",
