@@ -271,3 +271,26 @@ def test_qwen3_think_block_is_trained_on_the_last_turn_only(
         assert trained == expected
         last = [p for p in seq["pieces"] if p["supervised"]][-1]
         assert last["first_id"] == 151667 and last["last_id"] == 198  # '<think>' ... '\n' in Qwen3's vocab
+
+
+def test_a_bpe_tokenizer_that_asks_for_cleanup_decodes_without_a_warning(tmp_path: Path) -> None:
+    """Llama 3.2's tokenizer_config says clean_up_tokenization_spaces=True, which transformers refuses for
+    BPE with a warning on every decode: each decode (the text and the tokens at the boundaries) passes
+    False, so the view is the tokens' own text and stderr stays clean. In a child: transformers' logger
+    writes to the stderr it found first."""
+    import subprocess
+    import sys
+
+    from _support.tokenizers import llama32_tokenizer_dir
+
+    rows = [{"input": "Hi", "output": "Hello there."}, {"input": "Bye, then", "output": "See you, friend."}]
+    data = tmp_path / "pc.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tok = str(llama32_tokenizer_dir())
+    out = tmp_path / "out"
+    assert main(["pack", str(data), "-o", str(out), "-n", "64", "--tokenizer", tok, "-q"]) == 0
+    args = ["inspect", str(out / "training_64.idx.parquet"), "--decode", "2", "--tokenizer", tok]
+    done = subprocess.run([sys.executable, "-m", "seqpack", *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Hello there." in done.stdout and "' Hello'" in done.stdout
+    assert "clean_up_tokenization_spaces" not in done.stderr, done.stderr

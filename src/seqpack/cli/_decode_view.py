@@ -60,7 +60,9 @@ def _recorded(files: list[str]) -> tuple[str | None, str | None]:
 
 
 def _token(tokenizer: Any, token_id: int) -> str:
-    return repr(visible(tokenizer.decode([token_id], skip_special_tokens=False)))
+    return repr(
+        visible(tokenizer.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False))
+    )
 
 
 def _header(n: int, seq: PackedSequence, pieces: list[Piece]) -> str:
