@@ -16,6 +16,8 @@ SHARED = {
     "--prompt-field",
     "--completion-field",
     "--messages-field",
+    "--chat-template",
+    "--tool-schemas",
     "--eos-id",
     "--tp",
     "--cp",

@@ -250,3 +250,38 @@ def test_pack_defaults_to_balanced_packs(tmp_path: Path, capsys: pytest.CaptureF
     assert records["default"]["cost_model"]["model"]["hidden"] == 4096
     assert records["bfd"]["algorithm"] == "best_fit_decreasing" and "cost_model" not in records["bfd"]
     assert len(packs["bfd"]) == len(packs["default"]) and packs["bfd"] != packs["default"]
+
+
+def test_a_chat_template_file_plans_what_pack_packs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tokenizer without a chat template (Llama 3.2's files) plans chats with ``--chat-template`` as pack
+    reads them (the same samples, the longest, the packs), and the suggested command carries the file;
+    without it the error names the option, which plan has."""
+    from _support.tokenizers import llama3_template_path, llama32_tokenizer_dir
+
+    rows = [
+        {
+            "messages": [
+                {"role": "user", "content": f"Question {i}? " * (1 + i % 5)},
+                {"role": "assistant", "content": "Answer. " * (1 + i % 9)},
+            ]
+        }
+        for i in range(30)
+    ]
+    data = tmp_path / "chat.jsonl"
+    data.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    tok, template = str(llama32_tokenizer_dir()), str(llama3_template_path())
+    args = [str(data), "--tokenizer", tok, "--pack-sizes", "256", "--token-slots", "512", "--format", "json"]
+    code, _, err = run(args, capsys)
+    assert code == 2 and "--chat-template" in err, err
+    code, out, err = run([*args, "--chat-template", template], capsys)
+    assert code == 0, err
+    plan = orjson.loads(out)
+    assert f"--chat-template {template}" in plan["pack_command"]
+    pack_args = ["pack", "-q", str(data), "--tokenizer", tok, "--chat-template", template]
+    assert main([*pack_args, "--out", str(tmp_path / "o"), "--pack-size", "256"]) == 0
+    meta = orjson.loads((tmp_path / "o" / "256_metadata.jsonl").read_bytes())[0]
+    assert plan["samples"] == meta["seqpack"]["counts"]["samples_in"] == 30
+    assert plan["longest"] == meta["dataset_max_seqlen"]
+    assert plan["candidates"][0]["packs"] == meta["seqpack"]["counts"]["packs"]

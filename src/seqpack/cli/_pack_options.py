@@ -22,6 +22,16 @@ TokenizerOption = typer.Option(
 PromptFieldOption = typer.Option(None, "--prompt-field", help="Prompt text field (prompt-completion).")
 CompletionFieldOption = typer.Option(None, "--completion-field", help="Completion text field.")
 MessagesFieldOption = typer.Option(DEFAULT_MESSAGES_FIELD, "--messages-field", help="Chat messages field.")
+ChatTemplateOption = typer.Option(
+    None,
+    "--chat-template",
+    help="Jinja file replacing the tokenizer's chat template (Bridge: chat_template_path).",
+)
+ToolSchemasOption = typer.Option(
+    None,
+    "--tool-schemas",
+    help="JSON list of tool schemas for chat rows without tools (Bridge: dataset_kwargs.tool_schemas).",
+)
 EosIdOption = number_option(
     None,
     "--eos-id",

@@ -138,16 +138,8 @@ def pack(
     prompt_field: str = shared.PromptFieldOption,
     completion_field: str = shared.CompletionFieldOption,
     messages_field: str = shared.MessagesFieldOption,
-    chat_template: Path = typer.Option(
-        None,
-        "--chat-template",
-        help="Jinja file replacing the tokenizer's chat template (Bridge: chat_template_path).",
-    ),
-    tool_schemas: Path = typer.Option(
-        None,
-        "--tool-schemas",
-        help="JSON list of tool schemas for chat rows without tools (Bridge: dataset_kwargs.tool_schemas).",
-    ),
+    chat_template: Path = shared.ChatTemplateOption,
+    tool_schemas: Path = shared.ToolSchemasOption,
     loss_mode: str = typer.Option(
         None,
         "--loss-mode",

@@ -128,6 +128,8 @@ def plan(
     prompt_field: str = shared.PromptFieldOption,
     completion_field: str = shared.CompletionFieldOption,
     messages_field: str = shared.MessagesFieldOption,
+    chat_template: Path = shared.ChatTemplateOption,
+    tool_schemas: Path = shared.ToolSchemasOption,
     eos_id: int = shared.EosIdOption,
     pack_sizes: str = typer.Option("2048,4096,8192,16384", "--pack-sizes", help="Candidate pack sizes."),
     token_slots: int = number_option(
@@ -166,6 +168,8 @@ def plan(
         prompt_field=prompt_field,
         completion_field=completion_field,
         messages_field=messages_field,
+        chat_template=chat_template,
+        tool_schemas=tool_schemas,
         workers=workers,
         quiet=quiet or output_format is OutputFormat.json,
     )
@@ -178,6 +182,8 @@ def plan(
         ("--prompt-field", prompt_field),
         ("--completion-field", completion_field),
         ("--messages-field", None if messages_field == shared.DEFAULT_MESSAGES_FIELD else messages_field),
+        ("--chat-template", chat_template),
+        ("--tool-schemas", tool_schemas),
         ("--eos-id", eos_id),
         ("--model", model),
     ]

@@ -6,11 +6,11 @@ One rule for ``pack`` and for the lengths ``plan`` reads, so both see the same s
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from seqpack.data.pipeline._options import InputOptions
 from seqpack.data.samples import text_fields
-from seqpack.data.samples.text import ResolvedText, tokenizer_eos_id
+from seqpack.data.samples.text import ResolvedText, chat_options, check_templates, tokenizer_eos_id
 from seqpack.errors import UsageError, param
 
 
@@ -54,3 +54,23 @@ def resolve_input(options: InputOptions) -> ResolvedInput:
         mode_from=mode_from,
     )
     return ResolvedInput(int(eos_id), source, spec)
+
+
+def checked_text(
+    spec: ResolvedText, options: InputOptions, *, compat: bool = False, max_length: int | None = None
+) -> ResolvedText:
+    """The text step's settings with the input's chat files (``chat_template``, ``tool_schemas``) read,
+    checked before any row is read: usage errors of the mode, the templates a chat pack renders with.
+    ``compat``/``max_length``: what ``pack --bridge-compat`` adds (``plan`` reads lengths without them)."""
+    spec = replace(
+        spec,
+        max_length=max_length,
+        allow_missing_completion=compat,
+        chat=chat_options(options.chat_template, options.tool_schemas, compat),
+    )
+    if spec.is_chat:
+        spec.check_chat()
+        check_templates(spec)
+    else:
+        spec.check_prompt_completion()
+    return spec

@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from seqpack._progress import progress
-from seqpack.data.pipeline._input import resolve_input
+from seqpack.data.pipeline._input import checked_text, resolve_input
 from seqpack.data.pipeline._options import InputOptions, resolve_workers
 from seqpack.data.samples import ChunkToExamples, as_paths, chunk_rows_for, convert_all, iter_chunks
-from seqpack.data.samples.text import TextOptions, check_templates
+from seqpack.data.samples.text import TextOptions
 from seqpack.errors import DataError
 
 IntArray = npt.NDArray[np.int64]
@@ -32,18 +32,21 @@ def read_lengths(
     prompt_field: str | None = None,
     completion_field: str | None = None,
     messages_field: str = "messages",
+    chat_template: Path | None = None,
+    tool_schemas: Path | None = None,
     workers: int | None = None,
     quiet: bool = False,
 ) -> IntArray:
-    """Runtime lengths ``r = len(input_ids) - 1`` of every sample of ``inputs``, in input order."""
+    """Runtime lengths ``r = len(input_ids) - 1`` of every sample of ``inputs``, in input order, as
+    ``seqpack pack`` (default mode) shapes them with the same text options."""
     fields = TextOptions(
         prompt_field=prompt_field, completion_field=completion_field, messages_field=messages_field
     )
-    options = InputOptions(tuple(inputs), tokenizer, eos_id, fields)
+    options = InputOptions(tuple(inputs), tokenizer, eos_id, fields, chat_template, tool_schemas)
     options.check()
     text = resolve_input(options).text
     if text is not None:
-        check_templates(text)
+        text = checked_text(text, options)
     n_workers = resolve_workers(workers)
     converter = ChunkToExamples(as_paths(inputs), text)
     parts: list[IntArray] = []

@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
@@ -62,7 +62,7 @@ from seqpack.data.format import (
     sharded_dirname,
     write_metadata_entry,
 )
-from seqpack.data.pipeline._input import resolve_input
+from seqpack.data.pipeline._input import checked_text, resolve_input
 from seqpack.data.pipeline._lock import OutputLock, claim_output_dir
 from seqpack.data.pipeline._options import PackOptions, resolve_workers
 from seqpack.data.pipeline._scratch import ScratchStore, default_scratch_dir
@@ -81,8 +81,6 @@ from seqpack.data.samples import (
 )
 from seqpack.data.samples.text import (
     ResolvedText,
-    chat_options,
-    check_templates,
     load_tokenizer,
     text_record,
     tokenizer_hash,
@@ -531,18 +529,8 @@ def _text_spec(opts: PackOptions, spec: ResolvedText) -> ResolvedText:
     """The text step's settings, checked; compat truncates long prompt-completion rows as Bridge does while
     it tokenizes: to the max length, + 1 with a pad multiple > 1 (``tokenize_dataset``'s stored length)."""
     compat = opts.bridge_compat
-    spec = replace(
-        spec,
-        max_length=(opts.max_seq_length + int(opts.size.pad_seq_to_mult > 1)) if compat else None,
-        allow_missing_completion=compat,
-        chat=chat_options(opts.input.chat_template, opts.input.tool_schemas, compat),
-    )
-    if spec.is_chat:
-        spec.check_chat()
-        check_templates(spec)
-    else:
-        spec.check_prompt_completion()
-    return spec
+    max_length = (opts.max_seq_length + int(opts.size.pad_seq_to_mult > 1)) if compat else None
+    return checked_text(spec, opts.input, compat=compat, max_length=max_length)
 
 
 def _claim_output_dir(run: _Run) -> tuple[OutputLock, ScratchStore, list[Path]]:
