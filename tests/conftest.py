@@ -10,16 +10,35 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SRC_DIR = REPO_ROOT / "src"
+# The suite tests this checkout: ``src`` is first on the path (pyproject's ``pythonpath``) and on every
+# child's path (the CLI run as ``python -m seqpack`` or the console script, Ray workers, docs pages), so a
+# seqpack installed from another checkout is never what runs.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(SRC_DIR), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+)
+
+
+def _imported_from_this_checkout() -> None:
+    import seqpack
+
+    where = Path(seqpack.__file__).resolve().parent
+    if where != SRC_DIR / "seqpack":
+        raise pytest.UsageError(f"seqpack is imported from {where}, not this checkout's {SRC_DIR / 'seqpack'}")
+
+
+_imported_from_this_checkout()
+
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
 settings.register_profile("dev", max_examples=500, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # Plain progress lines (stderr is not a terminal under pytest) only where a test asks for them: a slow
 # machine must not add a line to a test that reads stderr. tests/test_progress.py sets it per test.
 os.environ.setdefault("SEQPACK_PROGRESS_SECONDS", "1e9")
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
 
