@@ -177,7 +177,7 @@ def test_pages_carry_checksums_that_survive_stitching(reference: Path) -> None:
     assert pc.max(pc.list_flatten(table.column("input_ids"))).as_py() < 1000
 
 
-@pytest.mark.parametrize("sidecar", [META, "rejects_training.jsonl"])
+@pytest.mark.parametrize("sidecar", [META, f"rejects_training_{PACK_SIZE}.jsonl"])
 def test_a_sidecar_of_another_run_is_refused_by_every_reader(
     sidecar: str, reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

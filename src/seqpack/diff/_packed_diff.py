@@ -105,14 +105,10 @@ def _entry_for(metadata: PackingMetadata, location: str) -> MetadataEntry | None
     return metadata.entries[0] if metadata.entries else None
 
 
-def recorded_fingerprint(location: str) -> tuple[str, dict[str, Any]] | None:
-    """The fingerprint ``seqpack pack`` recorded for ``location`` (sidecar path, record), if there is one."""
-    found = recorded_entry_fingerprint(location)
-    return None if found is None else (found[0], found[2])
-
-
 def recorded_entry_fingerprint(location: str) -> tuple[str, int, dict[str, Any]] | None:
-    """:func:`recorded_fingerprint` with the index of the entry that holds it."""
+    """The fingerprint ``seqpack pack`` recorded for ``location``: (sidecar path, entry index, record), if
+    there is one; the set checked as every reader checks it (:func:`check_run_ids`), and a record this
+    seqpack cannot check refused (:func:`files_recorded_fingerprint`)."""
     meta_path = find_metadata([location])
     if meta_path is None:
         return None
@@ -120,11 +116,8 @@ def recorded_entry_fingerprint(location: str) -> tuple[str, int, dict[str, Any]]
     # a legacy .npy is its own file
     files = [location] if location.lower().endswith(".npy") else resolve_packed_paths(location)
     check_run_ids(files, meta_path, metadata)
-    entry = _entry_for(metadata, location)
-    found = entry.recorded("fingerprint") if entry else None
-    if entry is None or not isinstance(found, Mapping):
-        return None
-    return os.fspath(meta_path), metadata.entries.index(entry), dict(found)
+    found = files_recorded_fingerprint(files, metadata, meta_path)
+    return None if found is None else (os.fspath(meta_path), *found)
 
 
 def _open_side(location: str) -> tuple[PackedSource, str | None, PackingMetadata | None]:
@@ -145,7 +138,7 @@ def _scan(
 ) -> _Side:
     scanner = scan_blocks(source.blocks(), eos_id=eos, keep_sequences=True, on_packs=on_packs)
     found = scanner.result()
-    recorded = files_recorded_fingerprint(source.paths, meta) if path is not None else None
+    recorded = files_recorded_fingerprint(source.paths, meta, path) if path is not None else None
     if recorded is not None and recorded[1]["algorithm"] != found.algorithm:  # an earlier algorithm's record
         then = scan_blocks(source.blocks(), eos_id=-1, algorithm=recorded[1]["algorithm"]).result()
         what = mismatch(recorded[1], then)

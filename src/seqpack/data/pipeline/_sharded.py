@@ -30,7 +30,9 @@ import orjson
 from seqpack._faults import fault_point
 from seqpack._io import atomic_path, fsync_dir
 from seqpack.data.format import (
+    ENGINE_KEY,
     ROW_GROUP_SIZE,
+    SHARD_COUNT_KEY,
     Layout,
     MetadataEntry,
     PackRecord,
@@ -341,8 +343,9 @@ def commit_sharded(
         .with_fingerprint(fingerprinter.result().to_dict())
         .committed(_input_hash(job, slices), plan.counts.record(plan.num_packs))
     )
-    engine = {"name": "ray", "shards": len(sharded.slices), "planned": "once"}
-    entry = MetadataEntry.from_values(plan.bridge_values, {**record.to_dict(), "engine": engine})
+    # the output shards' count: a reader refuses the set's folder with fewer (check_shard_count)
+    engine = {"name": "ray", "shards": len(sharded.slices), "planned": "once", SHARD_COUNT_KEY: len(shards)}
+    entry = MetadataEntry.from_values(plan.bridge_values, {**record.to_dict(), ENGINE_KEY: engine})
     outputs = sharded.outputs
     write_metadata_entry(outputs.metadata, entry)
     fault_point("commit")

@@ -11,10 +11,13 @@ from typing import Any
 import numpy as np
 import orjson
 
+from seqpack._io import DIRECTORY, expect_kind
 from seqpack.data.samples.text._tokenizer_proof import prove_real
 from seqpack.errors import InputError
 
 _TOKENIZERS: dict[str, Any] = {}
+#: What ``--tokenizer`` names, in messages: a folder, never one of its files.
+TOKENIZER_DIRECTORY = "a tokenizer directory (the folder holding tokenizer.json or the vocabulary files)"
 
 
 def load_tokenizer(path: Path) -> Any:
@@ -24,6 +27,7 @@ def load_tokenizer(path: Path) -> Any:
     key = os.fspath(path)
     if key in _TOKENIZERS:
         return _TOKENIZERS[key]
+    expect_kind(path, DIRECTORY, TOKENIZER_DIRECTORY)
     if not path.is_dir():
         raise InputError(f"{key}: tokenizer directory does not exist")
     try:
