@@ -104,7 +104,11 @@ def test_sharded_set_equals_the_local_pack(sharded: Any, inputs: list[Path], loc
     names = sorted(os.listdir(shard_dir))
     # three slices read the inputs; the plan's 867 packs are two row groups: two output shards
     assert names == [f"training_{PACK}-{i:05d}.idx.parquet" for i in range(2)]
-    assert sorted(os.listdir(out)) == [f"{PACK}_metadata.jsonl", "rejects_training.jsonl", f"training_{PACK}"]
+    assert sorted(os.listdir(out)) == [
+        f"{PACK}_metadata.jsonl",
+        f"rejects_training_{PACK}.jsonl",
+        f"training_{PACK}",
+    ]
     files = [shard_dir / n for n in names]
     # one plan over all lengths (spread over the whole range here): exactly the local pack, row for row
     assert_same_pack(result, local)
@@ -177,7 +181,7 @@ def test_bridge_reads_the_training_directory_beside_a_validation_split(
     # fewer files than shards (each shard converted every other chunk): still exactly the local pack
     alone = seqpack.pack(inputs[2], tmp_path / "alone", PACK, pad_seq_to_mult=4, chunk_rows=128)
     val_entry = PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries[1]
-    assert_same_files(val_dir, val_entry, out / "rejects_validation.jsonl", alone)
+    assert_same_files(val_dir, val_entry, out / f"rejects_validation_{PACK}.jsonl", alone)
     assert PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries[1].recorded("input_sha256") == (
         input_sha256([inputs[2]])  # one input, two shards: the first shard hashed it
     )
@@ -217,7 +221,11 @@ def test_one_set_per_split_a_file_or_shards_never_both(
     summary = json.loads(capsys.readouterr().out)
     single = out / f"training_{PACK}.idx.parquet"
     assert summary["packed_path"] == str(single)
-    assert sorted(os.listdir(out)) == [f"{PACK}_metadata.jsonl", "rejects_training.jsonl", single.name]
+    assert sorted(os.listdir(out)) == [
+        f"{PACK}_metadata.jsonl",
+        f"rejects_training_{PACK}.jsonl",
+        single.name,
+    ]
     assert any(o.endswith(f"packed_train_data_path={single}") for o in summary["overrides"])
     assert seqpack.inspect(out).ok
     with pytest.raises(UsageError, match=f"training_{PACK}.idx.parquet: already exists"):
