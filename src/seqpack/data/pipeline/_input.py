@@ -74,9 +74,9 @@ def check_input_files(options: InputOptions) -> None:
                 else "give samples: JSONL, Parquet or a datasets directory, one sample a row"
             )
             raise InputError(f"{path}: is {kind}, not samples; {instead}")
-    for path in (options.chat_template, options.tool_schemas):
-        if path is not None:
-            expect_kind(path, FILE)
+    for chat_file in (options.chat_template, options.tool_schemas):
+        if chat_file is not None:
+            expect_kind(chat_file, FILE)
 
 
 def checked_text(

@@ -17,7 +17,6 @@ run killed before that rename leaves no packed file under a name any reader look
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from dataclasses import asdict, dataclass, replace
@@ -54,12 +53,15 @@ from seqpack.data.pipeline._pipeline import (
 from seqpack.data.pipeline._staging import (
     STAGING_VERSION,
     OutputShard,
+    RunFacts,
     ShardJob,
     ShardOutcome,
     ShardSlice,
     SliceLengths,
     SliceOutcome,
     StagingPaths,
+    identity_differences,
+    staging_identity,
 )
 from seqpack.data.samples import ChunkToExamples, as_paths, chunk_rows_for, iter_chunks
 from seqpack.data.samples.text import ResolvedText
@@ -130,7 +132,7 @@ def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
     if eos_id is None:
         eos_id = _infer_eos(inputs, run.text, opts)
     staging = StagingPaths(opts.run.out_dir, opts.run.split, opts.size.pack_size)
-    identity = _identity(run.record.to_dict(), inputs, shards)
+    identity = staging_identity(RunFacts(opts, run.text, run.record.tokenizer_sha256, shards))
     opts.run.out_dir.mkdir(parents=True, exist_ok=True)
     lock = claim_output_dir(opts.run.out_dir)  # one driver per output directory, as locally
     try:
@@ -152,40 +154,39 @@ def _infer_eos(inputs: list[Path], text: ResolvedText | None, opts: PackOptions)
     return most_common_last_token(examples.tokens, np.cumsum(examples.lengths))
 
 
-def _identity(record: dict[str, Any], inputs: list[Path], shards: int) -> str:
-    """What makes two commands the same run: the record's settings and the inputs' sizes and times."""
-    settings = {k: v for k, v in record.items() if k not in ("run_id", "version")}
-    stats = []
-    for path in inputs:
-        st = path.stat()
-        stats.append([os.fspath(path), st.st_size, st.st_mtime_ns])
-    text = orjson.dumps(
-        {"settings": settings, "inputs": stats, "shards": shards}, option=orjson.OPT_SORT_KEYS
-    )
-    return hashlib.sha256(text).hexdigest()
-
-
-def _open_staging(staging: StagingPaths, identity: str, run_id: str, overwrite: bool) -> tuple[str, bool]:
-    """The run id to write under: the staged run's when it is the same command (resume), else ``run_id``."""
+def _open_staging(
+    staging: StagingPaths, identity: dict[str, Any], run_id: str, overwrite: bool
+) -> tuple[str, bool]:
+    """The run id to write under: the staged run's when this run has its identity (resume), else
+    ``run_id`` in a new staging directory; a staged run of another identity is refused (exit 2, naming
+    the options that differ) unless ``overwrite``."""
     manifest = staging.root / "run.json"
     if staging.root.exists():
         try:
             staged = orjson.loads(manifest.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             staged = {}
-        same = staged.get("identity") == identity and staged.get("version") == STAGING_VERSION
-        if same and not overwrite:
+        same_version = isinstance(staged, dict) and staged.get("version") == STAGING_VERSION
+        differing = identity_differences(staged.get("identity") or {}, identity) if same_version else []
+        if same_version and not differing and not overwrite:
             return str(staged["run_id"]), True
-        if not same and not overwrite:
-            raise UsageError(
-                f"{staging.root}: a stopped run of another command is staged here "
-                f"(pass {param('overwrite')} to start over)"
-            )
+        if not overwrite:
+            raise _another_run(staging, differing)
         shutil.rmtree(staging.root)
     staging.root.mkdir(parents=True)
     with atomic_path(manifest) as tmp:
         tmp.write_bytes(orjson.dumps({"version": STAGING_VERSION, "identity": identity, "run_id": run_id}))
     return run_id, False
+
+
+def _another_run(staging: StagingPaths, differing: list[str]) -> UsageError:
+    """A stopped run of other options is staged: name them (the inputs by what changed)."""
+    names = [("the inputs (a file's list, size or time)" if n == "paths" else param(n)) for n in differing]
+    what = f"with other {', '.join(names)}" if names else "by another seqpack version"
+    return UsageError(
+        f"{staging.root}: a stopped run is staged here {what}; run the same command again to resume it, "
+        f"or pass {param('overwrite')} to start over"
+    )
 
 
 @dataclass
