@@ -7,7 +7,7 @@ from seqpack.data.pipeline._lengths import read_lengths
 from seqpack.data.pipeline._options import InputOptions, LengthPolicy, PackOptions, PackSize, RunSettings
 from seqpack.data.pipeline._pipeline import PackResult, overrides_for_result, pack_files
 from seqpack.data.pipeline._shape import TooLong
-from seqpack.data.pipeline._shard_tasks import read_slice, spool_is_intact, write_shard
+from seqpack.data.pipeline._shard_tasks import FAILED_CHUNK, read_slice, spool_is_intact, write_shard
 from seqpack.data.pipeline._sharded import (
     GlobalPlan,
     ShardedRun,
@@ -18,6 +18,7 @@ from seqpack.data.pipeline._sharded import (
     slice_inputs,
 )
 from seqpack.data.pipeline._staging import (
+    STAGING_OPTIONS,
     OutputShard,
     ShardJob,
     ShardOutcome,
@@ -27,6 +28,8 @@ from seqpack.data.pipeline._staging import (
 )
 
 __all__ = [
+    "FAILED_CHUNK",
+    "STAGING_OPTIONS",
     "GlobalPlan",
     "InputOptions",
     "LengthPolicy",

@@ -27,7 +27,7 @@ import numpy as np
 import orjson
 
 from seqpack._faults import fault_point
-from seqpack._io import atomic_path, fsync_dir
+from seqpack._io import atomic_path, fsync_dir, make_dirs, remove_made_dirs
 from seqpack.data.format import (
     ENGINE_KEY,
     ROW_GROUP_SIZE,
@@ -101,10 +101,19 @@ class ShardedRun:
     record: PackRecord  # as resolving knows it (the commit adds what the shards measured)
     resumed: bool
     lock: OutputLock
+    made: list[Path]  # the directories this run created (the output directory and its parents)
 
     def release(self) -> None:
         """Let another run write to the output directory (after the commit, or on any error)."""
         self.lock.release()
+
+    def discard(self) -> None:
+        """After a run failed on its data (or a full disk): remove its staging directory and the folders it
+        made, as a failed local pack leaves nothing; a corrected run then starts over instead of being
+        refused as another run. A stopped run (killed, interrupted) keeps them: it resumes."""
+        shutil.rmtree(self.job.staging.root, ignore_errors=True)
+        self.release()
+        remove_made_dirs(self.made)
 
 
 def check_sharded(opts: PackOptions) -> None:
@@ -133,16 +142,17 @@ def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
         eos_id = _infer_eos(inputs, run.text, opts)
     staging = StagingPaths(opts.run.out_dir, opts.run.split, opts.size.pack_size)
     identity = staging_identity(RunFacts(opts, run.text, run.record.tokenizer_sha256, shards))
-    opts.run.out_dir.mkdir(parents=True, exist_ok=True)
+    made = make_dirs(opts.run.out_dir)
     lock = claim_output_dir(opts.run.out_dir)  # one driver per output directory, as locally
     try:
         run_id, resumed = _open_staging(staging, identity, run.record.run_id, opts.run.overwrite)
     except BaseException:
         lock.release()
+        remove_made_dirs(made)
         raise
     record = replace(run.record, run_id=run_id)  # a resumed run keeps the staged run's id
     job = ShardJob(opts, tuple(inputs), run.text, int(eos_id), check_eos, run_id, staging)
-    return ShardedRun(job, slices, run.outputs, record, resumed, lock)
+    return ShardedRun(job, slices, run.outputs, record, resumed, lock, made)
 
 
 def _infer_eos(inputs: list[Path], text: ResolvedText | None, opts: PackOptions) -> int:
