@@ -208,6 +208,8 @@ _SPECIAL_KINDS = (
 )
 #: The kinds a path may be asked to be.
 FILE, DIRECTORY, FILE_OR_DIRECTORY = "a file", "a directory", "a file or a directory"
+#: What a tokenizer path must be, in messages (the CLI's check and ``load_tokenizer`` word it alike).
+TOKENIZER_DIRECTORY = "a tokenizer directory (the folder holding tokenizer.json or the vocabulary files)"
 
 
 def path_kind(path: str | os.PathLike[str]) -> str | None:

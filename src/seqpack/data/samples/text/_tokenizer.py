@@ -11,13 +11,11 @@ from typing import Any
 import numpy as np
 import orjson
 
-from seqpack._io import DIRECTORY, expect_kind
+from seqpack._io import DIRECTORY, TOKENIZER_DIRECTORY, expect_kind
 from seqpack.data.samples.text._tokenizer_proof import prove_real
 from seqpack.errors import InputError
 
 _TOKENIZERS: dict[str, Any] = {}
-#: What ``--tokenizer`` names, in messages: a folder, never one of its files.
-TOKENIZER_DIRECTORY = "a tokenizer directory (the folder holding tokenizer.json or the vocabulary files)"
 
 
 def load_tokenizer(path: Path) -> Any:
