@@ -26,6 +26,7 @@ import pytest
 import typer
 
 from _support.pack_inputs import random_examples, write_jsonl
+from _support.sharded_sets import packed_readers
 from seqpack._parquet import BAD_CHECKSUM
 from seqpack.cli import app, main
 
@@ -36,13 +37,7 @@ META = f"{PACK_SIZE}_metadata.jsonl"
 
 def readers(packed: str) -> dict[str, list[str]]:
     """Every command that reads a pack set, on one packed file."""
-    return {
-        "inspect": ["inspect", packed, "--quiet"],
-        "doctor": ["doctor", "--packed", packed, "--seq-length", str(PACK_SIZE)],
-        "train": ["train", "--data", packed, "--steps", "1", "--gbs", "1", "--vocab", "1024", "--quiet"],
-        "fingerprint": ["fingerprint", packed, "--check", "--quiet"],
-        "diff": ["diff", packed, packed, "--quiet"],
-    }
+    return packed_readers(packed, PACK_SIZE)
 
 
 def test_every_reader_of_packed_data_is_swept() -> None:
