@@ -114,12 +114,12 @@ def recorded_entry_fingerprint(location: str) -> tuple[str, int, dict[str, Any]]
     """The fingerprint ``seqpack pack`` recorded for ``location``: (sidecar path, entry index, record), if
     there is one; the set checked as every reader checks it (:func:`check_run_ids`), and a record this
     seqpack cannot check refused (:func:`files_recorded_fingerprint`)."""
+    # the location first (a legacy .npy is its own file): what it is not is said before any sidecar
+    files = [location] if location.lower().endswith(".npy") else resolve_packed_paths(location)
     meta_path = find_metadata([location])
     if meta_path is None:
         return None
     metadata = PackingMetadata.read(meta_path)
-    # a legacy .npy is its own file
-    files = [location] if location.lower().endswith(".npy") else resolve_packed_paths(location)
     check_run_ids(files, meta_path, metadata)
     found = files_recorded_fingerprint(files, metadata, meta_path)
     return None if found is None else (os.fspath(meta_path), *found)

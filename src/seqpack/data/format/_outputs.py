@@ -70,13 +70,12 @@ def seqpack_output(path: str | os.PathLike[str]) -> str | None:
 
 
 def _directory_kind(directory: Path) -> str | None:
+    """A folder of shards, or one holding a sidecar (by its content: a sample file may have its name)."""
     if is_sharded([directory]):
         return SHARDED_SET
-    if any(_SIDECAR_NAME.match(p.name) for p in directory.glob("*_metadata.jsonl")):
-        return OUTPUT_DIRECTORY
-    if (directory / HF_METADATA).is_file():
-        return OUTPUT_DIRECTORY
-    return None
+    sidecars = [p for p in directory.glob("*_metadata.jsonl") if _SIDECAR_NAME.match(p.name)]
+    sidecars += [p for p in (directory / HF_METADATA,) if p.is_file()]
+    return OUTPUT_DIRECTORY if any(_json_kind(p) == METADATA_SIDECAR for p in sidecars) else None
 
 
 def _parquet_kind(path: Path) -> str | None:
