@@ -321,6 +321,7 @@ def test_an_edited_packing_is_reported_and_the_side_unlike_its_record_named(
     for side in ("a", "b"):
         args = ["pack", "-q", str(source), "-o", str(tmp_path / side), "-n", "32", "--eos-id", str(EOS)]
         assert main(args) == 0
+    capsys.readouterr()  # the packs' reports
     a, b = (str(tmp_path / side / "training_32.idx.parquet") for side in ("a", "b"))
     table = pq.read_table(b)
     columns = (table.column(c).to_pylist() for c in ("input_ids", "loss_mask", "seq_start_id"))
