@@ -68,7 +68,7 @@ def test_every_option_of_pack_is_declared_for_resume() -> None:
     flat = {"bridge_compat"} | _leaves(LengthPolicy) | _leaves(PackSize) | _leaves(RunSettings)
     flat |= _leaves(InputOptions)
     assert set(groups) == {"input", "size", "run", "length", "bridge_compat"}  # a new group: open it here
-    command = typer.main.get_command(app).commands["pack"]  # type: ignore[attr-defined]
+    command = typer.main.get_command(app).commands["pack"]
     cli = {p.name for p in command.params}
     assert set(CLI_ALIASES) <= cli and set(CLI_ALIASES.values()) <= set(STAGING_OPTIONS)
     assert set(STAGING_OPTIONS) == flat | (cli - set(CLI_ALIASES))
