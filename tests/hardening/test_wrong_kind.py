@@ -122,47 +122,38 @@ def _goods(tmp_path: Path) -> dict[str, Path]:
     return {"dir": tmp_path / "good", "file": tmp_path / "good.jsonl"}
 
 
-@pytest.mark.parametrize(("command", "name"), sorted(PATH_PARAMETERS))
-def test_a_named_pipe_is_refused_before_it_is_opened(
+#: Every path parameter given a named pipe; each that must be a file or a folder also given the other.
+CASES = [(*key, "pipe") for key in sorted(PATH_PARAMETERS)] + [
+    (*key, "other kind") for key, (kind, _) in sorted(PATH_PARAMETERS.items()) if kind in (FILE, DIRECTORY)
+]
+
+
+@pytest.mark.parametrize(("command", "name", "given"), CASES)
+def test_a_path_of_the_wrong_kind_is_refused_before_it_is_opened(
     command: str,
     name: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    pipe = tmp_path / "pipe.jsonl"
-    with _watched_fifo(pipe) as opened:
-        code = main(_argv(command, name, pipe, _goods(tmp_path)))
-    err = capsys.readouterr().err.strip()
-    assert (code, err) == (2, f"error: {pipe}: {_expected(command, name, FIFO)}")
-    assert not opened
-
-
-#: Each parameter that must be a file or a folder, given the other.
-WRONG = sorted(key for key, (kind, _) in PATH_PARAMETERS.items() if kind in (FILE, DIRECTORY))
-
-
-@pytest.mark.parametrize(("command", "name"), WRONG)
-def test_a_folder_for_a_file_and_a_file_for_a_folder_say_so(
-    command: str,
-    name: str,
+    given: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(tmp_path)
     goods = _goods(tmp_path)
-    if PATH_PARAMETERS[(command, name)][0] == FILE:
-        bad, found = tmp_path / "a-folder.yaml", DIRECTORY
-        bad.mkdir()
-    else:
-        bad, found = tmp_path / "a-file", FILE
-        bad.write_text("keep")
-    code = main(_argv(command, name, bad, goods))
+    with contextlib.ExitStack() as stack:
+        if given == "pipe":
+            bad, found = tmp_path / "pipe.jsonl", FIFO
+            opened = stack.enter_context(_watched_fifo(bad))
+        elif PATH_PARAMETERS[(command, name)][0] == FILE:
+            bad, found, opened = tmp_path / "a-folder.yaml", DIRECTORY, []
+            bad.mkdir()
+        else:
+            bad, found, opened = tmp_path / "a-file", FILE, []
+            bad.write_text("keep")
+        code = main(_argv(command, name, bad, goods))
     err = capsys.readouterr().err.strip()
     assert (code, err) == (2, f"error: {bad}: {_expected(command, name, found)}")
-    assert bad.is_dir() or bad.read_text() == "keep"
+    assert not opened  # a pipe never opened, a file never written
+    assert given == "pipe" or bad.is_dir() or bad.read_text() == "keep"
 
 
 def test_the_library_refuses_a_named_pipe_and_a_tokenizer_file(tmp_path: Path) -> None:
