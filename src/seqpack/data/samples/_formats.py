@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from seqpack._io import COMPRESSED_SUFFIXES, unreadable
-from seqpack._parquet import damage
+from seqpack._parquet import BAD_CHECKSUM, damage
 from seqpack.data.format import PARQUET_SUFFIXES
 from seqpack.data.samples._readers import (
     DEFAULT_CHUNK_ROWS,
@@ -123,11 +123,13 @@ def _read_checked(fmt: InputFormat, source: int, path: Path, chunk_rows: int) ->
 def _unreadable(fmt: InputFormat, path: Path, last: int | None, exc: BaseException) -> InputError:
     """Before the first record, the file is not of its format (or not readable at all: missing, no
     permission, a truncated ``.gz``); after it, the file is damaged past the last record read."""
+    said = damage(exc)
+    reason = said if said == BAD_CHECKSUM else str(exc)
     if last is not None:
-        return InputError(f"{os.fspath(path)}: damaged after {fmt.unit} {last} ({damage(exc)})")
+        return InputError(f"{os.fspath(path)}: damaged after {fmt.unit} {last} ({reason})")
     if isinstance(exc, OSError):
         return unreadable(path, exc)
-    return InputError(f"{os.fspath(path)}: cannot read as {fmt.name} ({damage(exc)})")
+    return InputError(f"{os.fspath(path)}: cannot read as {fmt.name} ({reason})")
 
 
 def known_rows(paths: Sequence[Path]) -> int | None:
