@@ -23,6 +23,7 @@ from seqpack.data.format import PARQUET_SUFFIXES
 from seqpack.data.samples._readers import (
     DEFAULT_CHUNK_ROWS,
     RawChunk,
+    arrow_chunks,
     datasets_chunks,
     is_datasets_dir,
     jsonl_chunks,
@@ -64,6 +65,7 @@ class InputFormat:
 INPUT_FORMATS: tuple[InputFormat, ...] = (
     InputFormat("JSON Lines", (".jsonl", ".json", ".ndjson"), jsonl_chunks, unit="line", compressed=True),
     InputFormat("Parquet", PARQUET_SUFFIXES, parquet_chunks, rows=parquet_rows),
+    InputFormat("Arrow IPC", (".arrow", ".arrows"), arrow_chunks),
     InputFormat("a datasets save_to_disk directory", (), datasets_chunks, holds=is_datasets_dir),
 )
 

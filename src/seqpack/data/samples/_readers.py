@@ -173,6 +173,40 @@ def parquet_rows(path: Path) -> int:
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 
+#: How an Arrow IPC file starts (a stream starts with a message), and how a stream writer ends a stream.
+_IPC_FILE_MAGIC = b"ARROW1"
+_IPC_END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
+def arrow_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
+    """Record batches of an Arrow IPC file or stream, memory-mapped and cut to ``chunk_rows``: the
+    ``.arrow`` files ``datasets`` writes (its cache files and a ``save_to_disk`` directory's shards) are
+    streams. IPC has no checksums, so every batch is validated in full (an offset pointing outside its
+    buffer would be read as tokens), and a stream must end with its end-of-stream marker: one cut at a
+    batch boundary reads without an error, as a shorter dataset."""
+    with pa.memory_map(os.fspath(path)) as mapped:
+        is_file = mapped.read(len(_IPC_FILE_MAGIC)) == _IPC_FILE_MAGIC
+        mapped.seek(0)
+        if is_file:
+            reader = pa.ipc.open_file(mapped)
+            batches: Iterator[pa.RecordBatch] = (
+                reader.get_batch(i) for i in range(reader.num_record_batches)
+            )
+        else:
+            batches = iter(pa.ipc.open_stream(mapped))
+        yield from table_chunks(source, path, _validated(batches, chunk_rows))
+        if not is_file and (mapped.size() < 8 or mapped.read_at(8, mapped.size() - 8) != _IPC_END_OF_STREAM):
+            raise pa.ArrowInvalid("the stream has no end-of-stream marker: it was cut short")
+
+
+def _validated(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """Each batch validated in full, in slices of at most ``rows`` (zero-copy)."""
+    for batch in batches:
+        batch.validate(full=True)
+        for start in range(0, batch.num_rows, rows):
+            yield batch.slice(start, rows)
+
+
 def table_chunks(source: int, path: Path, batches: Iterator[pa.RecordBatch]) -> Iterator[RawChunk]:
     """Arrow batches as chunks numbered by row, each row's text bounded (:func:`check_row_text`)."""
     row = 0
