@@ -1,6 +1,7 @@
 """The public API of ``import seqpack``: every documented name resolves (for a type checker too), every
 public function's worked example runs (its doctest), ``seqpack.pack``'s keywords are typed and are the
-options' fields, and what the CLI refuses the library refuses, with the same error class (exit code)."""
+options' fields, and what the CLI refuses the library refuses, with the same error class (exit code): the
+doctor's here, pack's with the other option errors (``tests/data/test_pack_options.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import subprocess
 import sys
 import typing
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -103,60 +103,6 @@ def test_pack_keywords_are_typed_and_are_the_options_fields() -> None:
         if keywords[name].default != f.default and name != "quiet"  # the API is quiet unless asked
     }
     assert differ == {"pad_seq_to_mult": (None, 1)}  # None: derived from cp/tp/sequence_parallel, else 1
-
-
-# (library keywords, the same on the command line, the library's message, the CLI's message)
-REFUSED: list[tuple[dict[str, Any], list[str], str, str]] = [
-    (
-        {"pad_seq_to_mult": 4, "cp": 2},
-        ["--pad-seq-to-mult", "4", "--cp", "2"],
-        "give either pad_seq_to_mult or cp/tp/sequence_parallel, not both",
-        "give either --pad-seq-to-mult or --cp/--tp/--sequence-parallel, not both",
-    ),
-    (
-        {"cp": 4096, "tp": 64, "sequence_parallel": True},
-        ["--cp", "4096", "--tp", "64", "--sequence-parallel"],
-        "cp 4096 tp 64 need a pre-padding multiple of 262144, larger than 65536, the largest seqpack writes",
-        "--cp 4096 --tp 64 need a pre-padding multiple of 262144, larger than 65536, the largest seqpack "
-        "writes",
-    ),
-    (
-        {"cp": 0},
-        ["--cp", "0"],
-        "cp: expected an integer >= 1 and <= 1048576, found 0",
-        "--cp: expected an integer >= 1 and <= 1048576, found 0",
-    ),
-    (
-        {"engine": "spark"},
-        ["--engine", "spark"],
-        "engine must be one of local, ray, got 'spark'",
-        "--engine must be one of local, ray, got 'spark'",
-    ),
-    (
-        {"shards": 2},
-        ["--shards", "2"],
-        "ray_address and shards go with engine ray",
-        "--ray-address and --shards go with --engine ray",
-    ),
-]
-
-
-@pytest.mark.parametrize(("keywords", "flags", "library", "cli"), REFUSED)
-def test_the_library_refuses_what_the_cli_refuses(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    keywords: dict[str, Any],
-    flags: list[str],
-    library: str,
-    cli: str,
-) -> None:
-    source = write_jsonl(tmp_path / "in.jsonl", [{"input_ids": [5, 2]}])
-    with pytest.raises(UsageError) as caught:
-        seqpack.pack(source, tmp_path / "out", 8, **keywords)
-    assert (str(caught.value), caught.value.exit_code) == (library, 2)
-    code = main(["pack", "--quiet", str(source), "--out", str(tmp_path / "out"), "--pack-size", "8", *flags])
-    assert (code, capsys.readouterr().err) == (2, f"error: {cli}\n")
-    assert not (tmp_path / "out").exists()
 
 
 def test_the_doctor_refuses_world_size_beside_dp(capsys: pytest.CaptureFixture[str]) -> None:

@@ -120,44 +120,13 @@ def pack(
     >>> [o for o in result.overrides if "parallel" in o]
     ['model.context_parallel_size=2']
     """
-    parallel = Parallelism(cp, tp, sequence_parallel)
-    runner = _EngineChoice(engine, ray_address, shards)
-    opts = PackOptions.from_flat(
-        _as_tuple(inputs),
-        out_dir,
-        pack_size,
-        tokenizer=tokenizer,
-        eos_id=eos_id,
-        chat_template=chat_template,
-        tool_schemas=tool_schemas,
-        prompt_field=prompt_field,
-        completion_field=completion_field,
-        messages_field=messages_field,
-        loss_mode=loss_mode,
-        assistant_start=assistant_start,
-        assistant_end=assistant_end,
-        separator=separator,
-        prompt_template=prompt_template,
-        strip_whitespace=strip_whitespace,
-        add_bos=add_bos,
-        add_sep=add_sep,
-        add_eos=add_eos,
-        truncation_method=truncation_method,
-        bridge_compat=bridge_compat,
-        algorithm=algorithm,
-        cost_model=cost_model,
-        seed=seed,
-        pad_seq_to_mult=parallel.pad_multiple(pad_seq_to_mult),
-        max_seq_length=max_seq_length,
-        too_long=too_long,
-        split=split,
-        layout=layout,
-        workers=workers,
-        chunk_rows=chunk_rows,
-        scratch_dir=scratch_dir,
-        overwrite=overwrite,
-        quiet=quiet,
-    )
+    options = dict(locals())  # the keywords as given: every one but these few is a field of the options
+    parallel = Parallelism(options.pop("cp"), options.pop("tp"), options.pop("sequence_parallel"))
+    runner = _EngineChoice(options.pop("engine"), options.pop("ray_address"), options.pop("shards"))
+    options["pad_seq_to_mult"] = parallel.pad_multiple(pad_seq_to_mult)
+    for positional in ("inputs", "out_dir", "pack_size"):
+        del options[positional]
+    opts = PackOptions.from_flat(_as_tuple(inputs), out_dir, pack_size, **options)
     result = runner.run(opts)
     result.overrides = overrides_for_result(
         result, cp=parallel.cp or 1, tp=parallel.tp or 1, sequence_parallel=parallel.sequence_parallel
