@@ -201,8 +201,6 @@ def doctor(
         config = None
     if dataset_kind is not None and dataset_kind not in _DATASET_KINDS:
         raise UsageError(f"--dataset-kind {dataset_kind!r}: expected one of {', '.join(_DATASET_KINDS)}")
-    if world_size is not None and dp is not None:
-        raise UsageError("give --world-size or --dp, not both")
     options = {
         "tp": tp,
         "pp": pp,

@@ -46,6 +46,8 @@ class DoctorOptions:
     launcher: str | None = None
 
     def __post_init__(self) -> None:
+        if self.world_size is not None and self.dp is not None:  # which one the user meant is unknown
+            raise UsageError(f"give {param('world_size')} or {param('dp')}, not both")
         # Any other name would silently match no defect's launchers and hide every upstream defect.
         if self.launcher not in (None, BRIDGE_LAUNCHER, MLM_LAUNCHER):
             raise UsageError(
