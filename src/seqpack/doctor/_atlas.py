@@ -23,7 +23,7 @@ from seqpack.doctor._defect_facts import DefectContext
 from seqpack.doctor._defect_model import EFFECTS, Defect
 from seqpack.doctor._defects import DEFECTS
 from seqpack.doctor._findings import ERROR, WARNING, Finding
-from seqpack.doctor._versions import BRIDGE, Affected, release
+from seqpack.doctor._versions import BRIDGE, DATACENTRE_GPUS, GPU_NAMES, Affected, release
 
 _VERSION_CLAUSE = {
     "en": {
@@ -124,8 +124,11 @@ def _applies(defect: Defect, launcher: str | None) -> bool:
 
 
 def _gpu_ok(defect: Defect, gpu: str | None) -> bool:
-    """A known GPU architecture outside :attr:`Defect.gpus` rules the defect out."""
-    return defect.gpus is None or gpu is None or gpu in defect.gpus
+    """A known GPU architecture outside :attr:`Defect.gpus` rules the defect out; an unknown one is taken for
+    a data-centre part (:data:`DATACENTRE_GPUS`)."""
+    if defect.gpus is None:
+        return True
+    return gpu in defect.gpus if gpu is not None else bool(defect.gpus & DATACENTRE_GPUS)
 
 
 def atlas_findings(
@@ -160,7 +163,7 @@ def atlas_findings(
         for component, affected in unknown_also:
             message += _ALSO[lang].format(component=component, range=affected.describe())
         if defect.gpus is not None:
-            names = "/".join(sorted(a.capitalize() for a in defect.gpus))
+            names = ", ".join(GPU_NAMES[a] for a in sorted(defect.gpus))
             message += _GPUS[lang].format(gpus=names, unknown=_GPU_UNKNOWN[lang] if gpu_unknown else "")
         scan = dctx.eos_scan() if "packed data" in defect.fields else None
         if scan is not None and scan.hits:

@@ -5,19 +5,21 @@ mixed-precision preset; packing given as Megatron-LM's ``--sft`` instead of a Br
 the feature is off (a preset that overwrites ``model.fp8``). One function per feature, each reading every
 spelling and following what the launcher does with them::
 
-    feature          Bridge config                                   Megatron-LM flags          model names
-    packing          enable_offline_packing, packed_sequence_specs,  --sft,                     -
-                     enable_in_batch_packing, pack_sequences_in_     --dataloader-inter-
-                     batch, defer_in_batch_packing_to_step,          document-masking
+    feature          Bridge config                                 Megatron-LM flags         model names
+    packing          enable_offline_packing, packed_sequence_specs,  --sft, --dataloader-     -
+                     enable_in_batch_packing, pack_sequences_in_     inter-document-masking
+                     batch, defer_in_batch_packing_to_step,
                      packing_buffer_size
-    FP8 (recipe,     mixed_precision: preset or mapping, which       --fp8-format, --fp8-recipe, -
-    FP8 attention)   overwrites model.fp8*; else model.fp8,          --fp8-dot-product-
-                     model.fp8_recipe, model.fp8_dot_product_attn.   attention
-    MLA, GDN,        model.multi_latent_attention, experimental_     the same fields as flags   DeepSeek-V2/V3,
-    hybrid, MRoPE,   attention_variant, hybrid_override_pattern,                                Kimi K2, Qwen3-Next,
-    sinks, window    position_embedding_type, softmax_type,                                     Qwen3.5, Nemotron-H,
-                     window_size                                                                Qwen-VL, GPT-OSS,
-                                                                                                Gemma 2/3
+    FP8 (recipe,     mixed_precision: preset or mapping, which       --fp8-format,            -
+    FP8 attention)   overwrites model.fp8*; else model.fp8,          --fp8-recipe, --fp8-dot-
+                     model.fp8_recipe, model.fp8_dot_product_attn.   product-attention
+    MLA, GDN,        model.multi_latent_attention, experimental_     the same fields as       DeepSeek-V2/V3,
+    hybrid, MRoPE,   attention_variant, hybrid_override_pattern,     flags                    Kimi K2,
+    sinks, window    position_embedding_type, softmax_type,                                   Qwen3-Next,
+                     window_size                                                              Qwen3.5,
+                                                                                              Qwen-VL,
+                                                                                              Nemotron-H,
+                                                                                              GPT-OSS, Gemma
 
 A model name stands in for a field only when the config leaves that field unset (a recipe dump writes the
 field itself). Bridge facts: ``training/mixed_precision.py`` and ``training/config.py`` of the 0.6.2 wheel
@@ -151,7 +153,7 @@ FP8_PRESETS: dict[str, tuple[str, bool]] = {
     "bf16_with_fp8_subchannel_scaling_mixed": ("blockwise", False),
     "fp16_with_fp8_subchannel_scaling_mixed": ("blockwise", False),
 }
-#: ``MixedPrecisionConfig.fp8_recipe``'s default (Bridge) and ``TransformerConfig.fp8_recipe``'s (Megatron-LM).
+#: The ``fp8_recipe`` defaults: ``MixedPrecisionConfig``'s (Bridge), ``TransformerConfig``'s (Megatron-LM).
 BRIDGE_FP8_RECIPE = "tensorwise"
 MCORE_FP8_RECIPE = "delayed"
 
@@ -209,7 +211,8 @@ def mla(d: DefectContext) -> bool:
 def gdn(d: DefectContext) -> bool:
     """Gated DeltaNet layers (Qwen3-Next, Qwen3.5)."""
     variant = " ".join(
-        str(field(d, f"model.{key}", "")) for key in ("experimental_attention_variant", "linear_attention_type")
+        str(field(d, f"model.{key}", ""))
+        for key in ("experimental_attention_variant", "linear_attention_type")
     )
     return "gated_delta_net" in variant
 

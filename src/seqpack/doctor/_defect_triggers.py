@@ -282,6 +282,10 @@ def cp_masked_loss_per_microbatch(d: DefectContext) -> bool:
 # ---------------------------------------------------------------- Transformer Engine and cuDNN
 
 
+def thd_packing(d: DefectContext) -> bool:
+    return packing(d)
+
+
 def cp_packing(d: DefectContext) -> bool:
     return cp(d) > 1 and packing(d)
 
@@ -306,9 +310,7 @@ SINK_KERNEL_HEAD_DIMS = (64, 128, 256)
 def learnable_sink_generic_head_dim(d: DefectContext) -> bool:
     """Learnable sinks on packed sequences with a value head width outside :data:`SINK_KERNEL_HEAD_DIMS`
     (or one the config does not give)."""
-    return (
-        softmax_type(d) == "learnable" and packing(d) and head_dim_v(d) not in SINK_KERNEL_HEAD_DIMS
-    )
+    return softmax_type(d) == "learnable" and packing(d) and head_dim_v(d) not in SINK_KERNEL_HEAD_DIMS
 
 
 def hierarchical_cp_packing(d: DefectContext) -> bool:

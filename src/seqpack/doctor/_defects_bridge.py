@@ -40,8 +40,8 @@ from seqpack.doctor._defect_triggers import (
     mxfp8_full_graph,
     nemotron_omni_in_batch,
     prepadded_offline_packing,
-    qwen3_vl_fused_rope_packing,
     qwen3_vl_cp_packing,
+    qwen3_vl_fused_rope_packing,
     vlm_cp_sp_wide_tp,
 )
 from seqpack.doctor._findings import override
@@ -210,7 +210,9 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
             ),
             "zh": (
                 "打包 THD 上下文并行试图切分占位的 attention_mask",
-                "skip_getting_attention_mask_from_dataset 为 false 时批次带有打包 collate 的 attention_mask 占位"
+                "skip_getting_attention_mask_from_dataset 为 false 时批次带有打包 collate 的 attention_mask "
+                "占位"
+                ""
                 "张量，CP 切分访问其不存在的序列维度，在第一步之前抛出 IndexError。",
             ),
         },
@@ -709,7 +711,8 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
         ),
         text={
             "en": (
-                "Qwen3-VL packed with RoPE fusion: every packed sequence after the first gets the first one's "
+                "Qwen3-VL packed with RoPE fusion: every packed sequence after the first gets the first "
+                "one's "
                 "MRoPE positions",
                 "The fused THD RoPE kernel reads the position table from 0 for each sequence, but Qwen3-VL's "
                 "table holds one 3-axis position per token of the whole row; image and text positions of "
@@ -717,7 +720,9 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
             ),
             "zh": (
                 "打包的 Qwen3-VL 开启 RoPE 融合：第一个之后的每个打包序列都用了第一个序列的 MRoPE 位置",
-                "融合的 THD RoPE 内核按每个序列从 0 开始读取位置表，而 Qwen3-VL 的表为整行每个词元保存一个三轴"
+                "融合的 THD RoPE 内核按每个序列从 0 开始读取位置表，而 Qwen3-VL 的表为整行每个词元保存一个三"
+                "轴"
+                ""
                 "位置；后续序列的图像与文本位置都是错的。请关闭 RoPE 融合。",
             ),
         },
@@ -753,7 +758,9 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
             ),
             "zh": (
                 "打包 THD 上下文并行且 PP > 2：中间阶段切分占位的 attention_mask",
-                "流水线中间阶段加载整个打包批次（包括 collate 的占位掩码），CP 切分访问其不存在的序列维度，在第"
+                "流水线中间阶段加载整个打包批次（包括 collate 的占位掩码），CP 切分访问其不存在的序列维度，"
+                "在第"
+                ""
                 "一步之前抛出 IndexError。",
             ),
         },

@@ -217,7 +217,8 @@ MCORE_DEFECTS: tuple[Defect, ...] = (
         source=f"{MLM_REPO}#3798 (fix: PR #2645)",
         established=(
             "GDN is first in tag core_v0.16.0 (not in the 0.15.3 wheel); ssm/gated_delta_net.py raises 'GDN "
-            "does not support packed sequence' in the wheels 0.16.1 and 0.17.1; 0.18.0 and 0.18.2 have the THD branch (PR #2645), 0.19.x moved the module to a package "
+            "does not support packed sequence' in the wheels 0.16.1 and 0.17.1; 0.18.0 and 0.18.2 have the "
+            "THD branch (PR #2645), 0.19.x moved the module to a package "
             "that keeps it"
         ),
         text={
@@ -412,7 +413,9 @@ MCORE_DEFECTS: tuple[Defect, ...] = (
             ),
             "zh": (
                 "megatron-core 0.18 上带上下文并行的 Gated DeltaNet 构建失败：意外的参数 cp_comm_type",
-                "CP 下 Transformer 层会把 cp_comm_type 交给每个自注意力模块，而 0.18 的 GDN 混合层不接受该参数。"
+                "CP 下 Transformer 层会把 cp_comm_type 交给每个自注意力模块，而 0.18 的 GDN 混合层不接受该参"
+                "数。"
+                ""
                 "Bridge 只在设置了 model.cp_comm_type 时传入。",
             ),
         },
@@ -477,7 +480,9 @@ MCORE_DEFECTS: tuple[Defect, ...] = (
             ),
             "zh": (
                 "非融合 THD RoPE 让每个打包序列都使用第一个序列的 MRoPE 位置",
-                "使用逐词元位置表（Qwen-VL 系列的三轴 MRoPE）且未融合 RoPE 时，每个打包序列从表头而非自身偏移处读"
+                "使用逐词元位置表（Qwen-VL 系列的三轴 MRoPE）且未融合 RoPE 时，每个打包序列从表头而非自身偏"
+                "移处读"
+                ""
                 "取频率。",
             ),
         },
@@ -547,7 +552,9 @@ MCORE_DEFECTS: tuple[Defect, ...] = (
             ),
             "zh": (
                 "Megatron-LM 文档间掩码与 CP：每个打包行被当作一条平铺序列切分",
-                "词元按一条长序列切分到各 CP rank，而注意力的打包参数描述的是按文档的分块，每个 rank 对错误的词"
+                "词元按一条长序列切分到各 CP rank，而注意力的打包参数描述的是按文档的分块，每个 rank 对错误"
+                "的词"
+                ""
                 "元做注意力。",
             ),
         },
@@ -606,7 +613,8 @@ MCORE_DEFECTS: tuple[Defect, ...] = (
             ),
             "zh": (
                 "PP >= 4、可变序列长度且批量 P2P 通信时死锁",
-                "变长微批的形状交换使用与张量交换不同顺序的批量 P2P；四个及以上流水线阶段时各 rank 互相等待。",
+                "变长微批的形状交换使用与张量交换不同顺序的批量 P2P；四个及以上流水线阶段时各 rank 互相等待。"
+                "",
             ),
         },
     ),
@@ -628,7 +636,8 @@ MCORE_DEFECTS: tuple[Defect, ...] = (
         ),
         text={
             "en": (
-                "context parallelism with masked (packed SFT) losses averaged per micro-batch weights each CP "
+                "context parallelism with masked (packed SFT) losses averaged per micro-batch weights each "
+                "CP "
                 "shard by its own token count",
                 "Shards with few trained tokens are over-weighted: the gradient differs from the unsharded "
                 "run. Turn calculate_per_token_loss on.",

@@ -20,10 +20,11 @@ from seqpack.doctor._defect_triggers import (
     sink_cp_outside_a2a,
     swa_cp_packing,
     swa_cp_packing_outside_a2a,
+    thd_packing,
     wide_head_packing,
 )
 from seqpack.doctor._findings import override
-from seqpack.doctor._versions import CUDNN, HOPPER, TE, Affected
+from seqpack.doctor._versions import BLACKWELL_RTX, CUDNN, HOPPER, TE, Affected
 
 TE_DEFECTS: tuple[Defect, ...] = (
     Defect(
@@ -355,7 +356,9 @@ TE_DEFECTS: tuple[Defect, ...] = (
             ),
             "zh": (
                 "Hopper 上 THD P2P 上下文并行的融合注意力对很短的文档（其 CP 半块全是填充）给出巨大的 dK/dV",
-                "远短于 2*CP 的文档使某个 rank 的第二块全是填充；在 Hopper GPU 上 cuDNN 的反向传播在那里写入无界"
+                "远短于 2*CP 的文档使某个 rank 的第二块全是填充；在 Hopper GPU 上 cuDNN 的反向传播在那里写入"
+                "无界"
+                ""
                 "的 dK/dV，训练最终变成 NaN（Blackwell 不受影响）。请过滤短于 2*CP 的文档，或把 cuDNN 升级到 "
                 "9.18、Transformer Engine 升级到 2.18。",
             ),
@@ -377,8 +380,10 @@ TE_DEFECTS: tuple[Defect, ...] = (
             "the maintainer's analysis on #3249 (2026-08, H100, TE 2.14.1 with cuDNN 9.21-9.25) finds a "
             "wrong dSink against an unfused reference; cuDNN before 9.26 runs the generic F16/BF16 sink "
             "backward for value head widths other than 64, 128 and 256, which indexes the ragged THD softmax "
-            "statistics as dense; cuDNN 9.26 fixes it (the reproducer passes with 9.26.0.37); the guards that "
-            "refuse the fused path on older cuDNN (PR #3470, PR #2964) are in no Transformer Engine tag up to "
+            "statistics as dense; cuDNN 9.26 fixes it (the reproducer passes with 9.26.0.37); the guards "
+            "that "
+            "refuse the fused path on older cuDNN (PR #3470, PR #2964) are in no Transformer Engine tag up "
+            "to "
             "v2.18; Transformer Engine routes THD sink attention to cuDNN from 2.13 (SP233)"
         ),
         text={
@@ -391,7 +396,9 @@ TE_DEFECTS: tuple[Defect, ...] = (
             ),
             "zh": (
                 "打包序列上的可学习注意力汇：cuDNN 9.26 之前对 64、128、256 以外的值头宽度算出错误的汇梯度",
-                "通用的汇反向内核把不规则 THD softmax 统计量当作稠密读取，dSink 错误（还可能越界读取），而前向看"
+                "通用的汇反向内核把不规则 THD softmax 统计量当作稠密读取，dSink 错误（还可能越界读取），而前"
+                "向看"
+                ""
                 "起来正常。请把 cuDNN 升级到 9.26，或使用 64、128 或 256 的头宽度。",
             ),
         },
@@ -422,7 +429,9 @@ TE_DEFECTS: tuple[Defect, ...] = (
             ),
             "zh": (
                 "上下文并行或 MXFP8 下打包（THD）序列上的 FP8 注意力没有可用的注意力后端",
-                "CP 下（以及 MXFP8 下）Transformer Engine 对 FP8 THD 注意力关闭融合注意力，而没有其他后端能训练 "
+                "CP 下（以及 MXFP8 下）Transformer Engine 对 FP8 THD 注意力关闭融合注意力，而没有其他后端能"
+                "训练 "
+                ""
                 "FP8 注意力。请让注意力保持 BF16。",
             ),
         },
@@ -444,7 +453,8 @@ TE_DEFECTS: tuple[Defect, ...] = (
         ),
         text={
             "en": (
-                "attention sinks (softmax_type learnable / off-by-one) with context parallelism run only with "
+                "attention sinks (softmax_type learnable / off-by-one) with context parallelism run only "
+                "with "
                 "cp_comm_type a2a",
                 "The P2P and all-gather context-parallel paths assert a vanilla softmax; behind the "
                 "assertion the P2P kernels also dropped the sink.",
@@ -454,5 +464,38 @@ TE_DEFECTS: tuple[Defect, ...] = (
                 "P2P 与 all-gather 上下文并行路径断言 softmax 为 vanilla；在断言之后 P2P 内核还会丢掉汇。",
             ),
         },
+    ),
+    Defect(
+        id="SP259",
+        component=TE,
+        launchers=ON_BOTH,
+        affected=Affected(None, "2.18"),
+        effect="silent",
+        fields=(OFFLINE, IN_BATCH, "gpu"),
+        trigger=thd_packing,
+        workaround=(),
+        source=f"{TE_REPO}#3333 (closed; fix: PR #3186)",
+        established=(
+            "reported on Transformer Engine 2.17.0 with cuDNN 9.25 on an RTX 5090 (sm_120): fused-attention "
+            "THD backward gradients disagree with the unfused backend while the forward matches, with or "
+            "without CP; the maintainer names commit 70957ad5 (PR #3186, cu_seqlens and token-unit ragged "
+            "offsets passed to cuDNN directly) as the fix, first in tag v2.18"
+        ),
+        text={
+            "en": (
+                "fused attention on packed (THD) sequences computes wrong gradients on sm_120 GPUs (RTX "
+                "5090, "
+                "RTX PRO 6000)",
+                "The forward pass is right and the backward is not, so the loss looks plausible while the "
+                "model trains on wrong gradients. Upgrade Transformer Engine to 2.18.",
+            ),
+            "zh": (
+                "sm_120 GPU（RTX 5090、RTX PRO 6000）上打包（THD）序列的融合注意力梯度错误",
+                "前向正确而反向错误，损失看似正常，模型却按错误的梯度训练。请把 Transformer Engine 升级到 2."
+                "18。"
+                "",
+            ),
+        },
+        gpus=frozenset({BLACKWELL_RTX}),
     ),
 )

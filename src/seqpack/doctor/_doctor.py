@@ -240,7 +240,9 @@ def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedCon
     problems = [p for p in loaded.problems if p.kind in ("contradiction",)]
     view = _build_view(raw, problems)
     view.dataset.kind = loaded.view.dataset.kind
-    return LoadedConfig(view=view, problems=problems, raw=raw, source=loaded.source, mlm_flags=loaded.mlm_flags)
+    return LoadedConfig(
+        view=view, problems=problems, raw=raw, source=loaded.source, mlm_flags=loaded.mlm_flags
+    )
 
 
 def _under_removed(key: str, chosen: dict[str, str]) -> bool:

@@ -320,7 +320,7 @@ def load_config(
 
 
 def _untranslated_flag(item: str) -> tuple[str, Any]:
-    """``"--fp8-format hybrid"`` -> ``("--fp8-format", "hybrid")``; a switch ``"--sft"`` -> ``("--sft", True)``."""
+    """``"--fp8-format hybrid"`` -> ``("--fp8-format", "hybrid")``; ``"--sft"`` -> ``("--sft", True)``."""
     flag, _, value = item.partition(" ")
     return flag, value or True
 

@@ -35,10 +35,23 @@ TE = "transformer-engine"
 CUDNN = "cudnn"
 COMPONENTS = (BRIDGE, MCORE, TE, CUDNN)
 #: The GPU architecture a few kernel defects depend on (``--gpu``); never read from this machine, whose GPU
-#: (if any) is rarely the training cluster's.
+#: (if any) is rarely the training cluster's. ``blackwell`` is the data-centre part (sm_100/sm_103: B200,
+#: GB200, B300), ``blackwell-rtx`` the workstation and GeForce one (sm_120/sm_121: RTX PRO 6000, RTX 5090).
 GPU = "gpu"
 HOPPER = "hopper"
-GPU_ARCHITECTURES = ("ampere", "ada", HOPPER, "blackwell")
+BLACKWELL_RTX = "blackwell-rtx"
+GPU_ARCHITECTURES = ("ampere", "ada", HOPPER, "blackwell", BLACKWELL_RTX)
+#: What an unknown GPU is taken to be: a data-centre part. An entry only a workstation GPU hits (sm_120)
+#: needs ``--gpu`` to fire; one a data-centre GPU hits fires with the architecture named.
+DATACENTRE_GPUS = frozenset({"ampere", HOPPER, "blackwell"})
+#: How findings name each architecture.
+GPU_NAMES = {
+    "ampere": "Ampere (sm_80)",
+    "ada": "Ada (sm_89)",
+    HOPPER: "Hopper (sm_90)",
+    "blackwell": "Blackwell (sm_100)",
+    BLACKWELL_RTX: "Blackwell RTX (sm_120)",
+}
 #: Where an assumed version came from.
 GIVEN, INSTALLED, UNKNOWN = "--stack", "installed", "unknown"
 
