@@ -29,6 +29,8 @@ from _support.peers import bridge_wheel_root, megatron_core_wheel_root
 from _support.stand_ins import load_with_stand_ins
 from seqpack.data.packed._scan import eos_inside_trained_spans
 from seqpack.doctor import DEFECTS, DoctorOptions, check, load_config
+from seqpack.doctor._defect_config import FP8_PRESETS, fp8_attention
+from seqpack.doctor._defect_facts import DefectContext
 from seqpack.doctor._versions import BRIDGE, MCORE, release
 
 pytestmark = pytest.mark.network
@@ -347,3 +349,41 @@ def test_micro_batch_flattening_shipped_with_its_moe_fix(version: str) -> None:
     flattens = "def flatten_batch_for_packed_sequences" in (core / "utils.py").read_text()
     unflattens = "_maybe_unflatten_for_moe" in (core / "transformer" / "transformer_layer.py").read_text()
     assert flattens == unflattens == ((release(version) or ()) >= (0, 19))
+
+
+# ---------------------------------------------------------------- FP8 as Bridge resolves it
+
+
+def _bridge_mixed_precision() -> Any:
+    pytest.importorskip("torch")
+    return load_with_stand_ins(_bridge_file("0.6.2", "training/mixed_precision.py"), "bridge_mixed_precision")
+
+
+def test_the_fp8_presets_are_bridges() -> None:
+    """``FP8_PRESETS`` holds exactly Bridge 0.6.2's FP8 presets, with their recipe and parameter gather."""
+    mp = _bridge_mixed_precision()
+    fp8 = {}
+    for name, factory in mp.MIXED_PRECISION_RECIPES.items():
+        cfg = factory()
+        if cfg.fp8 and "-" not in name:
+            fp8[name] = (cfg.fp8_recipe, cfg.fp8_param_gather)
+    assert fp8 == FP8_PRESETS
+
+
+@pytest.mark.parametrize(
+    ("mixed_precision", "attention"),
+    [("bf16_with_fp8_delayed_scaling_mixed", False), ("bf16_mixed", False), (None, True)],
+)
+def test_a_preset_overwrites_the_models_fp8_fields(mixed_precision: str | None, attention: bool) -> None:
+    """Bridge applies ``mixed_precision`` over the model config, so ``model.fp8_dot_product_attention=true``
+    under a preset is off; without one the model's own fields hold. The doctor reads it the same way."""
+    mp = _bridge_mixed_precision()
+    model = SimpleNamespace(fp8="hybrid", fp8_recipe="delayed", fp8_dot_product_attention=True)
+    if mixed_precision is not None:
+        mp.get_mixed_precision_config(mixed_precision).setup(model)
+    assert model.fp8_dot_product_attention is attention
+    overrides = ["model.fp8=hybrid", "model.fp8_recipe=delayed", "model.fp8_dot_product_attention=true"]
+    if mixed_precision is not None:
+        overrides.append(f"mixed_precision={mixed_precision}")
+    dctx = DefectContext(ctx=SimpleNamespace(), raw=load_config(overrides=overrides).raw)  # type: ignore[arg-type]
+    assert (fp8_attention(dctx) is not None) == attention

@@ -170,13 +170,15 @@ CASES = [
     Case("SP255", [*IN_BATCH, f"{PP}=4"], [*IN_BATCH, f"{PP}=4", "model.batch_p2p_comm=false"], "0.19.2",
          None),
     Case("SP256", [*SEQ, *CP2, SINK], [*SEQ, *CP2, SINK, A2A], "2.18", None),
-    Case("SP257", [*BASE, "model.context_parallel_size=2"], [*BASE, *CP2], "0.19.2", None),
+    Case("SP257", [], [], "0.19.2", None, launcher="mlm", mlm=f"--sft --context-parallel-size 2 {MLM_SIZES}",
+         ok_mlm=f"--sft --context-parallel-size 2 --calculate-per-token-loss {MLM_SIZES}"),
     Case("SP258", [*SEQ, *CP2, MTP], [*SEQ, MTP], "0.19.2", None),
     Case("SP259", BASE, SEQ, "2.17.1", "2.18", gpu="blackwell-rtx"),
 ]  # fmt: skip
 BY_ID = {d.id: d for d in DEFECTS}
-#: Entries in Megatron-LM's own training loop (``get_batch``), which a Bridge launch never runs.
-MLM_LOOP = {"SP202", "SP232", "SP252"}
+#: Entries in Megatron-LM's own training loop (``get_batch``), which a Bridge launch never runs, and SP257,
+#: which Bridge's validation keeps fine-tuning away from (CP requires calculate_per_token_loss there).
+MLM_LOOP = {"SP202", "SP232", "SP252", "SP257"}
 
 
 def _loaded(overrides: list[str], mlm: str = "") -> LoadedConfig:
@@ -549,6 +551,8 @@ EXPRESSIONS = [
     ("SP239", [*BASE, *CP2, "+mixed_precision.fp8=hybrid", "+mixed_precision.fp8_recipe=blockwise",
                "+mixed_precision.fp8_dot_product_attention=true"], "", True),
     ("SP239", [*BASE, *CP2], "--fp8-format hybrid --fp8-dot-product-attention", True),
+    ("SP239", [*BASE, *CP2], "--bf16 --fp8-format hybrid --fp8-dot-product-attention", True),
+    ("SP239", [*BASE, *CP2], "--bf16 --fp8-format hybrid", False),
     # A preset overwrites the model's FP8 fields (Bridge's MixedPrecisionConfig.setup): no FP8 attention.
     ("SP239", [*BASE, *CP2, "mixed_precision=bf16_with_fp8_delayed_scaling_mixed", FP8_DPA], "", False),
     ("SP239", [*BASE, *CP2, "mixed_precision=bf16_mixed", *FP8_MODEL, FP8_DPA], "", False),

@@ -171,9 +171,14 @@ class Fp8:
 def fp8(d: DefectContext) -> Fp8 | None:
     """FP8 training as the launcher resolves it, ``None`` when off.
 
-    Bridge applies ``mixed_precision`` (a preset name or a mapping) to the model config field by field, so
-    when it is set ``model.fp8*`` do not count; without it the model fields (or the Megatron-LM flags) do.
+    Megatron-LM reads its flags (``--fp8-format`` turns FP8 on whatever ``--bf16`` translates to). Bridge
+    applies ``mixed_precision`` (a preset name or a mapping) to the model config field by field, so when it
+    is set ``model.fp8*`` do not count; without it the model fields do.
     """
+    if d.flag("--fp8-format"):
+        recipe = str(d.flag("--fp8-recipe") or MCORE_FP8_RECIPE).lower()
+        attention = d.flag("--fp8-dot-product-attention") is True
+        return Fp8(recipe, attention, param_gather=d.flag("--fp8-param-gather") is True)
     mp = d.get("mixed_precision")
     gather = d.truthy("ddp.fp8_param_gather")
     if isinstance(mp, str):

@@ -1,7 +1,7 @@
 """The atlas entries of Megatron-Bridge: one keyword block per upstream bug, in id order.
 
 Ranges were read from the wheels 0.3.0-0.6.2
-(``tests/doctor/test_defect_wheels.py`` re-checks each fingerprint). Find an entry by its upstream number
+(``tests/doctor/test_defect_wheels.py`` re-checks each wheel marker). Find an entry by its upstream number
 (``find_defects("#2952")`` in ``_defects``) or by a text search of this file.
 """
 

@@ -621,7 +621,7 @@ MCORE_DEFECTS: tuple[Defect, ...] = (
     Defect(
         id="SP257",
         component=MCORE,
-        launchers=ON_BOTH,
+        launchers=ON_MLM,
         affected=Affected(None, None),
         effect="silent",
         fields=(CP, "model.calculate_per_token_loss", OFFLINE, IN_BATCH, "--sft"),
@@ -632,7 +632,8 @@ MCORE_DEFECTS: tuple[Defect, ...] = (
             "open PR (2026-09): without calculate_per_token_loss the schedule divides each CP shard's loss "
             "sum by that shard's own valid-token count and DDP then averages over DP x CP, so unequal masks "
             "across shards change the objective; the forward step of every tag up to core_v0.19.0 normalises "
-            "per shard"
+            "per shard; Bridge refuses fine-tuning with CP without calculate_per_token_loss at validation "
+            "(SP012), so only Megatron-LM launches reach it"
         ),
         text={
             "en": (

@@ -24,6 +24,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from seqpack.env import parse_version
 from seqpack.errors import UsageError, param
 
 #: The components a defect can live in, named as ``seqpack env`` reports them.
@@ -68,10 +69,10 @@ def is_version(text: str) -> bool:
 
 
 def release(text: str) -> Release | None:
-    """``"0.16.1rc2+cu12"`` -> ``(0, 16, 1)``; ``None`` when the text is not a PEP 440 version."""
-    try:
-        parts = list(Version(text.strip()).release)
-    except InvalidVersion:
+    """``"0.16.1rc2+cu12"`` -> ``(0, 16, 1)`` (``seqpack env``'s reading); ``None`` when the text is not a
+    PEP 440 version."""
+    parts = list(parse_version(text))
+    if not parts:
         return None
     while len(parts) > 1 and parts[-1] == 0:
         parts.pop()  # 2.18.0 and 2.18 are one release
