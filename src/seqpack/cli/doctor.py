@@ -179,7 +179,10 @@ def doctor(
         "(default: the installed ones).",
     ),
     gpu: str | None = typer.Option(
-        None, "--gpu", help="GPU architecture of the training machine: ampere, ada, hopper or blackwell."
+        None,
+        "--gpu",
+        help="GPU architecture of the training machine for the atlas: ampere, ada, hopper, blackwell or "
+        "blackwell-rtx (sm_120) (default: unknown, taken for a data-centre GPU).",
     ),
     fix: bool = typer.Option(False, "--fix", help="Print the corrected overrides."),
     lang: str | None = typer.Option(None, "--lang", help="Message language: en or zh (default: the locale)."),

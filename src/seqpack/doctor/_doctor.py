@@ -47,7 +47,8 @@ class DoctorOptions:
     #: The versions installed where the doctor runs (the CLI reads them as ``seqpack env`` does); every report
     #: says which versions it assumed and where each came from.
     installed: Mapping[str, str] = field(default_factory=dict)
-    #: The training GPU's architecture (``--gpu``: ampere, ada, hopper, blackwell), ``None`` when unknown.
+    #: The training GPU's architecture (``--gpu``: ampere, ada, hopper, blackwell, blackwell-rtx), ``None``
+    #: when unknown (the atlas then takes it for a data-centre part).
     gpu: str | None = None
     #: ``"bridge"`` or ``"mlm"`` when known: which launcher's defects apply (``None``: both).
     launcher: str | None = None
