@@ -159,6 +159,9 @@ class LoadedConfig:
     raw: dict[str, Any] = field(default_factory=dict)
     #: The file name, when a YAML was read (used in messages).
     source: str | None = None
+    #: The Megatron-LM flags no Bridge key expresses (``{"--sft": True, "--fp8-format": "hybrid"}``): the
+    #: known-defect atlas reads them (``_defect_facts``).
+    mlm_flags: dict[str, Any] = field(default_factory=dict)
 
 
 class _Delete:
@@ -313,7 +316,14 @@ def load_config(
             raise error(f"{where}: field '{problem.key}': {problem.detail}")
     if dataset_kind is not None:
         view.dataset.kind = dataset_kind
-    return LoadedConfig(view=view, problems=problems, raw=raw, source=source)
+    flags = dict(_untranslated_flag(item) for item in (mlm.untranslated if mlm is not None else ()))
+    return LoadedConfig(view=view, problems=problems, raw=raw, source=source, mlm_flags=flags)
+
+
+def _untranslated_flag(item: str) -> tuple[str, Any]:
+    """``"--fp8-format hybrid"`` -> ``("--fp8-format", "hybrid")``; ``"--sft"`` -> ``("--sft", True)``."""
+    flag, _, value = item.partition(" ")
+    return flag, value or True
 
 
 #: The key Bridge's performance scripts write around a whole config (``ConfigContainer: {model: ...}``).
