@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import io
 import json
 import os
@@ -220,11 +221,17 @@ def check_product(ctx: dict[str, Path], check: dict[str, Any]) -> None:
 
 def tool_overrides(args: list[str]) -> dict[str, str]:
     """The ``key=value`` lines a seqpack command prints (its JSON ``overrides``), normalised."""
+    return dict(_tool_overrides(tuple(args)))
+
+
+@functools.cache
+def _tool_overrides(args: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    # Once per command line and process: its inputs are the task's files, which a grade does not change.
     cut = args.index("--") if "--" in args else len(args)  # what follows -- is the command's own input
     ran = seqpack([*args[:cut], "--format", "json", *args[cut:]])
     if ran.returncode not in (0, 1):
         raise Miss(f"seqpack {' '.join(args)} failed: {tail(ran)}")
-    return pairs(json.loads(ran.stdout)["overrides"])
+    return tuple(pairs(json.loads(ran.stdout)["overrides"]).items())
 
 
 def compare_to_tool(

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import yaml
 
@@ -42,3 +47,30 @@ class PageRun:
     page: str
     workdir: Path
     results: list[fenced_blocks.Result]
+
+
+def evals(skill: str) -> dict[str, Any]:
+    """A skill's ``evals/evals.json``."""
+    return json.loads((SKILLS_DIR / skill / "evals" / "evals.json").read_text(encoding="utf-8"))
+
+
+def graded_checks(skill: str, kind: str) -> list[tuple[str, dict[str, Any]]]:
+    """(task id, check) of every check of one kind in a skill's graded tasks."""
+    return [
+        (task["id"], check)
+        for task in evals(skill)["evals"]
+        if "grade" in task
+        for check in task["grade"]["checks"]
+        if check["kind"] == kind
+    ]
+
+
+def grader(skill: str) -> ModuleType:
+    """A skill's ``evals/grade.py`` as a module (it imports the shared ``grading.py`` beside it)."""
+    path = SKILLS_DIR / skill / "evals" / "grade.py"
+    spec = importlib.util.spec_from_file_location(f"grade_{skill.replace('-', '_')}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module

@@ -8,11 +8,12 @@ import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from _support import fenced_blocks
-from _support.skill_pages import SKILL_NAMES, SKILLS_DIR, ZH_PAGE, PageRun, page_commands, pages
+from _support.skill_pages import SKILL_NAMES, SKILLS_DIR, ZH_PAGE, PageRun, grader, page_commands, pages
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +29,9 @@ def page_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[s
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         yield {(r.skill, r.page): r for r in pool.map(run, jobs)}
+
+
+@pytest.fixture(scope="session")
+def graders() -> dict[str, ModuleType]:
+    """Each skill's ``evals/grade.py``, loaded once."""
+    return {skill: grader(skill) for skill in SKILL_NAMES}

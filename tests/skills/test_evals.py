@@ -4,7 +4,6 @@ per task, each stating why it is wrong) with a message naming its miss."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -15,27 +14,13 @@ from typing import Any
 
 import pytest
 
-from _support.skill_pages import SKILL_NAMES, SKILLS_DIR
+from _support.skill_pages import SKILL_NAMES, SKILLS_DIR, evals
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
-def evals(skill: str) -> dict[str, Any]:
-    return json.loads((SKILLS_DIR / skill / "evals" / "evals.json").read_text(encoding="utf-8"))
-
-
 def triggers(skill: str) -> list[dict[str, Any]]:
     return json.loads((SKILLS_DIR / skill / "evals" / "triggers.json").read_text(encoding="utf-8"))
-
-
-def grader(skill: str) -> ModuleType:
-    path = SKILLS_DIR / skill / "evals" / "grade.py"
-    spec = importlib.util.spec_from_file_location(f"grade_{skill.replace('-', '_')}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks itself up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
@@ -81,11 +66,6 @@ def test_trigger_queries(skill: str) -> None:
     for should in (True, False):
         side = [r["query"] for r in rows if r["should_trigger"] is should]
         assert any(CJK.search(q) for q in side) and any(not CJK.search(q) for q in side)
-
-
-@pytest.fixture(scope="module")
-def graders() -> dict[str, ModuleType]:
-    return {skill: grader(skill) for skill in SKILL_NAMES}
 
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
