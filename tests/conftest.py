@@ -25,9 +25,7 @@ def _imported_from_this_checkout() -> None:
 
     where = Path(seqpack.__file__).resolve().parent
     if where != SRC_DIR / "seqpack":
-        raise pytest.UsageError(
-            f"seqpack is imported from {where}, not this checkout's {SRC_DIR / 'seqpack'}"
-        )
+        raise pytest.UsageError(f"seqpack is imported from {where}, not this checkout's {SRC_DIR / 'seqpack'}")
 
 
 _imported_from_this_checkout()
