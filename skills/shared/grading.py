@@ -178,7 +178,8 @@ def check_doctor(ctx: dict[str, Path], check: dict[str, Any]) -> None:
         if not f.get("allowed") and (f["severity"] == "error" or f["id"] in fail_on)
     ]
     if bad or ran.returncode != 0:
-        raise Miss("seqpack doctor finds " + "; ".join(f"{f['id']} {f['message']}" for f in bad))
+        found = "; ".join(f"{f['id']} {f['message']}" for f in bad) or f"an error (exit {ran.returncode})"
+        raise Miss(f"seqpack doctor finds {found}")
 
 
 def check_keeps(ctx: dict[str, Path], check: dict[str, Any]) -> None:

@@ -126,7 +126,8 @@ def check_packed(ctx: dict[str, Path], check: dict[str, Any]) -> None:
         for i, seq in enumerate(want)
         if seq in missing
     ]
-    problems += [f"{where} is no input sample" for where, seq in leftover if not problems]
+    if not problems:  # nothing missing: the packs hold more than the samples
+        problems = [f"{where} is no input sample" for where, _ in leftover]
     count = sum(missing.values())
     raise Miss(
         f"{count} of {len(want)} samples are not stored as the task asks, {sum(extra.values())} stored "
