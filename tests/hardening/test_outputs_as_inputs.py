@@ -9,17 +9,25 @@ location". The readers are found in the app by their help text: the readers of s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import typer
 
 from _support.pack_inputs import random_examples, write_jsonl
 from _support.sharded_sets import packed_readers, sharded_pack
 from seqpack.cli import app, main
+from seqpack.cli._pack_options import INPUTS_HELP
 from seqpack.data import format as fmt
+from seqpack.data.pipeline import PackOptions, prepare_sharded
+from seqpack.data.samples import INPUT_FORMATS
+from seqpack.errors import InputError
 
 PACK = 32
 
@@ -38,7 +46,7 @@ def test_every_reader_of_samples_is_swept() -> None:
         for name, sub in (getattr(command, "commands", None) or {}).items():
             walk(sub, (*path, name))
         leaf = getattr(command, "commands", None) is None
-        if leaf and any((p.help or "").startswith("JSONL/Parquet files") for p in command.params):
+        if leaf and any(p.help == INPUTS_HELP for p in command.params):
             found.add(" ".join(path))
 
     walk(typer.main.get_command(app), ())
@@ -125,3 +133,78 @@ def test_samples_are_no_output_of_seqpack(tmp_path: Path) -> None:
     assert fmt.seqpack_output(write_jsonl(tmp_path / "rejects_training_32.jsonl", rows)) is None
     assert fmt.seqpack_output(write_jsonl(tmp_path / "32_metadata.jsonl", rows)) is None
     assert fmt.seqpack_output(tmp_path) is None
+
+
+def _jsonl(table: pa.Table, path: Path) -> Path:
+    path = path.with_suffix(".jsonl")
+    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in table.to_pylist()))
+    return path
+
+
+def _parquet(table: pa.Table, path: Path) -> Path:
+    pq.write_table(table, path.with_suffix(".parquet"))  # no seqpack run id: told by its columns alone
+    return path.with_suffix(".parquet")
+
+
+def _arrow_stream(table: pa.Table, path: Path) -> Path:
+    """As ``datasets`` writes its ``.arrow`` files."""
+    path = path.with_suffix(".arrow")
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=16)
+    return path
+
+
+def _arrow_file(table: pa.Table, path: Path) -> Path:
+    path = path.with_suffix(".arrows")  # the name is not trusted: the file's magic says which IPC it is
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=16)
+    return path
+
+
+def _datasets_dir(table: pa.Table, path: Path) -> Path:
+    datasets = pytest.importorskip("datasets")
+    datasets.Dataset(table).save_to_disk(str(path), num_shards=2)
+    return path
+
+
+#: An input format (``seqpack.data.samples.INPUT_FORMATS``, checked below) -> how packed data is written in
+#: it: a packed set converted (``load_dataset("parquet", ...).save_to_disk``, ``pa.ipc``, ``to_json``).
+CONVERSIONS: dict[str, list[Callable[[pa.Table, Path], Path]]] = {
+    "JSON Lines": [_jsonl],
+    "Parquet": [_parquet],
+    "Arrow IPC": [_arrow_stream, _arrow_file],
+    "a datasets save_to_disk directory": [_datasets_dir],
+}
+
+
+def test_every_input_format_is_swept() -> None:
+    assert set(CONVERSIONS) == {f.name for f in INPUT_FORMATS}
+
+
+@pytest.mark.parametrize("layout", ["packed file", "hf data file"])
+@pytest.mark.parametrize(
+    "convert", [c for cs in CONVERSIONS.values() for c in cs], ids=lambda c: c.__name__.strip("_")
+)
+def test_packed_data_in_every_input_format_is_refused_as_samples(
+    layout: str,
+    convert: Callable[[pa.Table, Path], Path],
+    outputs: dict[str, tuple[Path, str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A packed set converted to another input format is still one pack a row: refused by its columns,
+    locally and on the ray engine's driver (which resolves the inputs the same way, before any cluster)."""
+    monkeypatch.chdir(tmp_path)
+    packed, called = outputs[layout]
+    path = convert(pq.read_table(packed), tmp_path / "converted")
+    capsys.readouterr()  # what the conversion printed
+    expected = f"{path}: is {called}, not samples; give the samples it was packed from"
+    for argv in samples_readers(str(path)).values():
+        code = main(argv)
+        err = capsys.readouterr().err.strip()
+        assert (code, err) == (2, f"error: {expected}")
+    with pytest.raises(InputError) as refused:
+        prepare_sharded(PackOptions.from_flat([path], Path("never"), PACK, quiet=True), 2)
+    assert str(refused.value) == expected
+    assert not Path("never").exists()

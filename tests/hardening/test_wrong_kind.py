@@ -27,6 +27,7 @@ from seqpack._io import DIRECTORY, FILE, TOKENIZER_DIRECTORY
 from seqpack.cli import app, main
 from seqpack.cli._paths import PATH_PARAMETERS
 from seqpack.data.packed import PackedSource
+from seqpack.data.samples import INPUT_FORMATS
 from seqpack.data.samples.text import load_tokenizer
 from seqpack.errors import InputError
 
@@ -154,6 +155,27 @@ def test_a_path_of_the_wrong_kind_is_refused_before_it_is_opened(
     assert (code, err) == (2, f"error: {bad}: {_expected(command, name, found)}")
     assert not opened  # a pipe never opened, a file never written
     assert given == "pipe" or bad.is_dir() or bad.read_text() == "keep"
+
+
+#: A name of every file input format (``INPUT_FORMATS``): the kind is asked before the name picks a reader.
+INPUT_NAMES = [f"pipe{f.suffixes[0]}" for f in INPUT_FORMATS if f.suffixes]
+
+
+@pytest.mark.parametrize("name", INPUT_NAMES)
+@pytest.mark.parametrize("command", ["pack", "plan"])
+def test_an_input_of_every_format_given_as_a_named_pipe_is_never_opened(
+    command: str,
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with _watched_fifo(tmp_path / name) as opened:
+        code = main(_argv(command, "inputs", tmp_path / name, _goods(tmp_path)))
+    err = capsys.readouterr().err.strip()
+    assert (code, err) == (2, f"error: {tmp_path / name}: {_expected(command, 'inputs', FIFO)}")
+    assert not opened
 
 
 def test_the_library_refuses_a_named_pipe_and_a_tokenizer_file(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from seqpack.data.format._outputs import (
     PACKED_KINDS,
     REJECTS_FILE,
     SHARDED_SET,
+    packed_columns,
     seqpack_output,
 )
 from seqpack.data.format._overrides import offline_packing_overrides
@@ -117,6 +118,7 @@ __all__ = [
     "most_common_last_token",
     "new_run_id",
     "offline_packing_overrides",
+    "packed_columns",
     "packed_filename",
     "packed_names",
     "read_metadata",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
@@ -78,13 +79,20 @@ def _directory_kind(directory: Path) -> str | None:
     return OUTPUT_DIRECTORY if any(_json_kind(p) == METADATA_SIDECAR for p in sidecars) else None
 
 
-def _parquet_kind(path: Path) -> str | None:
-    columns = set(open_parquet(path).schema_arrow.names)
+def packed_columns(names: Iterable[str]) -> str | None:
+    """The packed data a table of these columns is (:data:`PACKED_DATA` or :data:`HF_PACKED_DATA`),
+    whichever file holds it: a packed set converted to Arrow IPC, JSON Lines or a ``datasets`` folder is
+    still one pack a row, and read as samples it would merge each pack's sequences into one."""
+    columns = set(names)
     if set(PACKED_SCHEMA.names) <= columns:
         return PACKED_DATA
     if set(HF_SCHEMA.names) <= columns:
         return HF_PACKED_DATA
     return None
+
+
+def _parquet_kind(path: Path) -> str | None:
+    return packed_columns(open_parquet(path).schema_arrow.names)
 
 
 def _npz_kind(path: Path) -> str | None:

@@ -9,9 +9,9 @@ import os
 from dataclasses import dataclass, replace
 
 from seqpack._io import FILE, FILE_OR_DIRECTORY, expect_kind
-from seqpack.data.format import PACKED_KINDS, seqpack_output
+from seqpack.data.format import PACKED_KINDS, packed_columns, seqpack_output
 from seqpack.data.pipeline._options import InputOptions
-from seqpack.data.samples import text_fields
+from seqpack.data.samples import formats_help, input_columns, text_fields
 from seqpack.data.samples.text import ResolvedText, chat_options, check_templates, tokenizer_eos_id
 from seqpack.errors import InputError, UsageError, param
 
@@ -61,17 +61,17 @@ def resolve_input(options: InputOptions) -> ResolvedInput:
 
 def check_input_files(options: InputOptions) -> None:
     """Each path is what it must be, before anything opens it: an input a file or a datasets directory
-    and none of seqpack's own outputs (a packed set read as samples merges each pack's sequences into one
-    sample), the chat template and tool schemas regular files. A named pipe is refused
-    (:func:`seqpack._io.wrong_kind`)."""
+    and none of seqpack's own outputs nor packed data in any input format (a packed set read as samples
+    merges each pack's sequences into one sample), the chat template and tool schemas regular files. A
+    named pipe is refused (:func:`seqpack._io.wrong_kind`)."""
     for path in options.paths:
         expect_kind(path, FILE_OR_DIRECTORY)
-        kind = seqpack_output(path)
+        kind = seqpack_output(path) or packed_columns(input_columns(path) or ())
         if kind is not None:
             instead = (
                 "give the samples it was packed from"
                 if kind in PACKED_KINDS
-                else "give samples: JSONL, Parquet or a datasets directory, one sample a row"
+                else f"give samples, one a row: {formats_help()}"
             )
             raise InputError(f"{path}: is {kind}, not samples; {instead}")
     for chat_file in (options.chat_template, options.tool_schemas):
