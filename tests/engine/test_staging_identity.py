@@ -6,12 +6,13 @@ being recorded (``--chunk-rows``, the cost model, the chat files' contents); kil
 again with another ``--chunk-rows``, a run reused slice 0 and packed 975 of 1,000 samples, some twice,
 exit 0. Now every option of ``pack`` is declared (:data:`seqpack.data.pipeline.STAGING_OPTIONS`) as part of
 the identity, as naming the staging directory, or as changing how the run goes only; the options are read
-from ``PackOptions`` and the ``pack`` command, so a new option fails here until it is declared, and every
-identity option is tried against a resume.
+from ``PackOptions``, the ``pack`` command and ``seqpack.pack``, so a new option fails here until it is
+declared, and every identity option is tried against a resume.
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 from dataclasses import fields, is_dataclass
@@ -22,6 +23,7 @@ import numpy as np
 import pytest
 import typer
 
+import seqpack
 from _support.pack_inputs import random_examples, write_jsonl
 from seqpack.cli import app
 from seqpack.data.pipeline import (
@@ -39,7 +41,7 @@ from seqpack.errors import UsageError
 from seqpack.packing import CostModel, ModelDims
 
 PACK = 64
-#: ``pack`` flags that set another option than their own name (the CLI derives it).
+#: ``pack`` flags and ``seqpack.pack`` keywords that set another option than their own name (derived).
 CLI_ALIASES = {
     "inputs": "paths",
     "out": "out_dir",
@@ -70,8 +72,9 @@ def test_every_option_of_pack_is_declared_for_resume() -> None:
     assert set(groups) == {"input", "size", "run", "length", "bridge_compat"}  # a new group: open it here
     command = typer.main.get_command(app).commands["pack"]
     cli = {p.name for p in command.params}
-    assert set(CLI_ALIASES) <= cli and set(CLI_ALIASES.values()) <= set(STAGING_OPTIONS)
-    assert set(STAGING_OPTIONS) == flat | (cli - set(CLI_ALIASES))
+    api = set(inspect.signature(seqpack.pack).parameters)  # the typed keywords of seqpack.pack
+    assert set(CLI_ALIASES) <= cli | api and set(CLI_ALIASES.values()) <= set(STAGING_OPTIONS)
+    assert set(STAGING_OPTIONS) == flat | ((cli | api) - set(CLI_ALIASES))
     assert {kind for kind, _ in STAGING_OPTIONS.values()} == {"identity", "place", "run"}
 
 
