@@ -204,6 +204,29 @@ def test_every_reader_refuses_a_sidecar_of_another_split_size_or_run(
     _refused_alike(str(location), 1, expected(out, str(first)), capsys)
 
 
+def test_a_sidecar_named_for_another_size_is_not_the_sets_for_any_reader(
+    sets: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As reported: the set's folder given (its name says no pack size) beside its only sidecar, named for
+    another size; ``fingerprint --check`` said "matches the record in 64_metadata.jsonl" while Bridge, as
+    every other reader, looks for the size the packed files' names say. Every reader, given the folder
+    or its file, now looks for that name: the set has no sidecar, and ``--check`` has no record."""
+    out = _copy(sets["file"], tmp_path)
+    (out / META).rename(out / "64_metadata.jsonl")
+    for location in (out, out / "training_32.idx.parquet", out / "*.parquet"):
+        for name, argv in packed_readers(str(location), PACK).items():
+            if name == "train":  # trains a model when it passes: it finds the sidecar of the same files
+                continue
+            code = main(argv)
+            captured = capsys.readouterr()
+            assert "64_metadata.jsonl" not in captured.out + captured.err, (name, location)
+            if name == "fingerprint":
+                expected = f"error: {location}: no fingerprint recorded in a metadata sidecar beside it"
+                assert (code, captured.err.strip()[: len(expected)]) == (2, expected)
+            elif name == "inspect":
+                assert code == 0 and "not checked: no metadata sidecar found" in captured.out
+
+
 def test_inspect_refuses_an_explicit_sidecar_named_for_another_size(
     sets: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -116,7 +116,7 @@ def recorded_entry_fingerprint(location: str) -> tuple[str, int, dict[str, Any]]
     seqpack cannot check refused (:func:`files_recorded_fingerprint`)."""
     # the location first (a legacy .npy is its own file): what it is not is said before any sidecar
     files = [location] if location.lower().endswith(".npy") else resolve_packed_paths(location)
-    meta_path = find_metadata([location])
+    meta_path = find_metadata(files)
     if meta_path is None:
         return None
     metadata = PackingMetadata.read(meta_path)
@@ -138,7 +138,7 @@ def unlike_record_error(report: Mapping[str, Any]) -> DataError | None:
 
 def _open_side(location: str) -> tuple[PackedSource, str | None, PackingMetadata | None]:
     source = PackedSource(location)
-    meta_path = find_metadata([location])
+    meta_path = find_metadata(source.paths)
     metadata = PackingMetadata.read(meta_path) if meta_path is not None else None
     check_run_ids(source.paths, meta_path, metadata)
     return source, None if meta_path is None else os.fspath(meta_path), metadata

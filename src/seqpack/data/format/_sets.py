@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqpack.data.format._names import metadata_filename, packed_names, shard_filename, sharded_dirname
+from seqpack.data.format._schema import PARQUET_SUFFIXES
 from seqpack.errors import DataError
 
 #: A shard as seqpack names it: ``{split}_{N}-{index:05d}.idx.parquet``.
@@ -77,6 +78,13 @@ def sharded_dir(paths: Sequence[str | os.PathLike[str]]) -> ShardedDir | None:
     return ShardedDir(directory, split, size)
 
 
+def _packed_files(paths: Sequence[str | os.PathLike[str]]) -> Sequence[str | os.PathLike[str]]:
+    """The packed files ``paths`` name: a directory's own Parquet files (Bridge's rule), else ``paths``."""
+    if len(paths) == 1 and Path(paths[0]).is_dir():
+        return [name for name in _visible(Path(paths[0])) if name.lower().endswith(PARQUET_SUFFIXES)]
+    return paths
+
+
 def is_sharded(paths: Sequence[str | os.PathLike[str]]) -> bool:
     """Whether ``paths`` are the shards of a sharded split (``training_4096-00000.idx.parquet``, ...), or
     lie in or name the folder holding them."""
@@ -88,8 +96,9 @@ def find_metadata(paths: Sequence[str | os.PathLike[str]], pack_size: int | None
     split's folder).
 
     ``paths`` are the packed files (or one directory holding them); ``N`` is ``pack_size`` when given,
-    else what the file names say. Without an ``N``, the directory's only ``*_metadata.jsonl`` is taken.
-    ``None`` when there is no such file (or several candidates and no ``N``).
+    else what the packed files' names say (a directory's own files: every reader, given the folder or its
+    files, looks for the same sidecar). Without an ``N``, the directory's only ``*_metadata.jsonl`` is
+    taken. ``None`` when there is no such file (or several candidates and no ``N``).
     """
     if not paths:
         return None
@@ -101,7 +110,7 @@ def find_metadata(paths: Sequence[str | os.PathLike[str]], pack_size: int | None
         directory = shards.directory.parent
         size = size if size is not None else shards.pack_size
     elif size is None:
-        size = packed_names(paths).pack_size
+        size = packed_names(_packed_files(paths)).pack_size
     if size is not None:
         candidate = directory / metadata_filename(size)
         return candidate if candidate.is_file() else None
