@@ -21,7 +21,7 @@ from _support.pack_inputs import random_examples, write_jsonl
 from seqpack.cli._common import flag
 from seqpack.data.pipeline import FAILED_CHUNK, PackOptions, plan_sharded, prepare_sharded, read_slice
 from seqpack.engine import TaskFailure, captured, first_failure, run_shard, run_slice
-from seqpack.errors import DataError, InputError, SeqpackError, UsageError, param
+from seqpack.errors import DataError, InputError, SeqpackError, param
 
 
 def _raising(exc: BaseException) -> Callable[[], tuple[None, bool]]:
@@ -31,16 +31,25 @@ def _raising(exc: BaseException) -> Callable[[], tuple[None, bool]]:
     return task
 
 
-#: One error of each kind a task can raise (the exit code follows the class; a parameter is rendered as
-#: its flag by the CLI, so the raw text must cross unrendered).
+def _error_classes(base: type[SeqpackError] = SeqpackError) -> list[type[SeqpackError]]:
+    """``SeqpackError`` and every class below it: a new one fails here until it crosses as itself."""
+    return [base, *(c for sub in base.__subclasses__() for c in _error_classes(sub))]
+
+
+#: One error of each class a task can raise (the exit code follows the class; a parameter is rendered as
+#: its flag by the CLI, so the raw text must cross unrendered), and the OS errors a task meets.
 ERRORS: dict[str, BaseException] = {
-    "data": DataError(f"in.jsonl:6: malformed JSON (unexpected end of data) with {param('eos_id')}"),
-    "input": InputError("in.jsonl.gz: cannot read (truncated compressed stream)"),
-    "usage": UsageError(f"{param('chunk_rows')} must be >= 1, got 0"),
-    "base": SeqpackError("something seqpack says"),
+    **{
+        kind.__name__: kind(f"in.jsonl:6: malformed JSON (unexpected end of data) with {param('eos_id')}")
+        for kind in _error_classes()
+    },
     "disk full": OSError(errno.ENOSPC, "No space left on device", "out/.training_64.staging/spool/00000"),
     "permission": OSError(errno.EACCES, "Permission denied", "in.jsonl"),
 }
+
+
+def test_every_seqpack_error_class_is_swept() -> None:
+    assert {"SeqpackError", "DataError", "InputError", "UsageError"} <= set(ERRORS)
 
 
 @pytest.mark.parametrize("kind", ERRORS)
