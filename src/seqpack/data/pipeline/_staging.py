@@ -38,6 +38,7 @@ from seqpack.data.pipeline._pipeline import Counts
 from seqpack.data.pipeline._shape import Shaping
 from seqpack.data.samples import chunk_rows_for
 from seqpack.data.samples.text import ResolvedText, TextOptions
+from seqpack.packing import CostModel
 
 #: Version of ``run.json`` and the records (a staging directory of another version is not reused).
 STAGING_VERSION = 4
@@ -172,8 +173,8 @@ def _inputs(facts: RunFacts) -> list[list[Any]]:
     return [[os.fspath(p), p.stat().st_size, p.stat().st_mtime_ns] for p in facts.opts.input.paths]
 
 
-def _cost_model(opts: PackOptions) -> dict[str, Any] | None:
-    return None if opts.size.cost_model is None else opts.size.cost_model.to_record()
+def _cost_model(model: CostModel | None) -> dict[str, Any] | None:
+    return None if model is None else model.to_record()
 
 
 def _text_setting(name: str) -> Callable[[RunFacts], Any]:
@@ -198,10 +199,7 @@ STAGING_OPTIONS: dict[str, tuple[str, Callable[[RunFacts], Any] | None]] = {
     **{t.name: ("identity", _text_setting(t.name)) for t in fields(TextOptions)},
     "pad_seq_to_mult": ("identity", lambda f: f.opts.size.pad_seq_to_mult),
     "algorithm": ("identity", lambda f: f.opts.algorithm),
-    "cost_model": (
-        "identity",
-        lambda f: None if f.opts.size.cost_model is None else f.opts.size.cost_model.to_record(),
-    ),
+    "cost_model": ("identity", lambda f: _cost_model(f.opts.size.cost_model)),
     "seed": ("identity", lambda f: f.opts.packing_seed),
     "max_seq_length": ("identity", lambda f: f.opts.max_seq_length),
     "too_long": ("identity", lambda f: None if f.opts.bridge_compat else f.opts.too_long.value),
