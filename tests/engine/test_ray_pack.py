@@ -25,9 +25,11 @@ import pytest
 
 import seqpack
 from _support.pack_inputs import EOS, random_examples, write_jsonl
+from _support.sample_files import WRITERS
 from seqpack.cli import main
 from seqpack.data.format import PARQUET_RUN_ID, ROW_GROUP_SIZE, PackingMetadata
 from seqpack.data.pipeline import PackOptions, overrides_for_result, prepare_sharded, read_slice
+from seqpack.data.samples import INPUT_FORMATS
 from seqpack.errors import UsageError
 
 PACK = 256
@@ -76,13 +78,16 @@ def assert_same_files(shard_dir: Path, entry: Any, rejects_path: Path, local: An
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Two JSONL files and a Parquet one of pre-tokenized rows, some too long for the pack."""
+    """A file of pre-tokenized rows (some too long for the pack) in each file format of the input-format
+    table, in its order: each shard of a run reads another format (JSON Lines, Parquet, Arrow IPC)."""
     root = tmp_path_factory.mktemp("ray-inputs")
     rng = np.random.default_rng(30)
-    files = [write_jsonl(root / f"part{i}.jsonl", random_examples(rng, 700, 300)) for i in range(2)]
-    table = pa.Table.from_pylist(random_examples(rng, 600, 300))
-    pq.write_table(table, root / "part2.parquet")
-    return [*files, root / "part2.parquet"]
+    formats = [f for f in INPUT_FORMATS if f.suffixes]
+    files = []
+    for i, f in enumerate(formats):
+        table = pa.Table.from_pylist(random_examples(rng, 700 if i < 2 else 600, 300))
+        files.append(WRITERS[f.name][0](table, root / f"part{i}"))
+    return files
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.fuzz_strategies import (
+    arrow_ipc_documents,
     golden_documents,
     json_values,
     jsonl_documents,
@@ -28,7 +29,8 @@ from _support.fuzz_strategies import (
     sample_records,
     yaml_documents,
 )
-from _support.fuzz_targets import Target, check, target, targets
+from _support.fuzz_targets import Target, check, sample_target_name, target, targets
+from seqpack.data.samples import INPUT_FORMATS
 from seqpack.errors import InputError, SeqpackError
 
 
@@ -60,9 +62,23 @@ def test_mutated_seeds(chosen: Target, workdir: Path) -> None:
     run()
 
 
+#: A file input format's name (``INPUT_FORMATS``) -> documents of that format shaped like samples.
+SAMPLE_DOCUMENTS = {
+    "JSON Lines": jsonl_documents(sample_records()),
+    "Parquet": parquet_documents(("input_ids", "loss_mask")),
+    "Arrow IPC": arrow_ipc_documents(("input_ids", "loss_mask")),
+}
+FILE_FORMATS = [fmt for fmt in INPUT_FORMATS if fmt.suffixes]
+
+
+def test_every_file_input_format_is_fuzzed() -> None:
+    """A format added to the input-format table has its target and its shaped documents here."""
+    assert set(SAMPLE_DOCUMENTS) == {fmt.name for fmt in FILE_FORMATS}
+    assert {sample_target_name(fmt) for fmt in FILE_FORMATS} <= {t.name for t in targets()}
+
+
 STRUCTURED = [
-    ("samples-jsonl", jsonl_documents(sample_records())),
-    ("samples-parquet", parquet_documents(("input_ids", "loss_mask"))),
+    *((sample_target_name(fmt), SAMPLE_DOCUMENTS[fmt.name]) for fmt in FILE_FORMATS),
     ("packed-parquet", parquet_documents(("input_ids", "loss_mask", "seq_start_id"))),
     ("metadata", metadata_documents()),
     ("curves-golden", golden_documents()),

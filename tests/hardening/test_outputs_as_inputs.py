@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import typer
 
 from _support.pack_inputs import random_examples, write_jsonl
+from _support.sample_files import WRITERS
 from _support.sharded_sets import packed_readers, sharded_pack
 from seqpack.cli import app, main
 from seqpack.cli._pack_options import INPUTS_HELP
@@ -135,56 +135,12 @@ def test_samples_are_no_output_of_seqpack(tmp_path: Path) -> None:
     assert fmt.seqpack_output(tmp_path) is None
 
 
-def _jsonl(table: pa.Table, path: Path) -> Path:
-    path = path.with_suffix(".jsonl")
-    path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in table.to_pylist()))
-    return path
-
-
-def _parquet(table: pa.Table, path: Path) -> Path:
-    pq.write_table(table, path.with_suffix(".parquet"))  # no seqpack run id: told by its columns alone
-    return path.with_suffix(".parquet")
-
-
-def _arrow_stream(table: pa.Table, path: Path) -> Path:
-    """As ``datasets`` writes its ``.arrow`` files."""
-    path = path.with_suffix(".arrow")
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table, max_chunksize=16)
-    return path
-
-
-def _arrow_file(table: pa.Table, path: Path) -> Path:
-    path = path.with_suffix(".arrows")  # the name is not trusted: the file's magic says which IPC it is
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table, max_chunksize=16)
-    return path
-
-
-def _datasets_dir(table: pa.Table, path: Path) -> Path:
-    datasets = pytest.importorskip("datasets")
-    datasets.Dataset(table).save_to_disk(str(path), num_shards=2)
-    return path
-
-
-#: An input format (``seqpack.data.samples.INPUT_FORMATS``, checked below) -> how packed data is written in
-#: it: a packed set converted (``load_dataset("parquet", ...).save_to_disk``, ``pa.ipc``, ``to_json``).
-CONVERSIONS: dict[str, list[Callable[[pa.Table, Path], Path]]] = {
-    "JSON Lines": [_jsonl],
-    "Parquet": [_parquet],
-    "Arrow IPC": [_arrow_stream, _arrow_file],
-    "a datasets save_to_disk directory": [_datasets_dir],
-}
-
-
 def test_every_input_format_is_swept() -> None:
-    assert set(CONVERSIONS) == {f.name for f in INPUT_FORMATS}
+    assert set(WRITERS) == {f.name for f in INPUT_FORMATS}
 
 
 @pytest.mark.parametrize("layout", ["packed file", "hf data file"])
-@pytest.mark.parametrize(
-    "convert", [c for cs in CONVERSIONS.values() for c in cs], ids=lambda c: c.__name__.strip("_")
-)
+@pytest.mark.parametrize("convert", [c for cs in WRITERS.values() for c in cs], ids=lambda c: c.__name__)
 def test_packed_data_in_every_input_format_is_refused_as_samples(
     layout: str,
     convert: Callable[[pa.Table, Path], Path],
