@@ -33,13 +33,6 @@ from seqpack.data.samples.text._settings import ResolvedText
 from seqpack.errors import InputError, UsageError, param
 
 EXPLICIT, GENERATION, MARKERS, RENDERING = "explicit", "generation", "markers", "rendering"
-#: What each path is called in messages, summaries and docs.
-DESCRIPTIONS = {
-    EXPLICIT: "explicit assistant markers",
-    GENERATION: "{% generation %} blocks",
-    MARKERS: "turn markers Bridge knows",
-    RENDERING: "rendering the conversation's prefixes",
-}
 _PROBE = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there"}]
 _CACHE: dict[tuple[int, str, bool, bool], str] = {}
 
