@@ -142,8 +142,9 @@ def test_the_whole_set_passes_every_reader_and_fingerprint_check_finds_its_sidec
     for name, argv in packed_readers(str(folder), PACK).items():
         if name != "train":  # trains a model: the engine tests read sharded sets with it
             assert main(argv) == 0, (name, capsys.readouterr().err)
-    assert main(["fingerprint", str(folder), "--check"]) == 0
-    assert f"matches the record in {sets['sharded'] / META}" in capsys.readouterr().out
+    for given in (folder, folder / "*.parquet"):  # the folder or a glob of its shards: the sidecar beside it
+        assert main(["fingerprint", str(given), "--check"]) == 0, capsys.readouterr().err
+        assert f"matches the record in {sets['sharded'] / META}" in capsys.readouterr().out
 
 
 def _sidecar_of(source: str) -> Callable[[dict[str, Path], Path], None]:
