@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -30,6 +31,7 @@ from _support.fuzz_strategies import (
     yaml_documents,
 )
 from _support.fuzz_targets import Target, check, sample_target_name, target, targets
+from _support.sample_files import arrow_ipc_bytes
 from seqpack.data.samples import INPUT_FORMATS
 from seqpack.errors import InputError, SeqpackError
 
@@ -291,3 +293,14 @@ def test_validation_line_with_an_iteration_beyond_int64(tmp_path: Path) -> None:
         + b" | lm loss value: 9.4 |\n",
         tmp_path,
     )
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "file"])
+def test_arrow_ipc_column_name_that_is_not_utf8(stream: bool, tmp_path: Path) -> None:
+    """An Arrow IPC schema's names are decoded when read: a name that is not UTF-8 raised
+    ``UnicodeDecodeError`` from the sample reader (found by fuzzing ``samples-arrow``)."""
+    table = pa.table({"input_ids": [[5, 2]], "QQ": [1]})
+    data = arrow_ipc_bytes(table, stream=stream)
+    assert data.count(b"QQ") >= 1
+    message = _read("samples-arrow", data.replace(b"QQ", b"\x80\x80"), tmp_path)
+    assert message.startswith(f"{tmp_path / 'in.arrow'}: cannot read as Arrow IPC ("), message

@@ -134,14 +134,15 @@ def iter_chunks(
 
 
 def _read_checked(fmt: InputFormat, source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
-    """``fmt``'s chunks of ``path``; an Arrow or OS error from its reader becomes one InputError line."""
+    """``fmt``'s chunks of ``path``; an Arrow or OS error from its reader, or a column name that is not
+    UTF-8 (an Arrow IPC schema's names are decoded as they are read), becomes one InputError line."""
     chunks = fmt.read(source, path, chunk_rows)
     last: int | None = None  # the line/row of the last record handed on
     try:
         while True:
             try:
                 chunk = next(chunks, None)
-            except (pa.ArrowException, OSError) as exc:
+            except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:  # a name that is not UTF-8
                 raise _unreadable(fmt, path, last, exc) from None
             if chunk is None:
                 return
