@@ -9,7 +9,7 @@ import pytest
 
 from seqpack.cli import main
 
-FINDING_KEYS = {"id", "severity", "fields", "message", "why", "fix", "upstream", "allowed"}
+FINDING_KEYS = {"id", "severity", "fields", "message", "why", "fix", "upstream", "allowed", "location"}
 
 
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict]:
@@ -21,7 +21,7 @@ def test_json_schema_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _json(capsys, ["doctor", "--cp", "2", "--seq-length", "510", "--format", "json"])
     assert code == 1
     assert set(doc) == {"schema_version", "config_era", "findings"}
-    assert doc["schema_version"] == 1 and doc["config_era"] == "neutral"
+    assert doc["schema_version"] == 2 and doc["config_era"] == "neutral"
     assert [set(f) for f in doc["findings"]] == [FINDING_KEYS]
     assert doc["findings"][0]["id"] == "SP011" and doc["findings"][0]["severity"] == "error"
 
@@ -242,8 +242,8 @@ def test_unknown_section_suggests_the_real_one(
     config.write_text(f"{section}:\n  micro_batch_size: 1\n")
     _, doc = _json(capsys, ["doctor", str(config), "--format", "json"])
     (finding,) = [f for f in doc["findings"] if f["id"] == "SP100"]
-    expected = f"unknown config section '{section}' ({config}:1) (did you mean '{suggested}'?)"
-    assert finding["message"] == expected
+    assert finding["message"] == f"unknown config section '{section}' (did you mean '{suggested}'?)"
+    assert finding["location"] == {"file": str(config), "line": 1, "col": 1}
     assert finding["upstream"] == "skipped at merge (YAML), refused as an override"
 
 

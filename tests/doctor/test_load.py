@@ -9,6 +9,7 @@ import pytest
 from seqpack._yaml import load_yaml
 from seqpack.doctor import DoctorOptions, check, load_config
 from seqpack.errors import InputError, UsageError
+from seqpack.findings import Location
 from seqpack.translate import mlm_to_bridge
 
 DRY_RUN_V06 = """\
@@ -171,7 +172,7 @@ def test_wrong_type_names_the_field(tmp_path: Path) -> None:
 
 def test_a_count_that_is_not_a_number_is_unusable_input(tmp_path: Path) -> None:
     with pytest.raises(
-        InputError, match=r"cfg\.yaml:3: field 'model\.context_parallel_size': .* found 'two'"
+        InputError, match=r"cfg\.yaml:3:3: field 'model\.context_parallel_size': .* found 'two'"
     ):
         load_config(_write(tmp_path, 'model:\n  seq_length: 4096\n  context_parallel_size: "two"\n'))
     with pytest.raises(UsageError, match=r"^override 'train\.global_batch_size=\[8\]': field 'train\.global"):
@@ -199,7 +200,8 @@ def test_a_count_out_of_range_is_an_error_finding_naming_the_field(
 ) -> None:
     loaded = load_config(_write(tmp_path, text))
     (finding,) = [f for f in check(loaded, DoctorOptions(world_size=8)).findings if f.id == "SP106"]
-    assert finding.severity == "error" and finding.fields == [field] and "cfg.yaml:2" in finding.message
+    assert finding.severity == "error" and finding.fields == [field]
+    assert str(finding.location) == f"{tmp_path / 'cfg.yaml'}:2:3" and "cfg.yaml" not in finding.message
 
 
 def test_a_key_given_twice_in_a_yaml_is_an_error_finding(tmp_path: Path) -> None:
@@ -207,7 +209,8 @@ def test_a_key_given_twice_in_a_yaml_is_an_error_finding(tmp_path: Path) -> None
     loaded = load_config(_write(tmp_path, text))
     (finding,) = [f for f in check(loaded).findings if f.id == "SP107"]
     assert finding.severity == "error" and finding.fields == ["model.seq_length"]
-    assert "cfg.yaml:4) is given twice (lines 2 and 4)" in finding.message
+    assert finding.message == "field 'model.seq_length' is given twice (lines 2 and 4); YAML keeps the last"
+    assert finding.location is not None and (finding.location.line, finding.location.col) == (4, 3)
     # other YAML inputs (a model_config.yaml) refuse it outright
     with pytest.raises(
         InputError, match=r"cfg\.yaml:4: key 'model\.seq_length' is given twice \(first at line 2\)"
@@ -221,10 +224,11 @@ def test_contradictory_plain_option_and_override() -> None:
     assert "--cp" in finding.message
 
 
-def test_findings_point_at_the_yaml_line(tmp_path: Path) -> None:
+def test_findings_point_at_the_yaml_line_and_column(tmp_path: Path) -> None:
     loaded = load_config(_write(tmp_path, "model:\n  seq_length: 4096\n  context_paralel_size: 2\n"))
     (finding,) = [f for f in check(loaded).findings if f.id == "SP101"]
-    assert "cfg.yaml:3)" in finding.message and "model.context_parallel_size" in finding.message
+    assert finding.location == Location(str(tmp_path / "cfg.yaml"), 3, 3)
+    assert "model.context_parallel_size" in finding.message
 
 
 def test_real_scheduler_fields_are_known_and_typos_suggested(tmp_path: Path) -> None:
