@@ -21,6 +21,7 @@ from seqpack.doctor._doctor import (
 )
 from seqpack.doctor._findings import Example, Rule
 from seqpack.doctor._load import LoadedConfig, LoadProblem, load_config, parse_override, range_problem
+from seqpack.doctor._rewrite import fixed_yaml
 from seqpack.doctor._rules import RULES
 from seqpack.doctor._versions import known_versions, parse_stack
 from seqpack.doctor._view import ConfigView, DatasetKind
@@ -50,6 +51,7 @@ __all__ = [
     "checked_lang",
     "default_lang",
     "find_defects",
+    "fixed_yaml",
     "known_versions",
     "load_config",
     "parse_override",

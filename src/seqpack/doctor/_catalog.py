@@ -157,7 +157,7 @@ def catalog_entry(rule_id: str) -> CatalogEntry:
     """The entry of ``rule_id`` (``sp005`` is ``SP005``); an unknown id is a one-line usage error."""
     found = _BY_ID.get(rule_id.strip().upper())
     if found is None:
-        raise UsageError(f"{param('explain')} {rule_id}: no such rule (ids: {known_ids()})")
+        raise UsageError(f"{param('rule_id')} {rule_id!r}: no such rule (ids: {known_ids()})")
     return found
 
 

@@ -87,19 +87,22 @@ def metadata_pack_size(ctx: Context) -> CheckResult:
     (PAD_MULT, CP, TP, SP, "packed data"),
     RUNTIME,
     group="data",
-    fix=(PAD_MULT,),
     en=(
         "{bad} of {total} packed sequences have a runtime length not divisible by {need} (first: {first})",
         "Context/sequence parallelism splits every sequence into equal chunks; these packs were made for "
-        "another topology. Re-pack with the pad multiple this topology needs.",
+        "another topology. No config change fixes the data: re-pack into a new folder with pad_seq_to_mult "
+        "{need} (seqpack pack --cp/--tp/--sequence-parallel derives it).",
     ),
     zh=(
         "{total} 个打包序列中有 {bad} 个的运行时长度不能被 {need} 整除（第一个：{first}）",
-        "上下文/序列并行会把每个序列切成等长的块；这些打包数据是为另一种拓扑生成的。请按当前拓扑所需的倍数重"
-        "新打包。",
+        "上下文/序列并行会把每个序列切成等长的块；这些打包数据是为另一种拓扑生成的。"
+        "修改配置无法修复数据：请以 pad_seq_to_mult {need} 重新打包到新目录"
+        "（seqpack pack --cp/--tp/--sequence-parallel 会自动推导）。",
     ),
 )
 def packed_lengths_multiple(ctx: Context) -> CheckResult:
+    """Packed sequences whose runtime length the topology cannot split. No fix: the data is stale, and a
+    config override cannot make it right (SP019 sets the config's pad multiple when that is wrong too)."""
     facts = ctx.facts
     if facts is None or facts.bad_sequences == 0:
         return None
@@ -109,8 +112,7 @@ def packed_lengths_multiple(ctx: Context) -> CheckResult:
             "total": facts.sequences,
             "need": facts.multiple,
             "first": facts.first_bad,
-        },
-        [override(PAD_MULT, ctx.pad_needed)],
+        }
     )
 
 
