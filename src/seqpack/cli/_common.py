@@ -42,9 +42,10 @@ def _click_exception_type() -> type[Exception]:
 
 ClickException = _click_exception_type()
 
-#: stdout and stderr; user text in them is printed literally (seqpack._console), styles come as Text.
+#: stdout and stderr; user text in them is printed literally (seqpack._console), styles come as Text. Neither
+#: wraps a line at the terminal's width: a path or a key cut in two is a wrong path or key for a reader.
 out_console = literal_console(soft_wrap=True)
-err_console = literal_console(stderr=True)
+err_console = literal_console(stderr=True, soft_wrap=True)
 
 
 @dataclass
