@@ -264,3 +264,32 @@ def test_checkpoint_directory_reads_the_newest_run_config(tmp_path: Path) -> Non
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"without run_config\.yaml"):
         load_config(tmp_path / "empty")
+
+
+def test_a_finding_points_at_the_key_its_fix_sets_and_only_at_what_the_file_still_decides(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "model:\n  context_parallel_size: 2\n  seq_length: 4096\ndataset:\n  enable_offline_packing: true\n"
+    )
+    text += "ddp:\n  average_in_collective: true\n"
+    path = _write(tmp_path, text)
+    found = {f.id: f.location for f in check(load_config(path, dataset_kind="sft")).findings}
+    # SP013's fix sets ddp.average_in_collective: that line, not the CP line the rule also reads
+    assert found["SP013"] == Location(str(path), 7, 3)
+    # SP012's fix key is not in the file: the first field it reads that is
+    assert found["SP012"] == Location(str(path), 2, 3)
+    # a key an override replaced is no longer the file's: CP now comes from the command line
+    loaded = load_config(path, ["model.context_parallel_size=4"], dataset_kind="sft")
+    assert {f.id: f.location for f in check(loaded).findings}["SP012"] == Location(str(path))
+
+
+def test_locations_follow_legacy_names_and_the_container_wrapper(tmp_path: Path) -> None:
+    v05 = "dataset:\n  packed_sequence_specs:\n    packed_sequence_size: 2048\n    pad_seq_to_mult: 0\n"
+    (finding,) = [f for f in check(load_config(_write(tmp_path, v05))).findings if f.id == "SP021"]
+    assert finding.location == Location(str(tmp_path / "cfg.yaml"), 4, 5)
+    wrapped = _write(
+        tmp_path, "ConfigContainer:\n  model:\n    seq_length: 510\n    context_parallel_size: 2\n"
+    )
+    (finding,) = check(load_config(wrapped)).findings
+    assert finding.id == "SP011" and finding.location == Location(str(wrapped), 3, 5)

@@ -183,7 +183,7 @@ def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
         lang=options.lang,
     )
     for finding in atlas:
-        finding.location = locate(loaded, finding.fields)
+        finding.location = locate(loaded, [*_fix_keys(finding.fix), *finding.fields])
     findings += atlas
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.id))
     return Report(config_era=loaded.view.era, findings=findings)
@@ -226,13 +226,19 @@ def _finding(rule: Rule, hit: Hit, lang: str, allowed: bool, loaded: LoadedConfi
         fix=list(hit.fix),
         upstream=rule.upstream,
         allowed=allowed,
-        location=locate(loaded, fields),
+        location=locate(loaded, [*_fix_keys(hit.fix), *fields]),
     )
 
 
+def _fix_keys(fix: Sequence[str]) -> list[str]:
+    """The keys a finding's fix sets: where a reader goes to change it, so where the finding points first."""
+    return [item.partition("=")[0] for item in fix]
+
+
 def locate(loaded: LoadedConfig, fields: Sequence[str]) -> Location | None:
-    """Where the config file wrote the first of ``fields`` that it wrote; the file itself when it wrote none
-    of them; ``None`` for a config that is not a file."""
+    """Where the config file wrote the first of ``fields`` that it wrote (a finding passes the keys its fix
+    sets first, then the fields it reads); the file itself when it wrote none of them; ``None`` for a
+    config that is not a file."""
     if loaded.source is None:
         return None
     return next((loaded.locations[f] for f in fields if f in loaded.locations), Location(loaded.source))

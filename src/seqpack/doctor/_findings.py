@@ -31,7 +31,8 @@ class Hit:
     """One occurrence of a rule: the values its message template needs and the concrete fix overrides.
 
     ``params["suggestion"]``, when set, adds the language's "did you mean" tail to the message. The first
-    of the hit's fields (or the rule's) that a YAML file wrote is where the finding is located.
+    key of the fix, else of the hit's fields (or the rule's), that a YAML file wrote is where the finding is
+    located.
     """
 
     params: dict[str, Any] = field(default_factory=dict)
