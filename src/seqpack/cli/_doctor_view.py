@@ -21,7 +21,6 @@ from rich.table import Table
 from seqpack._console import styled
 from seqpack.cli._common import out_console, print_blocks, print_lines, stdout_is_terminal
 from seqpack.doctor import CatalogEntry, Report
-from seqpack.doctor._catalog import group_title
 from seqpack.findings import SEVERITIES, Finding
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -128,7 +127,7 @@ def explanation(e: CatalogEntry, lang: str) -> tuple[str, list[tuple[str, str]]]
     """``--explain``'s block: what, why, fix, where it comes from and which releases."""
     fields: list[tuple[str, str]] = [
         ("kind", "rule" if e.kind == "rule" else "known upstream defect"),
-        ("group", group_title(e.group)),
+        ("group", e.group_title()),
         ("why", e.why(lang)),
     ]
     if e.kind == "rule":

@@ -70,6 +70,11 @@ class CatalogEntry:
     def why(self, lang: str = "en") -> str:
         return self.text[lang][1]
 
+    def group_title(self) -> str:
+        """``SP001-SP010: packing switches, ...``: the id range of the entry's group and its job."""
+        group = GROUP_BY_NAME[self.group]
+        return f"{group.ids()}: {group.title}"
+
     def to_dict(self, lang: str = "en") -> dict[str, Any]:
         return {
             "id": self.id,
@@ -159,12 +164,6 @@ def catalog_entry(rule_id: str) -> CatalogEntry:
     if found is None:
         raise UsageError(f"{param('rule_id')} {rule_id!r}: no such rule (ids: {known_ids()})")
     return found
-
-
-def group_title(name: str) -> str:
-    """``packing`` -> ``SP001-SP010: packing switches, ...``."""
-    group = GROUP_BY_NAME[name]
-    return f"{group.ids()}: {group.title}"
 
 
 @dataclass

@@ -51,6 +51,7 @@ from seqpack._bridge_keys import (
 from seqpack._ranges import COUNT0, RANKS, SIZE, Range
 from seqpack._yaml import load_yaml
 from seqpack.doctor import _bridge_fields as bf
+from seqpack.doctor._fields import KNOWN_FIELDS
 from seqpack.doctor._view import SECTION_CLASSES, ConfigView, DatasetKind, DatasetView, PackedSpecsView
 from seqpack.errors import InputError, UsageError, shown
 from seqpack.findings import Location
@@ -85,15 +86,8 @@ _DATASET_KINDS: Mapping[str, DatasetKind] = {
     "GPTFIMDatasetConfig": "pretrain",
 }
 
-#: Known field names per section (for "did you mean"); sections whose list is complete warn on any unknown.
-_KNOWN_FIELDS: Mapping[str, frozenset[str]] = {
-    "model": bf.MODEL_FIELDS,
-    "ddp": bf.DDP_FIELDS,
-    "optimizer": bf.OPTIMIZER_FIELDS,
-    "scheduler": bf.SCHEDULER_FIELDS,
-    "dataset": bf.DATASET_FIELDS,
-    SPECS: bf.PACKED_SPECS_FIELDS,
-}
+#: Sections whose known-field list (``_fields.KNOWN_FIELDS``, for "did you mean") is complete: any other
+#: name there is reported, even without a close match.
 _COMPLETE_FIELD_LISTS = frozenset({SPECS})
 
 #: Plain CLI option -> the Bridge keys it sets (``seqpack doctor --cp 2 --mbs 1 ...``).
@@ -491,7 +485,7 @@ def _dataset_era(body: dict[str, Any], view: ConfigView, problems: list[LoadProb
 def _read_section(path: str, body: dict[str, Any], cls: type, problems: list[LoadProblem]) -> Any:
     hints = typing.get_type_hints(cls)
     names = {f.name for f in fields(cls)}
-    known = _KNOWN_FIELDS.get(path, frozenset()) | names
+    known = KNOWN_FIELDS.get(path, frozenset()) | names
     values: dict[str, Any] = {}
     for name, value in body.items():
         key = f"{path}.{name}"
