@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _support import doctor_tables
 from doctor.test_packed import write_packs
 from seqpack.doctor import (
     CATALOG,
@@ -129,9 +130,9 @@ def test_the_catalog_holds_every_rule_and_every_defect_once() -> None:
 
 def test_a_rule_title_shows_its_parameters() -> None:
     assert shown_template("seq_length {seq} by 2*CP = {mult} ({{N}}_metadata.jsonl)") == (
-        "seq_length <seq> by 2*CP = <mult> ({N}_metadata.jsonl)"
+        "seq_length ⟨seq⟩ by 2*CP = ⟨mult⟩ ({N}_metadata.jsonl)"
     )
-    title = "seq_length <seq> is not divisible by 2*CP = <mult> (context_parallel_size <cp>)"
+    title = "seq_length ⟨seq⟩ is not divisible by 2*CP = ⟨mult⟩ (context_parallel_size ⟨cp⟩)"
     assert catalog_entry("sp011").title() == title
 
 
@@ -156,9 +157,8 @@ def test_an_unknown_id_is_a_one_line_usage_error() -> None:
 
 
 def test_the_docs_rule_table_is_generated_from_the_rules() -> None:
-    doc = DOCS.read_text(encoding="utf-8")
-    table = doc.split("<!-- rules table: start -->\n", 1)[1].split("<!-- rules table: end -->", 1)[0]
-    assert table == rules_markdown()
+    table = doctor_tables.shown(DOCS.read_text(encoding="utf-8"), "rules")
+    assert table == rules_markdown(), "run `python tests/_support/doctor_tables.py` to regenerate it"
 
 
 # ---------------------------------------------------------------- examples fire, fixes quiet (#39 item 4)

@@ -20,7 +20,7 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dic
 def test_json_schema_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _json(capsys, ["doctor", "--cp", "2", "--seq-length", "510", "--format", "json"])
     assert code == 1
-    assert set(doc) == {"schema_version", "config_era", "findings"}
+    assert set(doc) == {"schema_version", "config_era", "findings", "stack"}
     assert doc["schema_version"] == 2 and doc["config_era"] == "neutral"
     assert [set(f) for f in doc["findings"]] == [FINDING_KEYS]
     assert doc["findings"][0]["id"] == "SP011" and doc["findings"][0]["severity"] == "error"
@@ -293,7 +293,7 @@ def test_list_rules_and_explain_read_the_one_catalog(capsys: pytest.CaptureFixtu
     ]
     assert main(["doctor", "--explain", "SP011", "--lang", "zh"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "SP011 error: seq_length <seq> 不能被 2*CP = <mult> 整除（context_parallel_size <cp>）"
+    assert out[0] == "SP011 error: seq_length ⟨seq⟩ 不能被 2*CP = ⟨mult⟩ 整除（context_parallel_size ⟨cp⟩）"
     assert "example: seqpack doctor model.context_parallel_size=2 model.seq_length=510" in out
 
 
@@ -343,7 +343,8 @@ def test_several_configs_are_checked_one_by_one(capsys: pytest.CaptureFixture[st
     bad.write_text("model:\n  seq_length: 510\n  context_parallel_size: 2\n")
     assert main(["doctor", str(good), str(bad)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[:3] == [f"config: {good}", "config era: neutral", "no findings: every rule passes"]
+    assert out[:2] == [f"config: {good}", "config era: neutral"] and out[2].startswith("stack: ")
+    assert out[3] == "no findings: every rule passes"
     assert f"config: {bad}" in out and any(line.startswith(f"{bad}:2:3: SP011 error") for line in out)
     assert main(["doctor", str(good), str(good), "model.seq_length=510"]) == 1  # the overrides apply to each
     assert main(["doctor", str(good), str(bad), "--format", "json"]) == 2

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from seqpack._console import styled
 from seqpack.cli._common import out_console, print_blocks, print_lines, stdout_is_terminal
-from seqpack.doctor import CatalogEntry, Report
+from seqpack.doctor import CatalogEntry, Report, stack_summary
 from seqpack.findings import SEVERITIES, Finding
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -47,7 +47,8 @@ def counts_line(findings: Sequence[Finding]) -> str:
 def print_report(report: Report, config: str | None = None) -> None:
     """The report as text: a table on a terminal, plain blocks otherwise (``config`` names the file when
     several were checked)."""
-    head = ([f"config: {config}"] if config else []) + [f"config era: {report.config_era}"]
+    head = [f"config: {config}"] if config else []
+    head += [f"config era: {report.config_era}", f"stack: {stack_summary(report.stack)}"]
     if not report.findings:
         print_lines([*head, "no findings: every rule passes"])
     elif stdout_is_terminal():

@@ -72,12 +72,6 @@ def _env_findings(allowed: list[str]) -> list[Finding]:
     return [replace(f, allowed=f.id in allowed) for f in env_findings()]
 
 
-def _stack(given: list[str] | None) -> dict[str, str]:
-    """The versions the atlas checks: the installed ones (read as `seqpack env` reads them, from distribution
-    metadata only, nothing imported), with ``--stack`` entries on top."""
-    return {**known_versions(installed_packages()), **parse_stack(given or [])}
-
-
 def _launcher(config: Path | None, mlm_flags: object) -> str | None:
     """Which launcher runs the config: a Bridge YAML alone -> Bridge, Megatron-LM flags alone -> Megatron-LM,
     both or neither -> unknown (the atlas then applies the defects of either)."""
@@ -164,6 +158,12 @@ def doctor(
         help="Versions for the known-defect atlas, e.g. megatron-bridge==0.6.2,megatron-core==0.19.2 "
         "(default: the installed ones).",
     ),
+    gpu: str | None = typer.Option(
+        None,
+        "--gpu",
+        help="GPU architecture of the training machine for the atlas: ampere, ada, hopper, blackwell or "
+        "blackwell-rtx (sm_120) (default: unknown, taken for a data-centre GPU).",
+    ),
     fix: bool = typer.Option(False, "--fix", help="Print the corrected overrides."),
     write_config: Path | None = typer.Option(
         None,
@@ -204,7 +204,7 @@ def doctor(
     if list_rules or explain is not None:
         return _catalog_command(list_rules, explain, config, overrides, output_format, lang)
     configs, overrides = _split_inputs(config, overrides or [])
-    _check_usage(configs, dataset_kind, world_size, dp, fix, write_config, output_format)
+    _check_usage(configs, dataset_kind, fix, write_config, output_format)
     options = {
         "tp": tp,
         "pp": pp,
@@ -240,7 +240,9 @@ def doctor(
             packed=packed,
             allow=[a for a in allow or [] if not a.startswith(_ENV_PREFIX)],
             lang=lang,
-            stack=_stack(stack),
+            stack=parse_stack(stack or []),
+            installed=known_versions(installed_packages()),
+            gpu=gpu,
             launcher=_launcher(path, mlm_args or model_config),
         )
 
@@ -301,16 +303,12 @@ def _split_inputs(config: Path | None, words: list[str]) -> tuple[list[Path], li
 def _check_usage(
     configs: list[Path],
     dataset_kind: str | None,
-    world_size: int | None,
-    dp: int | None,
     fix: bool,
     write_config: Path | None,
     output_format: DoctorFormat,
 ) -> None:
     if dataset_kind is not None and dataset_kind not in _DATASET_KINDS:
         raise UsageError(f"--dataset-kind {dataset_kind!r}: expected one of {', '.join(_DATASET_KINDS)}")
-    if world_size is not None and dp is not None:
-        raise UsageError("give --world-size or --dp, not both")
     if len(configs) > 1 and (output_format == DoctorFormat.json or write_config is not None):
         what = "--format json" if write_config is None else "--write-config"
         raise UsageError(f"{what} checks one CONFIG at a time ({len(configs)} given)")

@@ -23,7 +23,7 @@ from seqpack.doctor._findings import Example, Rule
 from seqpack.doctor._load import LoadedConfig, LoadProblem, load_config, parse_override, range_problem
 from seqpack.doctor._rewrite import fixed_yaml
 from seqpack.doctor._rules import RULES
-from seqpack.doctor._versions import known_versions, parse_stack
+from seqpack.doctor._versions import known_versions, parse_stack, stack_summary
 from seqpack.doctor._view import ConfigView, DatasetKind
 
 __all__ = [
@@ -58,5 +58,6 @@ __all__ = [
     "parse_stack",
     "range_problem",
     "rules_markdown",
+    "stack_summary",
     "suggest_fixes",
 ]

@@ -4,10 +4,10 @@
 (:func:`rules_markdown`) and the skills' rule reference all read :data:`CATALOG`, built from the rules
 (``_rules``: each carries its messages) and the atlas (``_defects``) when the module is imported::
 
-    SP005  rule    error    packing   micro_batch_size is <mbs> with offline packing; ...
+    SP005  rule    error    packing   micro_batch_size is ⟨mbs⟩ with offline packing; ...
     SP201  defect  error    atlas     middle pipeline stages (PP > 2) get no cu_seqlens, ...
 
-A rule's title is its message template with each parameter shown as ``<name>``; an atlas entry's
+A rule's title is its message template with each parameter shown as ``⟨name⟩``; an atlas entry's
 severity is the most its finding can be (an error for silent wrong training on a release known to be
 affected; a warning otherwise).
 """
@@ -94,8 +94,10 @@ class CatalogEntry:
 
 
 def shown_template(template: str) -> str:
-    """A message template as a title: ``"seq_length {seq} ..."`` -> ``"seq_length <seq> ..."``."""
-    return re.sub(r"(?<!\{)\{(\w+)\}(?!\})", r"<\1>", template).replace("{{", "{").replace("}}", "}")
+    """A message template as a title: ``"seq_length {seq} ..."`` -> ``"seq_length ⟨seq⟩ ..."``. The angle
+    brackets are not ``<>``: a Markdown page (the docs' and the skills' rule tables) reads ``<seq>`` as an
+    HTML tag and shows nothing."""
+    return re.sub(r"(?<!\{)\{(\w+)\}(?!\})", r"⟨\1⟩", template).replace("{{", "{").replace("}}", "}")
 
 
 def rule_entry(rule: Rule) -> CatalogEntry:
