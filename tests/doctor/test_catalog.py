@@ -26,6 +26,7 @@ from seqpack.doctor import (
     check,
     load_config,
     rules_markdown,
+    suggest_fixes,
 )
 from seqpack.doctor._catalog import defect_links, shown_template
 from seqpack.doctor._findings import ERROR, RAISES, Hit
@@ -218,10 +219,38 @@ def test_every_fix_quiets_its_rule_without_a_new_error(rule_id: str, tmp_path: P
     fix = [item for f in hits for item in f.fix]
     undeclared = {item.partition("=")[0] for item in fix} - set(found.fix)
     assert not undeclared, f"the fix sets keys the rule does not declare: {undeclared}"
+    unchanged = [item for item in fix if apply_overrides(loaded, [item]).raw == loaded.raw]
+    assert not unchanged, f"fix lines that change nothing: {unchanged}"
     after = check(apply_overrides(loaded, fix), options).findings
     assert rule_id not in [f.id for f in after]
     errors_before = {f.id for f in before if f.severity == ERROR}
     assert [f.id for f in after if f.severity == ERROR and f.id not in errors_before] == []
+
+
+@given(
+    mbs=st.integers(2, 8),
+    pack=st.sampled_from([1024, 2048, 4096]),
+    seq=st.sampled_from([None, 1024, 2048, 4096, 8192, 16384]),
+    gbs=st.sampled_from([None, 16, 64]),
+)
+def test_a_fix_line_changes_the_config(mbs: int, pack: int, seq: int | None, gbs: int | None) -> None:
+    """SP005 sets ``seq_length`` to the new pack size, which the config often says already: every ``fix:``
+    line and every corrected override changes the config as given, and the fix still quiets the rule."""
+    overrides = [
+        "dataset.enable_offline_packing=true",
+        f"{SPECS}.packed_sequence_size={pack}",
+        f"train.micro_batch_size={mbs}",
+    ]
+    overrides += [f"dataset.seq_length={seq}", f"model.seq_length={seq}"] if seq is not None else []
+    overrides += [f"train.global_batch_size={gbs}"] if gbs is not None else []
+    loaded = load_config(overrides=overrides)
+    (finding,) = [f for f in check(loaded).findings if f.id == "SP005"]
+    assert finding.fix[0] == "train.micro_batch_size=1"
+    for item in [*finding.fix, *suggest_fixes(loaded)]:
+        assert apply_overrides(loaded, [item]).raw != loaded.raw, item
+    assert "SP005" not in [f.id for f in check(apply_overrides(loaded, finding.fix)).findings]
+    if seq == pack * mbs:
+        assert not any(item.partition("=")[0].endswith(".seq_length") for item in finding.fix)
 
 
 def _in_batch(mbs: int, gbs: int | None) -> list[str]:

@@ -230,6 +230,7 @@ _DID_YOU_MEAN = {"en": " (did you mean '{suggestion}'?)", "zh": "（是否想写
 def _finding(rule: Rule, hit: Hit, lang: str, allowed: bool, loaded: LoadedConfig) -> Finding:
     """The finding of one hit, in ``lang``, located where the config file wrote the first of its fields."""
     fields = list(hit.fields if hit.fields is not None else rule.fields)
+    fix = [item for item in hit.fix if changes(loaded, item)]
     message = rule.message(lang).format(**hit.params)
     suggestion = hit.params.get("suggestion")
     if suggestion:
@@ -240,11 +241,29 @@ def _finding(rule: Rule, hit: Hit, lang: str, allowed: bool, loaded: LoadedConfi
         fields=fields,
         message=message,
         why=rule.why(lang).format(**hit.params),
-        fix=list(hit.fix),
+        fix=fix,
         upstream=rule.upstream,
         allowed=allowed,
-        location=locate(loaded, [*_fix_keys(hit.fix), *fields]),
+        location=locate(loaded, [*_fix_keys(fix), *fields]),
     )
+
+
+#: A key the config does not write (:func:`changes`).
+_ABSENT = object()
+
+
+def changes(loaded: LoadedConfig, item: str) -> bool:
+    """Whether the override ``item`` changes the config: a rule's fix may name a key the config already
+    holds at that value (SP005 sets ``seq_length`` to the new pack size, which it often is), and a
+    ``fix:`` line that changes nothing is noise an agent copies into its answer. Only a value the config
+    writes, of the same type, counts as unchanged."""
+    key, value = parse_override(item)
+    current: Any = loaded.raw
+    for part in key.split("."):
+        if not isinstance(current, Mapping) or part not in current:
+            return True
+        current = current[part]
+    return type(current) is not type(value) or current != value
 
 
 def _fix_keys(fix: Sequence[str]) -> list[str]:
