@@ -41,6 +41,8 @@ PATH_PARAMETERS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("plan", "plot"): _FILE,
     ("doctor", "config"): _FILE,
     ("doctor", "model_config"): _FILE,
+    ("doctor", "overrides"): _FILE,  # KEY=VALUE overrides or more CONFIG files: a path given is a file
+    ("doctor", "write_config"): _FILE,
     ("doctor", "packed"): _EITHER,
     ("train", "data"): _EITHER,
     ("train", "padded_from"): _EITHER,
