@@ -153,6 +153,14 @@ def main() -> int:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
+    engine = args.engine
+    if engine == "auto":
+        engine = "atheris" if _have_atheris() else "hypothesis"
+    limits = (args.seconds, args.timeout, args.rss_mb, args.max_len)
+    if args.one:  # a child of the loop below, its target checked there: nothing of seqpack imported before
+        run_one = _one_atheris if engine == "atheris" else _one_hypothesis  # atheris instruments it
+        return run_one(args.one, *limits)
+
     from _support.fuzz_targets import targets
 
     names = [t.name for t in targets()]
@@ -162,18 +170,10 @@ def main() -> int:
     unknown = sorted(set(args.targets) - set(names))
     if unknown:
         parser.error(f"unknown target(s) {', '.join(unknown)}; --list shows them")
-    engine = args.engine
-    if engine == "auto":
-        engine = "atheris" if _have_atheris() else "hypothesis"
-    limits = (args.seconds, args.timeout, args.rss_mb, args.max_len)
     if args.reproduce is not None:
         if len(args.targets) != 1:
             parser.error("--reproduce needs exactly one target name")
         return _reproduce(args.targets[0], args.reproduce)
-    if args.one:
-        run_one = _one_atheris if engine == "atheris" else _one_hypothesis
-        return run_one(args.one, *limits)
-
     failed = []
     for name in args.targets or names:
         started = time.monotonic()

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,6 +199,56 @@ def unreadable(path: str | os.PathLike[str], exc: OSError | None = None) -> Inpu
     return InputError(f"{text}: cannot read ({(exc.strerror or str(exc)).lower()})")
 
 
+#: What ``stat`` says a path is, in words, for each kind that is neither a regular file nor a directory.
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+#: The kinds a path may be asked to be.
+FILE, DIRECTORY, FILE_OR_DIRECTORY = "a file", "a directory", "a file or a directory"
+#: What a tokenizer path must be, in messages (the CLI's check and ``load_tokenizer`` word it alike).
+TOKENIZER_DIRECTORY = "a tokenizer directory (the folder holding tokenizer.json or the vocabulary files)"
+
+
+def path_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is (``a file``, ``a directory``, ``a named pipe (FIFO)``, ...), following links;
+    ``None`` when there is nothing there (or it cannot be asked: :func:`unreadable` says why)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return FILE
+    if stat.S_ISDIR(mode):
+        return DIRECTORY
+    return next((name for test, name in _SPECIAL_KINDS if test(mode)), "not a file nor a directory")
+
+
+def wrong_kind(path: str | os.PathLike[str], expected: str, what: str | None = None) -> InputError | None:
+    """The one-line error for ``path`` when it exists and is not ``expected`` (:data:`FILE`,
+    :data:`DIRECTORY` or :data:`FILE_OR_DIRECTORY`), else ``None``; ``what`` names it as the caller
+    knows it (``a tokenizer directory``). Asked with ``stat`` before anything opens it: a named pipe
+    would block the open, then give its bytes to one reader only (seqpack reads an input twice: its
+    hash, then its rows), so it is refused rather than read as an empty or malformed file.
+
+    >>> str(wrong_kind("/", FILE))
+    '/: is a directory, expected a file'
+    """
+    found = path_kind(path)
+    if found is None or found == expected or (expected == FILE_OR_DIRECTORY and found in (FILE, DIRECTORY)):
+        return None
+    return InputError(f"{os.fspath(path)}: is {found}, expected {what or expected}")
+
+
+def expect_kind(path: str | os.PathLike[str], expected: str, what: str | None = None) -> None:
+    """Raise :func:`wrong_kind`'s error, if any (a missing path is left to the caller: it says why)."""
+    error = wrong_kind(path, expected, what)
+    if error is not None:
+        raise error
+
+
 #: Compression a JSONL input may carry, by magic bytes (the name is not trusted: ``data.jsonl`` may be
 #: gzipped) and the suffix shown in messages. Decoded by Arrow's codecs, which seqpack already needs.
 COMPRESSION_MAGIC: dict[bytes, str] = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bz2"}
@@ -206,6 +257,7 @@ COMPRESSED_SUFFIXES: tuple[str, ...] = (".gz", ".zst", ".zstd", ".bz2")
 
 def compression_of(path: str | os.PathLike[str]) -> str | None:
     """``gzip``, ``zstd``, ``bz2`` when the file starts with that codec's magic bytes, else None."""
+    expect_kind(path, FILE)
     try:
         with open(path, "rb") as handle:
             head = handle.read(4)
@@ -235,6 +287,7 @@ def open_input(path: str | os.PathLike[str]) -> Any:
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     """Read a whole (small) file, turning OS errors into an :class:`InputError` naming the path."""
+    expect_kind(path, FILE)
     try:
         return Path(path).read_bytes()
     except OSError as exc:

@@ -1,20 +1,20 @@
 """hypothesis strategies of structured garbage (reader fuzz tests, ``fuzz/run.py --engine hypothesis``).
 
 Two kinds: *mutated seeds* (a valid file with a few byte-level edits: a byte flipped, a range cut or
-doubled, a token that means something to some parser spliced in) and *shaped documents* (JSON, YAML and
-Parquet that parse but hold the wrong types, sizes and nesting in the places readers look).
+doubled, a token that means something to some parser spliced in) and *shaped documents* (JSON, YAML,
+Parquet and Arrow IPC that parse but hold the wrong types, sizes and nesting in the places readers look).
 """
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 from hypothesis import strategies as st
+
+from _support.sample_files import arrow_ipc_bytes, parquet_bytes
 
 #: Fragments that mean something to one of the parsers: JSON, YAML (tags, anchors), CSV, Megatron logs.
 TOKENS: tuple[bytes, ...] = (
@@ -181,8 +181,8 @@ def _values_of(kind: pa.DataType) -> st.SearchStrategy[Any]:
 
 
 @st.composite
-def parquet_documents(draw: st.DrawFn, columns: tuple[str, ...]) -> bytes:
-    """A real Parquet file whose named columns have random types, nulls and values."""
+def tables(draw: st.DrawFn, columns: tuple[str, ...]) -> pa.Table:
+    """A table whose named columns (some, all or none of them) have random types, nulls and values."""
     rows = draw(st.integers(0, 5))
     names = draw(st.lists(st.sampled_from(columns), unique=True, min_size=0, max_size=len(columns)))
     if draw(st.booleans()):
@@ -192,7 +192,16 @@ def parquet_documents(draw: st.DrawFn, columns: tuple[str, ...]) -> bytes:
         kind = draw(st.sampled_from(_LIST_TYPES)) if draw(st.integers(0, 3)) == 0 else pa.list_(pa.int64())
         values = draw(st.lists(_values_of(kind), min_size=rows, max_size=rows))
         arrays[name] = pa.array(values, type=kind)
-    table = pa.table(arrays) if arrays else pa.table({"other": pa.array([0] * rows)})
-    sink = io.BytesIO()
-    pq.write_table(table, sink, row_group_size=max(1, draw(st.integers(1, 3))))
-    return sink.getvalue()
+    return pa.table(arrays) if arrays else pa.table({"other": pa.array([0] * rows)})
+
+
+@st.composite
+def parquet_documents(draw: st.DrawFn, columns: tuple[str, ...]) -> bytes:
+    """A real Parquet file of :func:`tables` (row groups of 1 to 3 rows)."""
+    return parquet_bytes(draw(tables(columns)), row_group_size=draw(st.integers(1, 3)))
+
+
+@st.composite
+def arrow_ipc_documents(draw: st.DrawFn, columns: tuple[str, ...]) -> bytes:
+    """A real Arrow IPC stream of :func:`tables` (batches of 1 to 3 rows)."""
+    return arrow_ipc_bytes(draw(tables(columns)), max_chunksize=draw(st.integers(1, 3)))

@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from _support.sample_files import WRITERS, parquet_bytes
+from seqpack.data.samples import INPUT_FORMATS, InputFormat
 from seqpack.errors import SeqpackError
 
 
@@ -140,12 +141,6 @@ def _curves(fmt: str | None) -> Callable[[Path], object]:
 # ---------------------------------------------------------------------------------------------- seeds
 
 
-def _parquet_bytes(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink, row_group_size=2)
-    return sink.getvalue()
-
-
 def _npy_bytes(rows: object) -> bytes:
     sink = io.BytesIO()
     np.save(sink, np.asarray(rows, dtype=object), allow_pickle=True)
@@ -220,17 +215,37 @@ _GOLDEN = orjson.dumps(
 )
 
 
+def sample_target_name(fmt: InputFormat) -> str:
+    """``samples-jsonl``, ``samples-parquet``, ``samples-arrow``: a file format's target, by its suffix."""
+    return f"samples-{fmt.suffixes[0].lstrip('.')}"
+
+
+def _sample_targets() -> tuple[Target, ...]:
+    """One target per file format of the input-format table, seeded by its writer in
+    :data:`_support.sample_files.WRITERS`: a format added there is fuzzed here (one with no writer is a
+    KeyError, not a format left out)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return tuple(
+            Target(
+                sample_target_name(fmt),
+                fmt.suffixes[0],
+                _samples,
+                tuple(
+                    WRITERS[fmt.name][0](pa.Table.from_pylist(rows), Path(tmp, f"seed{k}")).read_bytes()
+                    for k, rows in enumerate((_SAMPLE_ROWS, [{"input_ids": [5, 2]}]))
+                ),
+            )
+            for fmt in INPUT_FORMATS
+            if fmt.suffixes
+        )
+
+
 def _targets() -> tuple[Target, ...]:
-    samples_jsonl = b"".join(orjson.dumps(row) + b"\n" for row in _SAMPLE_ROWS)
     return (
-        Target("samples-jsonl", ".jsonl", _samples, (samples_jsonl, b'{"input_ids": [5, 2]}\n')),
-        Target(
-            "samples-parquet",
-            ".parquet",
-            _samples,
-            (_parquet_bytes(pa.Table.from_pylist(_SAMPLE_ROWS)),),
-        ),
-        Target("packed-parquet", ".parquet", _packed, (_parquet_bytes(pa.table(_PACKS)),)),
+        *_sample_targets(),
+        Target("packed-parquet", ".parquet", _packed, (parquet_bytes(pa.table(_PACKS)),)),
         Target(
             "legacy-npy",
             ".npy",

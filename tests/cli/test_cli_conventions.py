@@ -24,7 +24,11 @@ import pytest
 import typer
 
 from seqpack.cli import app, main
+from seqpack.data.samples import example_dataset_path
 from seqpack.errors import InputError
+
+#: The shipped samples: what ``plan`` reads (a packed set given to it is refused).
+SAMPLES = example_dataset_path()
 
 #: 128 + SIGPIPE, what a shell reports for a tool whose reader went away.
 BROKEN_PIPE = 141
@@ -138,7 +142,7 @@ def test_help_to_a_closed_pipe_ends_with_141(
     [
         ["inspect", "{ex}"],
         ["inspect", "{ex}", "--format", "json"],
-        ["plan", "{ex}/training_1024.idx.parquet", "--pack-sizes", "1024,2048"],
+        ["plan", "{samples}", "--pack-sizes", "1024,2048"],  # plan reads samples (a packed set is refused)
         ["fingerprint", "{ex}/training_1024.idx.parquet"],
     ],
     ids=["inspect", "inspect-json", "plan", "fingerprint"],
@@ -150,7 +154,12 @@ def test_a_report_to_a_closed_pipe_ends_with_141(args: list[str], example: Path)
     os.close(read_end)
     with os.fdopen(write_end, "wb") as stdout:
         result = subprocess.run(
-            [sys.executable, "-m", "seqpack", *(a.format(ex=example) for a in args)],
+            [
+                sys.executable,
+                "-m",
+                "seqpack",
+                *(a.format(ex=example, samples=SAMPLES) for a in args),
+            ],
             stdout=stdout,
             stderr=subprocess.PIPE,
             timeout=120,
@@ -209,7 +218,7 @@ def test_every_command_takes_quiet(path: tuple[str, ...], command: Any) -> None:
         ["inspect", "{ex}"],
         ["fingerprint", "{ex}/training_1024.idx.parquet"],
         ["diff", "{ex}/training_1024.idx.parquet", "{ex}/training_1024.idx.parquet"],
-        ["plan", "{ex}/training_1024.idx.parquet", "--pack-sizes", "1024,2048"],
+        ["plan", "{samples}", "--pack-sizes", "1024,2048"],  # plan reads samples (a packed set is refused)
         ["doctor", "--seq-length", "4096", "--cp", "3", "--mbs", "1", "--gbs", "8", "--world-size", "8"],
         ["env"],
         ["translate", "mlm-to-bridge", "--", "--seq-length", "4096"],
@@ -217,7 +226,7 @@ def test_every_command_takes_quiet(path: tuple[str, ...], command: Any) -> None:
     ids=["inspect", "fingerprint", "diff", "plan", "doctor", "env", "translate"],
 )
 def test_quiet_keeps_the_report(args: list[str], example: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = [a.format(ex=example) for a in args]
+    argv = [a.format(ex=example, samples=SAMPLES) for a in args]
     cut = argv.index("--") if "--" in argv else len(argv)
     loud = main(argv)
     report = capsys.readouterr().out

@@ -115,6 +115,6 @@ def test_compat_rows_and_metadata_equal_bridge(
     assert {k: entry[k] for k in expected_meta} == expected_meta
     # Every long sample is accounted for in the rejects file.
     long = sum(len(e["input_ids"]) - 1 > max_len // mult * mult for e in examples)
-    rejects = (out / "rejects_training.jsonl").read_text().splitlines()
+    rejects = (out / f"rejects_training_{pack_size}.jsonl").read_text().splitlines()
     assert len(rejects) == long
     assert entry["seqpack"]["counts"]["samples_in"] == n

@@ -33,7 +33,7 @@ def test_every_file_of_a_set_carries_its_run_id(tmp_path: Path) -> None:
     run = entry.run_id
     assert run is not None and len(run) == 32
     assert parquet_run_id(out / "training_8.idx.parquet") == run
-    rejects = [orjson.loads(line) for line in (out / "rejects_training.jsonl").read_bytes().splitlines()]
+    rejects = [orjson.loads(line) for line in (out / "rejects_training_8.jsonl").read_bytes().splitlines()]
     assert [r[RUN_ID] for r in rejects] == [run]
     again = _pack(tmp_path, "a")
     assert parquet_run_id(again / "training_8.idx.parquet") != run  # every run has its own
@@ -100,7 +100,7 @@ def test_legacy_sets_are_read_and_partial_run_ids_refused(
     strip = {
         "parquet": lambda: _strip_parquet_run_id(out / "training_8.idx.parquet"),
         "metadata": lambda: _strip_metadata_run_id(out / "8_metadata.jsonl"),
-        "rejects": lambda: _strip_rejects_run_id(out / "rejects_training.jsonl"),
+        "rejects": lambda: _strip_rejects_run_id(out / "rejects_training_8.jsonl"),
     }
     for name in stripped:
         strip[name]()
@@ -111,11 +111,14 @@ def test_legacy_sets_are_read_and_partial_run_ids_refused(
         assert "come from different seqpack pack runs" in err and "(no run id)" in err, err
 
 
-def test_rejects_file_of_another_pack_size_is_not_this_sets(tmp_path: Path) -> None:
-    """``rejects_{split}.jsonl`` is shared by the pack sizes of one directory: the 8-token set stays
-    readable after a 16-token run rewrote it; a rejects file of no run in the directory is refused."""
+def test_a_legacy_rejects_file_shared_by_pack_sizes_is_read_as_before(tmp_path: Path) -> None:
+    """Sets written before rejects files were named by pack size shared ``rejects_{split}.jsonl``: the
+    8-token set stays readable when the 16-token run's rejects are there under the shared name; a rejects
+    file of no run in the directory is refused."""
     out = _pack(tmp_path, "a", "training", 8)
     _pack(tmp_path, "a", "training", 16)
+    (out / "rejects_training_8.jsonl").unlink()
+    (out / "rejects_training_16.jsonl").rename(out / "rejects_training.jsonl")
     check_run_ids([out / "training_8.idx.parquet"], out / "8_metadata.jsonl")
     lines = (out / "rejects_training.jsonl").read_bytes().replace(b'"run_id":"', b'"run_id":"f00d')
     (out / "rejects_training.jsonl").write_bytes(lines)

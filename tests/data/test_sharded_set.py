@@ -13,6 +13,7 @@ import pytest
 import seqpack
 from _support.pack_inputs import random_examples, write_jsonl
 from _support.packs import random_rows, write_packs
+from _support.sharded_sets import sharded_pack
 from seqpack.data.format import (
     ROW_GROUP_SIZE,
     find_metadata,
@@ -22,17 +23,7 @@ from seqpack.data.format import (
     sharded_dirname,
 )
 from seqpack.data.packed import PackedSource, fingerprint_packed
-from seqpack.data.pipeline import (
-    PackOptions,
-    PackResult,
-    commit_sharded,
-    plan_sharded,
-    prepare_sharded,
-    read_slice,
-    slice_inputs,
-    spool_is_intact,
-    write_shard,
-)
+from seqpack.data.pipeline import slice_inputs
 from seqpack.fingerprint import PackedFingerprinter
 
 
@@ -75,19 +66,6 @@ def test_merged_shard_fingerprints_equal_reading_the_shards_in_name_order(tmp_pa
     assert merged.result() == fingerprint_packed(shard_dir)
 
 
-def _sharded_pack(inputs: list[Path], out: Path, shards: int, **options: Any) -> PackResult:
-    """A sharded run's two phases and its one plan, every task in this process (no cluster)."""
-    sharded = prepare_sharded(PackOptions.from_flat(inputs, out, 128, quiet=True, **options), shards)
-    try:
-        slices = [read_slice(sharded.job, piece) for piece in sharded.slices]
-        assert all(spool_is_intact(sharded.job, s) for s in slices)
-        plan = plan_sharded(sharded, slices)
-        written = [write_shard(sharded.job, shard) for shard in plan.shards]
-        return commit_sharded(sharded, plan, slices, written, {})
-    finally:
-        sharded.release()
-
-
 @pytest.mark.parametrize(("files", "shards"), [(3, 2), (2, 5)])
 def test_one_plan_over_every_slice_gives_the_local_pack_row_for_row(
     tmp_path: Path, files: int, shards: int
@@ -98,7 +76,7 @@ def test_one_plan_over_every_slice_gives_the_local_pack_row_for_row(
     inputs = [write_jsonl(tmp_path / f"in{i}.jsonl", random_examples(rng, 900, 160)) for i in range(files)]
     options: dict[str, Any] = {"chunk_rows": 100, "pad_seq_to_mult": 2}
     local = seqpack.pack(inputs, tmp_path / "local", 128, **options)
-    result = _sharded_pack(inputs, tmp_path / "sharded", shards, **options)
+    result = sharded_pack(inputs, tmp_path / "sharded", shards, **options)
     shard_files = sorted(result.packed_path.glob("*.parquet"))
     assert len(shard_files) == min(shards, -(-local.num_packs // ROW_GROUP_SIZE)) > 1
     assert [r for f in shard_files for r in pq.read_table(f).to_pylist()] == pq.read_table(

@@ -170,7 +170,9 @@ def test_compat_pack_equals_bridge_prepare_data(
     assert record["seed"] == BRIDGE_DEFAULT_SEED == 5678
     libraries = ("transformers", "tokenizers", "jinja2")
     assert record["text"]["versions"] == {k: bridge_text.versions[k] for k in libraries}
-    truncated = [json.loads(line) for line in (out / "rejects_training.jsonl").read_text().splitlines()]
+    truncated = [
+        json.loads(line) for line in (out / f"rejects_training_{pack_size}.jsonl").read_text().splitlines()
+    ]
     assert record["counts"]["truncated"] == len(truncated) > 0
     assert all("truncated" in line["action"] for line in truncated)
 

@@ -253,7 +253,7 @@ def test_pack_cli_records_the_path_and_lists_refused_rows(
     assert summary["assistant_mask"] == "rendering"
     counts = [summary[k] for k in ("samples_in", "samples_packed", "rejected", "truncated")]
     assert counts == [5, 4, 1, 1]
-    rejects = [json.loads(line) for line in (out / "rejects_training.jsonl").read_text().splitlines()]
+    rejects = [json.loads(line) for line in (out / "rejects_training_64.jsonl").read_text().splitlines()]
     refused = [r for r in rejects if r["reason"].startswith("no assistant mask")]
     assert [r["line"] for r in refused] == [4]
     assert "later turns change how the template renders it" in refused[0]["reason"]

@@ -205,7 +205,7 @@ def test_long_chat_row_follows_too_long_by_default_and_is_dropped_in_compat(
             [str(source), "--out", str(out), "-n", "16", "--tokenizer", str(toy), *mode], capsys
         )
         assert code == 0, err
-        [reject] = [json.loads(line) for line in (out / "rejects_training.jsonl").read_text().splitlines()]
+        [reject] = [json.loads(line) for line in (out / "rejects_training_16.jsonl").read_text().splitlines()]
         assert reject["line"] == 2 and reject["action"].startswith(action)
 
 

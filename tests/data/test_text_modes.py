@@ -27,7 +27,7 @@ def pack(source: Path, out: Path, tokenizer: Path, *extra: str) -> list[str]:
 
 def outcome(out: Path) -> tuple[list[dict[str, list[int]]], list[dict[str, object]], dict[str, object]]:
     rows = read_rows(out / "training_16.idx.parquet")
-    rejects = [json.loads(line) for line in (out / "rejects_training.jsonl").read_text().splitlines()]
+    rejects = [json.loads(line) for line in (out / "rejects_training_16.jsonl").read_text().splitlines()]
     record = json.loads((out / "16_metadata.jsonl").read_text())[0]["seqpack"]
     return rows, rejects, record
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 from _support.diff_samples import EOS, chat, packs_of, write_packed
 from seqpack.cli import main
 from seqpack.data.format import write_metadata_entry
+from seqpack.data.packed import not_as_recorded
 from seqpack.diff import diff_paths
 
 SAMPLES = [chat([10 + i, 11, 12], [20 + i] * (1 + i % 4)) for i in range(12)]
@@ -303,3 +306,49 @@ def test_two_runs_of_one_packing_are_identical(
     assert ids[0] != ids[1]  # the runs really differ in what is left out
     assert main(["diff", *files]) == 0
     assert "not compared: what describes the run" in capsys.readouterr().out
+
+
+def test_an_edited_packing_is_reported_and_the_side_unlike_its_record_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """B packs A's samples as A does, then its masks are edited (the EOS inside each sequence supervised):
+    the diff reports what changed, counted by kind as for any two packings, and says B no longer matches
+    its record; then exits 1 with the line every reader prints for such a set. Before, it printed that line
+    and nothing else."""
+    rows = [{"input_ids": [10 + i, 20, EOS, 30, 31, EOS], "loss_mask": [0, 1, 0, 0, 1, 0]} for i in range(40)]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for side in ("a", "b"):
+        args = ["pack", "-q", str(source), "-o", str(tmp_path / side), "-n", "32", "--eos-id", str(EOS)]
+        assert main(args) == 0
+    capsys.readouterr()  # the packs' reports
+    a, b = (str(tmp_path / side / "training_32.idx.parquet") for side in ("a", "b"))
+    table = pq.read_table(b)
+    columns = (table.column(c).to_pylist() for c in ("input_ids", "loss_mask", "seq_start_id"))
+    masks, flipped = [], 0
+    for ids, mask, starts in zip(*columns, strict=True):
+        ends = {s - 1 for s in starts[1:]} | {len(ids) - 1}  # each sequence's last position
+        edited = [1 if ids[p] == EOS and p not in ends else m for p, m in enumerate(mask)]
+        flipped += sum(e != m for e, m in zip(edited, mask, strict=True))
+        masks.append(edited)
+    column = pa.array(masks, type=table.schema.field("loss_mask").type)
+    pq.write_table(table.set_column(1, "loss_mask", column), b)  # the schema's run id kept
+    assert flipped == 40
+    code = main(["diff", a, b, "--format", "json"])
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert code == 1 and report["verdict"] == "same sequences, different loss masks"
+    assert report["loss_mask"]["kinds"]["eos_input"]["supervised_in_b_not_a"] == flipped
+    unlike = report["unlike_record"]
+    assert unlike["a"] is None
+    assert unlike["b"] == {
+        "metadata": str(tmp_path / "b" / "32_metadata.jsonl"),
+        "entry": 0,
+        "differs": "content fingerprint differs: a token or a mask value changed",
+    }
+    expected = not_as_recorded(b, unlike["b"]["metadata"], 0, unlike["b"]["differs"])
+    assert captured.err.strip().splitlines()[-1] == f"error: {expected}"
+    assert main(["diff", a, b]) == 1
+    out = capsys.readouterr().out
+    assert f"EOS positions (input token is EOS) supervised in B, not in A: {flipped} tokens" in out
+    assert f"B no longer matches its record in {unlike['b']['metadata']} entry 0" in out

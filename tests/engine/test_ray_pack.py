@@ -11,7 +11,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +25,11 @@ import pytest
 
 import seqpack
 from _support.pack_inputs import EOS, random_examples, write_jsonl
+from _support.sample_files import WRITERS
 from seqpack.cli import main
 from seqpack.data.format import PARQUET_RUN_ID, ROW_GROUP_SIZE, PackingMetadata
-from seqpack.data.pipeline import overrides_for_result
+from seqpack.data.pipeline import PackOptions, overrides_for_result, prepare_sharded, read_slice
+from seqpack.data.samples import INPUT_FORMATS
 from seqpack.errors import UsageError
 
 PACK = 256
@@ -74,13 +78,16 @@ def assert_same_files(shard_dir: Path, entry: Any, rejects_path: Path, local: An
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Two JSONL files and a Parquet one of pre-tokenized rows, some too long for the pack."""
+    """A file of pre-tokenized rows (some too long for the pack) in each file format of the input-format
+    table, in its order: each shard of a run reads another format (JSON Lines, Parquet, Arrow IPC)."""
     root = tmp_path_factory.mktemp("ray-inputs")
     rng = np.random.default_rng(30)
-    files = [write_jsonl(root / f"part{i}.jsonl", random_examples(rng, 700, 300)) for i in range(2)]
-    table = pa.Table.from_pylist(random_examples(rng, 600, 300))
-    pq.write_table(table, root / "part2.parquet")
-    return [*files, root / "part2.parquet"]
+    formats = [f for f in INPUT_FORMATS if f.suffixes]
+    files = []
+    for i, f in enumerate(formats):
+        table = pa.Table.from_pylist(random_examples(rng, 700 if i < 2 else 600, 300))
+        files.append(WRITERS[f.name][0](table, root / f"part{i}"))
+    return files
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +111,11 @@ def test_sharded_set_equals_the_local_pack(sharded: Any, inputs: list[Path], loc
     names = sorted(os.listdir(shard_dir))
     # three slices read the inputs; the plan's 867 packs are two row groups: two output shards
     assert names == [f"training_{PACK}-{i:05d}.idx.parquet" for i in range(2)]
-    assert sorted(os.listdir(out)) == [f"{PACK}_metadata.jsonl", "rejects_training.jsonl", f"training_{PACK}"]
+    assert sorted(os.listdir(out)) == [
+        f"{PACK}_metadata.jsonl",
+        f"rejects_training_{PACK}.jsonl",
+        f"training_{PACK}",
+    ]
     files = [shard_dir / n for n in names]
     # one plan over all lengths (spread over the whole range here): exactly the local pack, row for row
     assert_same_pack(result, local)
@@ -177,7 +188,7 @@ def test_bridge_reads_the_training_directory_beside_a_validation_split(
     # fewer files than shards (each shard converted every other chunk): still exactly the local pack
     alone = seqpack.pack(inputs[2], tmp_path / "alone", PACK, pad_seq_to_mult=4, chunk_rows=128)
     val_entry = PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries[1]
-    assert_same_files(val_dir, val_entry, out / "rejects_validation.jsonl", alone)
+    assert_same_files(val_dir, val_entry, out / f"rejects_validation_{PACK}.jsonl", alone)
     assert PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries[1].recorded("input_sha256") == (
         input_sha256([inputs[2]])  # one input, two shards: the first shard hashed it
     )
@@ -217,7 +228,11 @@ def test_one_set_per_split_a_file_or_shards_never_both(
     summary = json.loads(capsys.readouterr().out)
     single = out / f"training_{PACK}.idx.parquet"
     assert summary["packed_path"] == str(single)
-    assert sorted(os.listdir(out)) == [f"{PACK}_metadata.jsonl", "rejects_training.jsonl", single.name]
+    assert sorted(os.listdir(out)) == [
+        f"{PACK}_metadata.jsonl",
+        f"rejects_training_{PACK}.jsonl",
+        single.name,
+    ]
     assert any(o.endswith(f"packed_train_data_path={single}") for o in summary["overrides"])
     assert seqpack.inspect(out).ok
     with pytest.raises(UsageError, match=f"training_{PACK}.idx.parquet: already exists"):
@@ -296,3 +311,131 @@ def test_chats_with_a_real_tokenizer_equal_the_local_pack(ray_cluster: Any, tmp_
     assert result.record.tokenizer_sha256 == local.record.tokenizer_sha256
     assert result.record.eos_id == local.record.eos_id
     assert seqpack.inspect(result.packed_path, tokenizer=tokenizer).ok
+
+
+def test_a_resume_with_other_reading_options_is_refused_and_overwrite_starts_over(
+    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#43 item 1, as reported: a run stopped after slice 0, run again with another --chunk-rows, reused
+    slice 0 (read in chunks of 1024) beside slices read in chunks of 100: 975 of 1,000 samples packed,
+    some twice, exit 0. Now the resume is refused naming the option; --overwrite packs every sample once."""
+    rows = random_examples(np.random.default_rng(43), 1000, 120)
+    data = write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out"
+    stopped = prepare_sharded(PackOptions.from_flat([data], out, PACK, quiet=True), 2)
+    read_slice(stopped.job, stopped.slices[0])  # slice 0 done, then the driver died
+    stopped.release()
+    args = ["pack", "-q", str(data), "-o", str(out), "-n", str(PACK), "--engine", "ray", "--shards", "2"]
+    assert main([*args, "--chunk-rows", "100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f".training_{PACK}.staging: a stopped run is staged here with other --chunk-rows" in err, err
+    assert "--overwrite" in err and len(err.splitlines()) == 1
+    assert main([*args, "--chunk-rows", "100", "--overwrite", "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["samples_in"], summary["engine"]["reused_slices"]) == (1000, 0)
+    local = seqpack.pack(data, tmp_path / "local", PACK, chunk_rows=100)
+    assert sequences(sorted((out / f"training_{PACK}").glob("*.parquet"))) == sequences([local.packed_path])
+
+
+def _bad_json(files: list[Path]) -> None:
+    lines = files[1].read_bytes().splitlines()
+    lines[5] = b'{"input_ids": [1, 2'
+    files[1].write_bytes(b"\n".join(lines) + b"\n")
+
+
+def _string_id(files: list[Path]) -> None:
+    lines = files[0].read_bytes().splitlines()
+    lines[3] = b'{"input_ids": ["7", 8, 2]}'
+    files[0].write_bytes(b"\n".join(lines) + b"\n")
+
+
+def _cut_gzip(files: list[Path]) -> None:
+    import gzip
+
+    files[1].write_bytes(gzip.compress(files[1].read_bytes())[:60])
+
+
+def _too_long(files: list[Path]) -> None:
+    for file in files:  # every sample longer than the pack: the driver finds nothing to pack
+        file.write_bytes(
+            b"".join(orjson.dumps({"input_ids": [5] * (3 * PACK) + [2]}) + b"\n" for _ in range(9))
+        )
+
+
+def _chat_then_prompt_completion(files: list[Path]) -> list[str]:
+    """Chat rows, then prompt-completion rows: one pack holds one text mode (a toy tokenizer tokenizes)."""
+    from seqpack.demo import build_tokenizer
+
+    texts = ["hello there", "hi"]
+    chat = {"messages": [{"role": "user", "content": texts[0]}, {"role": "assistant", "content": texts[1]}]}
+    write_jsonl(files[0], [chat] * 40)
+    write_jsonl(files[1], [{"input": texts[0], "output": texts[1]}] * 40)
+    return ["--tokenizer", str(build_tokenizer(texts, files[0].parent / "toy"))]
+
+
+#: A bad input per kind of error a ray run meets, and the flags it needs: raised in a slice task (a
+#: malformed line, a refused value, a text mode that changes, a file that cannot be read) or on the
+#: driver after the slices (nothing to pack).
+BAD_INPUTS: dict[str, Callable[[list[Path]], list[str] | None]] = {
+    "malformed JSON in the second file": _bad_json,
+    "a token id given as a string": _string_id,
+    "a prompt-completion file after a chat file": _chat_then_prompt_completion,
+    "a cut gzip stream": _cut_gzip,
+    "no sample fits the pack": _too_long,
+}
+
+
+@pytest.mark.parametrize("kind", BAD_INPUTS)
+def test_a_data_error_on_a_worker_is_the_local_line_and_leaves_nothing(
+    kind: str, ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#43 items 7 and 8: an error a task raised came back as Ray's ~170-line traceback without the
+    error line, and the failed run left its staging directory, so a corrected run was refused. Now the
+    line and the exit code are the local pack's, and nothing is left."""
+    rng = np.random.default_rng(8)
+    files = [write_jsonl(tmp_path / f"part{i}.jsonl", random_examples(rng, 300, 100)) for i in range(2)]
+    good = [f.read_bytes() for f in files]
+    flags = BAD_INPUTS[kind](files) or []
+    base = ["pack", "-q", *map(str, files), "-n", str(PACK), *flags]
+    local_code = main([*base, "-o", str(tmp_path / "local")])
+    local = capsys.readouterr().err.strip().splitlines()
+    code = main([*base, "-o", str(tmp_path / "ray"), "--engine", "ray", "--shards", "2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (code, err) == (local_code, local) and code in (1, 2) and len(err) == 1, err
+    assert not (tmp_path / "ray").exists() and not (tmp_path / "local").exists()
+    if kind == "malformed JSON in the second file":  # corrected, the same command is not refused
+        for file, data in zip(files, good, strict=True):
+            file.write_bytes(data)
+        assert main([*base, "-o", str(tmp_path / "ray"), "--engine", "ray", "--shards", "2"]) == 0
+
+
+def test_sigterm_to_the_driver_exits_143_without_a_stack_dump(ray_cluster: Any, tmp_path: Path) -> None:
+    """#43 item 9: Ray installed its own SIGTERM handler in the driver, which dumped a native stack and
+    exited 15 (sometimes 134); the Slurm example relies on 143 (docs/scale.md). The driver is held at its
+    plan (SIGSTOP, so the signal lands mid-run), sent SIGTERM, and let go."""
+    cluster, _ = ray_cluster
+    data = write_jsonl(tmp_path / "in.jsonl", random_examples(np.random.default_rng(9), 400, 100))
+    out = tmp_path / "out"
+    argv = ["pack", "-q", str(data), "-o", str(out), "-n", str(PACK), "--engine", "ray", "--shards", "2"]
+    env = {**os.environ, "SEQPACK_FAULT": "plan:1:stop"}
+    env.pop("SEQPACK_FAULT_ONCE", None)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "seqpack", *argv, "--ray-address", cluster.address],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        stat = Path(f"/proc/{child.pid}/stat")
+        for _ in range(1200):  # held at its plan: state T
+            if child.poll() is not None or stat.read_text().split(") ")[1].startswith("T"):
+                break
+            time.sleep(0.1)
+        child.send_signal(signal.SIGTERM)
+        child.send_signal(signal.SIGCONT)
+        _, stderr = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    text = stderr.decode()
+    assert child.returncode == 143, text[-2000:]
+    assert text.strip().splitlines()[-1] == "Terminated."
+    assert "SIGTERM received" not in text and "Traceback" not in text
+    assert (out / f".training_{PACK}.staging").is_dir()  # a stopped run: the same command resumes it

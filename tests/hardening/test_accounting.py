@@ -39,7 +39,7 @@ def test_every_sample_is_packed_or_listed(lengths: list[int], too_long: str) -> 
         counts = entry["seqpack"]["counts"]
         assert counts["samples_in"] == len(lengths)
         assert counts["samples_in"] == counts["packed"] + counts["rejected"] + counts["dropped"]
-        lines = [orjson.loads(x) for x in (out / "rejects_training.jsonl").read_bytes().splitlines()]
+        lines = [orjson.loads(x) for x in (out / "rejects_training_8.jsonl").read_bytes().splitlines()]
         listed = counts["rejected"] + counts["truncated"] + counts["split"] + counts["dropped"]
         assert len(lines) == listed
         assert sorted(x["line"] for x in lines) == [k + 1 for k, n in enumerate(lengths) if n > 8]

@@ -26,6 +26,7 @@ import pytest
 import typer
 
 from _support.pack_inputs import random_examples, write_jsonl
+from _support.sharded_sets import packed_readers
 from seqpack._parquet import BAD_CHECKSUM
 from seqpack.cli import app, main
 
@@ -36,13 +37,7 @@ META = f"{PACK_SIZE}_metadata.jsonl"
 
 def readers(packed: str) -> dict[str, list[str]]:
     """Every command that reads a pack set, on one packed file."""
-    return {
-        "inspect": ["inspect", packed, "--quiet"],
-        "doctor": ["doctor", "--packed", packed, "--seq-length", str(PACK_SIZE)],
-        "train": ["train", "--data", packed, "--steps", "1", "--gbs", "1", "--vocab", "1024", "--quiet"],
-        "fingerprint": ["fingerprint", packed, "--check", "--quiet"],
-        "diff": ["diff", packed, packed, "--quiet"],
-    }
+    return packed_readers(packed, PACK_SIZE)
 
 
 def test_every_reader_of_packed_data_is_swept() -> None:
@@ -177,7 +172,7 @@ def test_pages_carry_checksums_that_survive_stitching(reference: Path) -> None:
     assert pc.max(pc.list_flatten(table.column("input_ids"))).as_py() < 1000
 
 
-@pytest.mark.parametrize("sidecar", [META, "rejects_training.jsonl"])
+@pytest.mark.parametrize("sidecar", [META, f"rejects_training_{PACK_SIZE}.jsonl"])
 def test_a_sidecar_of_another_run_is_refused_by_every_reader(
     sidecar: str, reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -246,3 +241,62 @@ def test_a_record_of_an_algorithm_seqpack_does_not_compute_is_named(
     assert main(["fingerprint", str(out / PACKED), "--check"]) == 2
     err = capsys.readouterr().err.strip()
     assert "fingerprint recorded with 'seqpack-fp9', which this seqpack does not compute" in err
+
+
+def _record_algorithm(change: Callable[[dict[str, Any]], Any]) -> Callable[[Path], None]:
+    """Replace the sidecar's fingerprint record with what ``change`` makes of it."""
+
+    def edit(meta: Path) -> None:
+        entries = json.loads(meta.read_text())
+        entries[0]["seqpack"]["fingerprint"] = change(entries[0]["seqpack"]["fingerprint"])
+        meta.write_text(json.dumps(entries))
+
+    return edit
+
+
+#: kind -> (the record's change, exit code, what every reader says after the entry's name)
+UNCHECKABLE: dict[str, tuple[Callable[[Path], None], int, str]] = {
+    "an algorithm this seqpack does not compute": (
+        _record_algorithm(lambda fp: {**fp, "algorithm": "seqpack-fp4"}),
+        2,
+        "fingerprint recorded with 'seqpack-fp4', which this seqpack does not compute",
+    ),
+    "no algorithm": (
+        _record_algorithm(lambda fp: {k: v for k, v in fp.items() if k != "algorithm"}),
+        1,
+        "the fingerprint record names no algorithm (algorithm None;",
+    ),
+    "an algorithm that is not a name": (
+        _record_algorithm(lambda fp: {**fp, "algorithm": 3}),
+        1,
+        "the fingerprint record names no algorithm (algorithm 3;",
+    ),
+    "not an object": (
+        _record_algorithm(lambda fp: "seqpack-fp3"),
+        1,
+        "the fingerprint record is 'seqpack-fp3'",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", UNCHECKABLE)
+def test_a_record_no_reader_can_check_is_refused_by_every_reader(
+    kind: str, reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record seqpack cannot check was skipped: a set edited after packing and its record's algorithm
+    changed to one this seqpack does not know passed inspect and doctor. Every reader refuses it now: exit 2
+    for an algorithm of another seqpack (input this version cannot read, as a file of another format),
+    exit 1 for a record without one (the sidecar was read and is invalid: seqpack always writes it)."""
+    change, expected_code, what = UNCHECKABLE[kind]
+    out = tmp_path / "set"
+    shutil.copytree(reference, out)
+    _edit_column("input_ids", 5, 3)(out / PACKED)  # tampered: would fail the record's check
+    change(out / META)
+    messages = {}
+    for name, argv in readers(str(out / PACKED)).items():
+        code = main(argv)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == expected_code, (name, err[-1:])
+        assert err[-1].startswith(f"error: {out / META} entry 0: {what}"), (name, err[-1:])
+        messages[name] = err[-1]
+    assert len(set(messages.values())) == 1, messages

@@ -94,7 +94,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     assert pq.ParquetFile(out / "training_16.idx.parquet").num_row_groups >= 3  # pass 2 has points to kill at
     assert sorted(files) == [
         f"{PACK_SIZE}_metadata.jsonl",
-        "rejects_training.jsonl",
+        f"rejects_training_{PACK_SIZE}.jsonl",
         "training_16.idx.parquet",
     ]
     return source, files

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.fuzz_strategies import (
+    arrow_ipc_documents,
     golden_documents,
     json_values,
     jsonl_documents,
@@ -28,7 +30,9 @@ from _support.fuzz_strategies import (
     sample_records,
     yaml_documents,
 )
-from _support.fuzz_targets import Target, check, target, targets
+from _support.fuzz_targets import Target, check, sample_target_name, target, targets
+from _support.sample_files import arrow_ipc_bytes
+from seqpack.data.samples import INPUT_FORMATS
 from seqpack.errors import InputError, SeqpackError
 
 
@@ -60,9 +64,23 @@ def test_mutated_seeds(chosen: Target, workdir: Path) -> None:
     run()
 
 
+#: A file input format's name (``INPUT_FORMATS``) -> documents of that format shaped like samples.
+SAMPLE_DOCUMENTS = {
+    "JSON Lines": jsonl_documents(sample_records()),
+    "Parquet": parquet_documents(("input_ids", "loss_mask")),
+    "Arrow IPC": arrow_ipc_documents(("input_ids", "loss_mask")),
+}
+FILE_FORMATS = [fmt for fmt in INPUT_FORMATS if fmt.suffixes]
+
+
+def test_every_file_input_format_is_fuzzed() -> None:
+    """A format added to the input-format table has its target and its shaped documents here."""
+    assert set(SAMPLE_DOCUMENTS) == {fmt.name for fmt in FILE_FORMATS}
+    assert {sample_target_name(fmt) for fmt in FILE_FORMATS} <= {t.name for t in targets()}
+
+
 STRUCTURED = [
-    ("samples-jsonl", jsonl_documents(sample_records())),
-    ("samples-parquet", parquet_documents(("input_ids", "loss_mask"))),
+    *((sample_target_name(fmt), SAMPLE_DOCUMENTS[fmt.name]) for fmt in FILE_FORMATS),
     ("packed-parquet", parquet_documents(("input_ids", "loss_mask", "seq_start_id"))),
     ("metadata", metadata_documents()),
     ("curves-golden", golden_documents()),
@@ -275,3 +293,14 @@ def test_validation_line_with_an_iteration_beyond_int64(tmp_path: Path) -> None:
         + b" | lm loss value: 9.4 |\n",
         tmp_path,
     )
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "file"])
+def test_arrow_ipc_column_name_that_is_not_utf8(stream: bool, tmp_path: Path) -> None:
+    """An Arrow IPC schema's names are decoded when read: a name that is not UTF-8 raised
+    ``UnicodeDecodeError`` from the sample reader (found by fuzzing ``samples-arrow``)."""
+    table = pa.table({"input_ids": [[5, 2]], "QQ": [1]})
+    data = arrow_ipc_bytes(table, stream=stream)
+    assert data.count(b"QQ") >= 1
+    message = _read("samples-arrow", data.replace(b"QQ", b"\x80\x80"), tmp_path)
+    assert message.startswith(f"{tmp_path / 'in.arrow'}: cannot read as Arrow IPC ("), message

@@ -183,7 +183,7 @@ def test_symlinks_in_the_output_directory_are_replaced_not_followed(
     out = tmp_path / "out"
     out.mkdir()
     (out / "training_8.idx.parquet").symlink_to(victims["packed"])
-    (out / "rejects_training.jsonl").symlink_to(victims["rejects"])
+    (out / "rejects_training_8.jsonl").symlink_to(victims["rejects"])
     (out / "8_metadata.jsonl").symlink_to(tmp_path / "missing.jsonl")  # dangling
     scratch = outside / "scratch"
     scratch.mkdir()
@@ -197,10 +197,10 @@ def test_symlinks_in_the_output_directory_are_replaced_not_followed(
     for victim in victims.values():
         assert victim.read_bytes() == b"precious"
     assert not (tmp_path / "missing.jsonl").exists()
-    for name in ("training_8.idx.parquet", "rejects_training.jsonl", "8_metadata.jsonl"):
+    for name in ("training_8.idx.parquet", "rejects_training_8.jsonl", "8_metadata.jsonl"):
         assert not (out / name).is_symlink() and (out / name).is_file()
     assert sorted(p.name for p in out.iterdir()) == [
-        "8_metadata.jsonl", "rejects_training.jsonl", "training_8.idx.parquet"
+        "8_metadata.jsonl", "rejects_training_8.jsonl", "training_8.idx.parquet"
     ]  # fmt: skip
 
 
@@ -216,7 +216,7 @@ def test_paths_in_rejects_and_messages_are_the_users(
     given = ["link.jsonl", "real/../real/data.jsonl"]
     code, _, err = run([*given, "--out", "out", "--pack-size", "8"], capsys)
     assert code == 0, err
-    lines = (tmp_path / "out" / "rejects_training.jsonl").read_bytes().splitlines()
+    lines = (tmp_path / "out" / "rejects_training_8.jsonl").read_bytes().splitlines()
     assert [orjson.loads(line)["source"] for line in lines] == given
     meta = orjson.loads((tmp_path / "out" / "8_metadata.jsonl").read_bytes())
     assert meta[0]["seqpack"]["inputs"] == given

@@ -27,6 +27,7 @@ from seqpack._io import TEMP_PREFIX
 from seqpack.cli import _commands
 from seqpack.cli._common import ClickException, err_console, flag, state, stdout_is_terminal
 from seqpack.cli._exit import exit_process, silence_stdout
+from seqpack.cli._paths import check_path_kinds
 from seqpack.cli._repeats import refuse_repeated
 from seqpack.errors import SeqpackError
 
@@ -187,8 +188,10 @@ def _run_command(args: list[str]) -> int:
     try:
         command = _commands.command_in(args)
         application = build_app() if command is None else build_app((command,))
-        refuse_repeated(typer.main.get_command(application), args)
-        result = application(args=args, prog_name="seqpack", standalone_mode=False)
+        root = typer.main.get_command(application)
+        refuse_repeated(root, args)
+        check_path_kinds(root)  # a path of the wrong kind (a named pipe, a file for a folder): exit 2
+        result = root.main(args=args, prog_name="seqpack", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.Abort:

@@ -11,7 +11,7 @@ from seqpack._console import styled
 from seqpack._progress import progress
 from seqpack._ranges import TOKEN_ID
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, number_option, out_console
-from seqpack.diff import DiffReport, diff_paths
+from seqpack.diff import DiffReport, diff_paths, unlike_record_error
 
 
 def _excerpt(view: Mapping[str, Any]) -> str:
@@ -83,6 +83,13 @@ def _print_packed(report: Mapping[str, Any]) -> None:
             f"boundaries: {bounds['same_tokens_other_boundaries']:,} packs hold the same tokens, "
             "split into sequences differently"
         )
+    for label in ("a", "b"):
+        unlike = report["unlike_record"][label]
+        if unlike is not None:
+            p(
+                f"{label.upper()} no longer matches its record in {unlike['metadata']} entry "
+                f"{unlike['entry']} ({unlike['differs']})"
+            )
     first = report["first_differing_pack"]
     if first is not None:
         p(f"first differing pack: {first['index']} ({first['field']}, position {first['position']})")
@@ -148,6 +155,9 @@ def diff(
         _print_batches(report)
     else:
         _print_packed(report)
+    unlike = unlike_record_error(report)
+    if unlike is not None:  # the report, then the one line every reader prints for such a set
+        raise unlike
     if not report["identical"]:
         raise typer.Exit(1)
 

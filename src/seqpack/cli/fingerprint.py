@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
 from seqpack._progress import progress
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
 from seqpack.data.packed import FingerprintReport, fingerprint_packed, mismatch, not_as_recorded
 from seqpack.diff import recorded_entry_fingerprint
-from seqpack.errors import InputError, UsageError
-from seqpack.fingerprint import CHECKABLE_ALGORITHMS, FINGERPRINT_ALGORITHM
+from seqpack.errors import UsageError
+from seqpack.fingerprint import FINGERPRINT_ALGORITHM
 
 
 def _print_text(report: FingerprintReport) -> None:
@@ -53,7 +51,7 @@ def fingerprint(
     recorded = recorded_entry_fingerprint(path) if check else None
     if check and recorded is None:
         raise UsageError(f"{path}: no fingerprint recorded in a metadata sidecar beside it (--check)")
-    algorithm = FINGERPRINT_ALGORITHM if recorded is None else _checkable(recorded)
+    algorithm = FINGERPRINT_ALGORITHM if recorded is None else str(recorded[2]["algorithm"])
     with progress(quiet) as bar:
         task = bar.add_task("fingerprint", total=None)
         found = fingerprint_packed(path, on_packs=lambda n: bar.advance(task, n), algorithm=algorithm)
@@ -65,18 +63,6 @@ def fingerprint(
     what = None if recorded is None else mismatch(recorded[2], found)
     if recorded is not None and what is not None:  # the report, then the one line every reader prints
         raise not_as_recorded(path, recorded[0], recorded[1], what)
-
-
-def _checkable(recorded: tuple[str, int, dict[str, Any]]) -> str:
-    """The algorithm of a record, refused (exit 2) when this seqpack cannot compute it."""
-    algorithm = recorded[2].get("algorithm")
-    if algorithm not in CHECKABLE_ALGORITHMS:
-        known = ", ".join(CHECKABLE_ALGORITHMS)
-        raise InputError(
-            f"{recorded[0]} entry {recorded[1]}: fingerprint recorded with {algorithm!r}, which this seqpack "
-            f"does not compute ({known}); check it with the seqpack that packed it"
-        )
-    return str(algorithm)
 
 
 #: What ``seqpack fingerprint`` runs (``seqpack.cli._commands`` registers it under the module's name).

@@ -6,7 +6,7 @@
       tokenizer/                      built from the bundled conversations (nothing downloaded)
       packed/training_512.idx.parquet packed data, Bridge's layout (bridge-format §3)
       packed/512_metadata.jsonl       its metadata sidecar
-      packed/rejects_training.jsonl   samples truncated to fit a pack
+      packed/rejects_training_512.jsonl samples truncated to fit a pack
       packed_vocab/                   --tokenizer DIR only: the packs with ids remapped to a small vocabulary
                                       (what the tiny model trains on) and vocab_remap.json, the map back
       config/bridge_sft.yaml          the bundled config, as written (one deliberate mistake)

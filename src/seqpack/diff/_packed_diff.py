@@ -11,7 +11,10 @@ The report answers, in order:
    changed, summed by kind (:data:`seqpack.fingerprint.MASK_KINDS`), e.g. "positions whose input is EOS:
    supervised in B, not in A: 48,210 tokens";
 5. **boundaries** -- packs at the same index with the same tokens but other sequence starts or masks;
-6. **first differing pack** -- its index and both sides' excerpts, with the first differing position.
+6. **first differing pack** -- its index and both sides' excerpts, with the first differing position;
+7. **unlike its record** -- a side that no longer matches the fingerprint ``seqpack pack`` recorded for it
+   (edited after it was written): the report says what changed, and the CLI then exits 1 with the one
+   line every reader prints for such a set.
 
 Memory: one pass over each side keeps only per-sequence and per-pack hashes (about 40 bytes per
 sequence); excerpts re-read single packs through the row-group cache.
@@ -47,7 +50,7 @@ from seqpack.data.packed import (
     scan_blocks,
 )
 from seqpack.diff._match import match_sequences
-from seqpack.errors import InputError
+from seqpack.errors import DataError, InputError
 from seqpack.fingerprint import MASK_KINDS, PackTable, SequenceTable
 from seqpack.packing import packing_efficiency
 
@@ -79,6 +82,8 @@ class _Side:
     seqs: SequenceTable
     packs: PackTable
     fingerprint: dict[str, Any]
+    #: How the side differs from what ``seqpack pack`` recorded for it (``None``: as recorded, or no record).
+    unlike_record: dict[str, Any] | None = None
 
     @property
     def seq_offsets(self) -> npt.NDArray[np.int64]:
@@ -105,31 +110,35 @@ def _entry_for(metadata: PackingMetadata, location: str) -> MetadataEntry | None
     return metadata.entries[0] if metadata.entries else None
 
 
-def recorded_fingerprint(location: str) -> tuple[str, dict[str, Any]] | None:
-    """The fingerprint ``seqpack pack`` recorded for ``location`` (sidecar path, record), if there is one."""
-    found = recorded_entry_fingerprint(location)
-    return None if found is None else (found[0], found[2])
-
-
 def recorded_entry_fingerprint(location: str) -> tuple[str, int, dict[str, Any]] | None:
-    """:func:`recorded_fingerprint` with the index of the entry that holds it."""
-    meta_path = find_metadata([location])
+    """The fingerprint ``seqpack pack`` recorded for ``location``: (sidecar path, entry index, record), if
+    there is one; the set checked as every reader checks it (:func:`check_run_ids`), and a record this
+    seqpack cannot check refused (:func:`files_recorded_fingerprint`)."""
+    # the location first (a legacy .npy is its own file): what it is not is said before any sidecar
+    files = [location] if location.lower().endswith(".npy") else resolve_packed_paths(location)
+    meta_path = find_metadata(files)
     if meta_path is None:
         return None
     metadata = PackingMetadata.read(meta_path)
-    # a legacy .npy is its own file
-    files = [location] if location.lower().endswith(".npy") else resolve_packed_paths(location)
     check_run_ids(files, meta_path, metadata)
-    entry = _entry_for(metadata, location)
-    found = entry.recorded("fingerprint") if entry else None
-    if entry is None or not isinstance(found, Mapping):
-        return None
-    return os.fspath(meta_path), metadata.entries.index(entry), dict(found)
+    found = files_recorded_fingerprint(files, metadata, meta_path)
+    return None if found is None else (os.fspath(meta_path), *found)
+
+
+def unlike_record_error(report: Mapping[str, Any]) -> DataError | None:
+    """The error every reader raises for packs unlike their record (exit 1), for the first side of a
+    packed :func:`diff_packed` report that no longer matches what ``seqpack pack`` recorded; ``None``."""
+    for label in ("a", "b"):
+        unlike = report.get("unlike_record", {}).get(label)
+        if unlike is not None:
+            location = report[label]["path"]
+            return not_as_recorded(location, unlike["metadata"], unlike["entry"], unlike["differs"])
+    return None
 
 
 def _open_side(location: str) -> tuple[PackedSource, str | None, PackingMetadata | None]:
     source = PackedSource(location)
-    meta_path = find_metadata([location])
+    meta_path = find_metadata(source.paths)
     metadata = PackingMetadata.read(meta_path) if meta_path is not None else None
     check_run_ids(source.paths, meta_path, metadata)
     return source, None if meta_path is None else os.fspath(meta_path), metadata
@@ -145,16 +154,17 @@ def _scan(
 ) -> _Side:
     scanner = scan_blocks(source.blocks(), eos_id=eos, keep_sequences=True, on_packs=on_packs)
     found = scanner.result()
-    recorded = files_recorded_fingerprint(source.paths, meta) if path is not None else None
+    recorded = files_recorded_fingerprint(source.paths, meta, path) if path is not None else None
     if recorded is not None and recorded[1]["algorithm"] != found.algorithm:  # an earlier algorithm's record
         then = scan_blocks(source.blocks(), eos_id=-1, algorithm=recorded[1]["algorithm"]).result()
         what = mismatch(recorded[1], then)
     else:
         what = None if recorded is None else mismatch(recorded[1], found)
-    if what is not None and path is not None and recorded is not None:  # a side unlike its own record
-        raise not_as_recorded(source.location, path, recorded[0], what)
+    unlike = None
+    if what is not None and path is not None and recorded is not None:  # reported, then refused (the CLI)
+        unlike = {"metadata": path, "entry": recorded[0], "differs": what}
     seqs, packs = scanner.tables()
-    return _Side(label, source, path, meta, seqs, packs, found.to_dict())
+    return _Side(label, source, path, meta, seqs, packs, found.to_dict(), unlike)
 
 
 def _excerpt(tokens: npt.NDArray[Any], mask: npt.NDArray[Any], start: int = 0) -> dict[str, Any]:
@@ -409,6 +419,8 @@ def diff_packed(
             "loss_mask": _mask_section(a, b, match.changed_a, match.changed_b),
             "boundaries": boundaries,
             "first_differing_pack": first_pack,
+            # a side edited after it was packed: the diff says what changed, and which side it was
+            "unlike_record": {"a": a.unlike_record, "b": b.unlike_record},
         }
     finally:
         src_a.close()

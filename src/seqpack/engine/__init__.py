@@ -5,6 +5,21 @@ Ray is an optional extra (``pip install seqpack[ray]``) and is imported only whe
 """
 
 from seqpack.engine._ray import pack_on_ray
-from seqpack.engine._task import run_shard, run_slice, shard_is_intact
+from seqpack.engine._task import (
+    TaskFailure,
+    captured,
+    first_failure,
+    run_shard,
+    run_slice,
+    shard_is_intact,
+)
 
-__all__ = ["pack_on_ray", "run_shard", "run_slice", "shard_is_intact"]
+__all__ = [
+    "TaskFailure",
+    "captured",
+    "first_failure",
+    "pack_on_ray",
+    "run_shard",
+    "run_slice",
+    "shard_is_intact",
+]

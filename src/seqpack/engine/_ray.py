@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import signal
+import threading
 import time
 from typing import Any, TypeVar
 
+from seqpack._io import disk_full_error, is_disk_full
 from seqpack.data.pipeline import (
     GlobalPlan,
     OutputShard,
@@ -29,18 +32,19 @@ from seqpack.data.pipeline import (
     plan_sharded,
     prepare_sharded,
 )
-from seqpack.engine._task import run_shard, run_slice
+from seqpack.engine._task import captured, first_failure, run_shard, run_slice
 from seqpack.errors import DataError, InputError, SeqpackError, UsageError, param
 
 
 def _slice_row(row: dict[str, Any], job: ShardJob, slices: tuple[ShardSlice, ...]) -> dict[str, Any]:
-    _, reused = run_slice(job, slices[int(row["index"])])
-    return {"index": int(row["index"]), "reused": reused}
+    piece = slices[int(row["index"])]
+    done = captured(lambda: run_slice(job, piece), piece.index, interleaved=piece.every > 1)
+    return {"index": piece.index, **done}
 
 
 def _shard_row(row: dict[str, Any], job: ShardJob, shards: tuple[OutputShard, ...]) -> dict[str, Any]:
-    _, reused = run_shard(job, shards[int(row["index"])])
-    return {"index": int(row["index"]), "reused": reused}
+    shard = shards[int(row["index"])]
+    return {"index": shard.index, **captured(lambda: run_shard(job, shard), shard.index)}
 
 
 def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | None = None) -> PackResult:
@@ -62,6 +66,7 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
     t0 = time.perf_counter()
     started = False
     if not ray.is_initialized():
+        terminate = _sigterm_handler()
         try:
             ray.init(
                 address=address or "local",
@@ -75,6 +80,8 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
             if address is None:
                 raise InputError(f"cannot start Ray on this machine ({exc})") from None
             raise InputError(f"{param('ray_address')} {address}: cannot connect to Ray ({exc})") from None
+        finally:
+            _restore_sigterm(terminate)
         started = True
     try:
         seconds: dict[str, float] = {"cluster": time.perf_counter() - t0}
@@ -82,11 +89,32 @@ def pack_on_ray(opts: PackOptions, *, address: str | None = None, shards: int | 
         sharded = prepare_sharded(opts, count)
         try:
             return _run(ray, sharded, opts, seconds)
+        except (SeqpackError, OSError) as exc:  # the data (or the disk) failed: leave nothing, as locally
+            sharded.discard()
+            if isinstance(exc, OSError) and is_disk_full(exc):
+                raise disk_full_error(opts.run.out_dir, exc) from None
+            raise
         finally:
             sharded.release()
     finally:
         if started:
             ray.shutdown()
+
+
+def _sigterm_handler() -> Any:
+    """The SIGTERM handler this process has (the CLI's: exit 143, as a local pack), or ``None`` off the
+    main thread (where none can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGTERM)
+
+
+def _restore_sigterm(handler: Any) -> None:
+    """Put the SIGTERM handler back after ``ray.init``, which installs Ray's own: it printed a native stack
+    dump and ended the driver with 15 (sometimes 134), where Slurm's ``scancel`` expects the documented
+    143 and a stopped run that resumes (docs/scale.md)."""
+    if handler is not None:
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _run(ray: Any, sharded: ShardedRun, opts: PackOptions, seconds: dict[str, float]) -> PackResult:
@@ -129,16 +157,17 @@ def _run(ray: Any, sharded: ShardedRun, opts: PackOptions, seconds: dict[str, fl
 
 
 def _map(ray: Any, task: Any, count: int) -> list[dict[str, Any]]:
-    """One Ray Data task per item (one CPU each); Ray reruns a task whose worker died."""
+    """One Ray Data task per item (one CPU each); Ray reruns a task whose worker died. A task's own error
+    comes back in its row (:func:`~seqpack.engine.captured`) and is raised here as the task raised it."""
     if count == 0:
         return []
     items = [{"index": i} for i in range(count)]
-    try:
-        rows: list[dict[str, Any]] = (
-            ray.data.from_items(items, override_num_blocks=count).map(task, num_cpus=1).take_all()
-        )
-    except Exception as exc:  # a task's own error (bad input) comes back wrapped by Ray: unwrap it
-        raise (_seqpack_cause(exc) or exc) from None
+    rows: list[dict[str, Any]] = (
+        ray.data.from_items(items, override_num_blocks=count).map(task, num_cpus=1).take_all()
+    )
+    failure = first_failure(rows)
+    if failure is not None:
+        raise failure
     return rows
 
 
@@ -149,15 +178,3 @@ def _record(outcome: _T | None, index: int, what: str) -> _T:
     if outcome is None:
         raise DataError(f"{what} {index} finished without its record")
     return outcome
-
-
-def _seqpack_cause(exc: BaseException) -> SeqpackError | None:
-    """The seqpack error a shard raised, found through Ray's wrappers (``cause``, ``__cause__``)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, SeqpackError):
-            return current
-        seen.add(id(current))
-        current = getattr(current, "cause", None) or current.__cause__ or current.__context__
-    return None

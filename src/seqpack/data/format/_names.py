@@ -4,7 +4,7 @@ A pack set of Bridge's layout, for packs of ``N`` tokens (bridge-format §3)::
 
     {N}_metadata.jsonl            the metadata sidecar, one entry per split (training first)
     training_{N}.idx.parquet      the packed rows of a split (``validation_{N}.idx.parquet`` beside it)
-    rejects_training.jsonl        seqpack's list of samples not packed, with the reason
+    rejects_training_{N}.jsonl    seqpack's list of samples not packed, with the reason
 
 A sharded set (``seqpack pack --engine ray``) keeps the sidecar and the rejects file where they are and
 puts a split's packs in a directory, one file a shard, zero-padded so that name order is pack order
@@ -124,36 +124,9 @@ def packed_names(paths: Sequence[str | os.PathLike[str]]) -> PackedNames:
     )
 
 
-def find_metadata(paths: Sequence[str | os.PathLike[str]], pack_size: int | None = None) -> Path | None:
-    """The sidecar beside packed data: ``{N}_metadata.jsonl`` in the data's directory.
-
-    ``paths`` are the packed files (or one directory holding them); ``N`` is ``pack_size`` when given,
-    else what the file names say. Without an ``N``, the directory's only ``*_metadata.jsonl`` is taken.
-    ``None`` when there is no such file (or several candidates and no ``N``).
-    """
-    if not paths:
-        return None
-    first = Path(paths[0])
-    directory = first if first.is_dir() else first.parent
-    if is_sharded(paths):  # a sharded split's directory sits beside its sidecar
-        directory = directory.parent
-    size = pack_size if pack_size is not None else packed_names(paths).pack_size
-    if size is not None:
-        candidate = directory / metadata_filename(size)
-        return candidate if candidate.is_file() else None
-    found = sorted(directory.glob("*_metadata.jsonl"))
-    return found[0] if len(found) == 1 else None
-
-
-def is_sharded(paths: Sequence[str | os.PathLike[str]]) -> bool:
-    """Whether ``paths`` are the shards of a sharded split (names like ``training_4096-00000.idx.parquet``),
-    or the directory holding them."""
-    if len(paths) == 1 and Path(paths[0]).is_dir():
-        paths = sorted(Path(paths[0]).glob("*.parquet"))
-    found = [_PACKED_NAME.match(Path(p).name) for p in paths]
-    return bool(found) and all(m is not None and m.group("shard") for m in found)
-
-
-def rejects_filename(split: str) -> str:
-    """The rejects file of a split: ``rejects_{split}.jsonl`` beside the metadata sidecar."""
-    return f"rejects_{split}.jsonl"
+def rejects_filename(split: str, pack_size: int | None = None) -> str:
+    """The rejects file of a split's set, beside the metadata sidecar: ``rejects_{split}_{N}.jsonl`` for
+    Bridge's layout, so that two pack sizes packed into one folder keep their own rejects;
+    ``rejects_{split}.jsonl`` (``pack_size`` None) for the HF layout (one pack size a folder), and the
+    name older Bridge-layout sets shared between pack sizes."""
+    return f"rejects_{split}.jsonl" if pack_size is None else f"rejects_{split}_{pack_size}.jsonl"

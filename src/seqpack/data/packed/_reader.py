@@ -32,9 +32,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from seqpack._io import unreadable
+from seqpack._io import FILE, expect_kind, unreadable
 from seqpack._parquet import open_parquet, read_row_group
-from seqpack.data.format import MAX_TOKEN_ID, PARQUET_SUFFIXES, REQUIRED_COLUMNS
+from seqpack.data.format import (
+    MAX_TOKEN_ID,
+    PARQUET_SUFFIXES,
+    REQUIRED_COLUMNS,
+    check_shard_dir,
+    seqpack_output,
+)
 from seqpack.errors import DataError, InputError, where
 from seqpack.fingerprint import BlockHashes, hash_and_check_block
 
@@ -55,13 +61,15 @@ def resolve_packed_paths(location: str | os.PathLike[str]) -> list[str]:
     * a file: itself, when it ends in ``.parquet``/``.pq`` and exists.
 
     Bridge returns an empty list for a single file of another suffix; seqpack says so instead. Raises
-    :class:`InputError` naming the location when nothing matches.
+    :class:`InputError` naming the location when nothing matches, and :class:`DataError` for a sharded
+    split's folder that holds anything but its shards (:func:`seqpack.data.format.check_shard_dir`).
     """
     text = os.fspath(location)
     if "*" in text or "?" in text:
         paths = sorted({p for p in glob.glob(text) if _is_parquet_name(p)})
         if not paths:
             raise InputError(f"{text}: no Parquet files match (names must end with .parquet or .pq)")
+        _check_files(paths)
         return paths
     if Path(text).is_dir():
         folder = glob.escape(text)  # the folder's own name is literal: "[x]" in it is no character class
@@ -69,14 +77,26 @@ def resolve_packed_paths(location: str | os.PathLike[str]) -> list[str]:
         paths = sorted(set(found))
         if not paths:
             raise InputError(f"{text}: directory holds no .parquet or .pq files{_inner_sets_hint(folder)}")
+        _check_files(paths)
         return paths
     if not _is_parquet_name(text):
-        raise InputError(
-            f"{text}: not a packed Parquet location (expected a .parquet/.pq file, a glob or a directory)"
-        )
+        kind = seqpack_output(text)  # another command's output (a rejects file, a sidecar, a batch dump)
+        what = "not a packed Parquet location" if kind is None else f"is {kind}, not packed data"
+        raise InputError(f"{text}: {what} (expected a .parquet/.pq file, a glob or a directory)")
     if not Path(text).exists():
         raise unreadable(text)
+    expect_kind(text, FILE)
     return [text]
+
+
+def _check_files(paths: list[str]) -> None:
+    """What a directory or a glob found: files (a named pipe or a folder named ``x.parquet`` is refused
+    before anything opens it), and, in a sharded split's folder, its shards and nothing else."""
+    for path in paths:
+        expect_kind(path, FILE)
+    folders = {os.path.dirname(p) for p in paths}
+    for folder in folders:
+        check_shard_dir(folder or ".")
 
 
 def _inner_sets_hint(folder: str) -> str:

@@ -14,7 +14,8 @@ packs while they read them and refuse a set that no longer matches its record, e
 
 A set without a recorded fingerprint (another tool's, the HF layout, an older seqpack) has nothing to be
 compared with and is read as before. A record of an earlier algorithm this seqpack still computes
-(``seqpack-fp2``) is checked with that algorithm: the blocks are hashed once more for it.
+(``seqpack-fp2``) is checked with that algorithm: the blocks are hashed once more for it. A record it
+cannot check (another algorithm, or none named) is refused, never skipped.
 
 The hashes come from the reader's own validation pass (:func:`~seqpack.data.packed.validate_block` with
 ``hashed=True``: the id and mask checks, the largest id and the hashes from one load of each token), so
@@ -34,7 +35,7 @@ from typing import Any, ClassVar
 
 from seqpack.data.format import PackingMetadata, hf_split, packed_names
 from seqpack.data.packed._reader import PackedBlock
-from seqpack.errors import DataError
+from seqpack.errors import DataError, InputError, shown
 from seqpack.fingerprint import CHECKABLE_ALGORITHMS, Fingerprint, PackedFingerprinter
 
 #: The recorded values compared, in the order a difference is reported: the shape first (rows, sequences,
@@ -80,20 +81,45 @@ class FingerprintReport:
 
 
 def files_recorded_fingerprint(
-    files: Sequence[str | os.PathLike[str]], metadata: PackingMetadata | None
+    files: Sequence[str | os.PathLike[str]],
+    metadata: PackingMetadata | None,
+    metadata_path: str | os.PathLike[str] | None = None,
 ) -> tuple[int, dict[str, Any]] | None:
-    """``(entry index, fingerprint record)`` seqpack pack recorded for the split of ``files``, if any (and of
-    an algorithm this seqpack computes: :data:`seqpack.fingerprint.CHECKABLE_ALGORITHMS`)."""
+    """``(entry index, fingerprint record)`` seqpack pack recorded for the split of ``files``, if any.
+
+    A record this seqpack cannot check is never skipped (a tampered set would pass as one without a
+    record): one of an algorithm it does not compute (a newer seqpack's ``seqpack-fp4``) is an
+    :class:`InputError` (exit 2, like any input in a format this version cannot read), one that names no
+    algorithm or is not an object a :class:`DataError` (exit 1: the sidecar was read and is invalid;
+    seqpack always writes the algorithm)."""
     if metadata is None or not files:
         return None
     name = os.fspath(files[0])
     picked = metadata.pick(packed_names([os.fspath(f) for f in files]).split or hf_split(name))
     if picked is None:
         return None
-    found = picked[1].recorded("fingerprint")
-    if not isinstance(found, Mapping) or found.get("algorithm") not in CHECKABLE_ALGORITHMS:
+    index, entry = picked
+    found = entry.recorded("fingerprint")
+    if found is None:
         return None
-    return picked[0], dict(found)
+    where = f"{os.fspath(metadata_path) if metadata_path is not None else 'packing metadata'} entry {index}"
+    if not isinstance(found, Mapping):
+        raise DataError(
+            f"{where}: the fingerprint record is {shown(found)}, not an object: it cannot be checked"
+        )
+    algorithm = found.get("algorithm")
+    if not isinstance(algorithm, str):
+        raise DataError(
+            f"{where}: the fingerprint record names no algorithm (algorithm {shown(algorithm)}; seqpack pack "
+            "always writes one: the record was edited), so the packs cannot be checked against it"
+        )
+    if algorithm not in CHECKABLE_ALGORITHMS:
+        known = ", ".join(CHECKABLE_ALGORITHMS)
+        raise InputError(
+            f"{where}: fingerprint recorded with {algorithm!r}, which this seqpack does not compute "
+            f"({known}); check it with the seqpack that packed it"
+        )
+    return index, dict(found)
 
 
 def mismatch(recorded: Mapping[str, Any], found: Fingerprint) -> str | None:
@@ -140,7 +166,9 @@ class RecordedCheck:
     ) -> None:
         self.location = location
         self.metadata_path = metadata_path
-        self.recorded = files_recorded_fingerprint(files, metadata) if metadata_path is not None else None
+        self.recorded = (
+            files_recorded_fingerprint(files, metadata, metadata_path) if metadata_path is not None else None
+        )
         algorithm = self.recorded[1]["algorithm"] if self.recorded is not None else None
         self._fingerprinter = PackedFingerprinter(algorithm=algorithm) if algorithm else PackedFingerprinter()
 

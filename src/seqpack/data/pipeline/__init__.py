@@ -14,7 +14,7 @@ from seqpack.data.pipeline._options import (
 )
 from seqpack.data.pipeline._pipeline import PackResult, overrides_for_result, pack_files
 from seqpack.data.pipeline._shape import TooLong
-from seqpack.data.pipeline._shard_tasks import read_slice, spool_is_intact, write_shard
+from seqpack.data.pipeline._shard_tasks import FAILED_CHUNK, read_slice, spool_is_intact, write_shard
 from seqpack.data.pipeline._sharded import (
     GlobalPlan,
     ShardedRun,
@@ -25,6 +25,7 @@ from seqpack.data.pipeline._sharded import (
     slice_inputs,
 )
 from seqpack.data.pipeline._staging import (
+    STAGING_OPTIONS,
     OutputShard,
     ShardJob,
     ShardOutcome,
@@ -34,6 +35,8 @@ from seqpack.data.pipeline._staging import (
 )
 
 __all__ = [
+    "FAILED_CHUNK",
+    "STAGING_OPTIONS",
     "GlobalPlan",
     "InputOptions",
     "LengthPolicy",

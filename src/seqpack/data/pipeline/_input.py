@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
+from seqpack._io import FILE, FILE_OR_DIRECTORY, expect_kind
+from seqpack.data.format import PACKED_KINDS, packed_columns, seqpack_output
 from seqpack.data.pipeline._options import InputOptions
-from seqpack.data.samples import text_fields
+from seqpack.data.samples import formats_help, input_columns, text_fields
 from seqpack.data.samples.text import ResolvedText, chat_options, check_templates, tokenizer_eos_id
-from seqpack.errors import UsageError, param
+from seqpack.errors import InputError, UsageError, param
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ def resolve_input(options: InputOptions) -> ResolvedInput:
     Pre-tokenized input with a tokenizer: the tokenizer only names the EOS (#15: rows made by a chat
     template end with its end token and a newline, so "the rows' last token" would pad with "\\n").
     """
+    check_input_files(options)
     eos_id = options.eos_id
     source = "--eos-id" if eos_id is not None else "inferred"
     if options.tokenizer is None:
@@ -54,6 +57,26 @@ def resolve_input(options: InputOptions) -> ResolvedInput:
         mode_from=mode_from,
     )
     return ResolvedInput(int(eos_id), source, spec)
+
+
+def check_input_files(options: InputOptions) -> None:
+    """Each path is what it must be, before anything opens it: an input a file or a datasets directory
+    and none of seqpack's own outputs nor packed data in any input format (a packed set read as samples
+    merges each pack's sequences into one sample), the chat template and tool schemas regular files. A
+    named pipe is refused (:func:`seqpack._io.wrong_kind`)."""
+    for path in options.paths:
+        expect_kind(path, FILE_OR_DIRECTORY)
+        kind = seqpack_output(path) or packed_columns(input_columns(path) or ())
+        if kind is not None:
+            instead = (
+                "give the samples it was packed from"
+                if kind in PACKED_KINDS
+                else f"give samples, one a row: {formats_help()}"
+            )
+            raise InputError(f"{path}: is {kind}, not samples; {instead}")
+    for chat_file in (options.chat_template, options.tool_schemas):
+        if chat_file is not None:
+            expect_kind(chat_file, FILE)
 
 
 def checked_text(

@@ -400,10 +400,10 @@ class _Outputs:
     @classmethod
     def of(cls, opts: PackOptions) -> _Outputs:
         out, split, n = opts.run.out_dir, opts.run.split, opts.size.pack_size
-        rejects = out / rejects_filename(split)
         if opts.run.layout is Layout.hf:
-            return cls(out / hf_filename(split), out / HF_METADATA, rejects, None)
+            return cls(out / hf_filename(split), out / HF_METADATA, out / rejects_filename(split), None)
         packed = out / packed_filename(split, n)
+        rejects = out / rejects_filename(split, n)
         return cls(packed, out / metadata_filename(n), rejects, out / sharded_dirname(split, n))
 
     def remove_sharded(self) -> None:

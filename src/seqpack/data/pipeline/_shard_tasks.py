@@ -37,7 +37,12 @@ from seqpack.data.pipeline._staging import (
 )
 from seqpack.data.pipeline._write import write_packed
 from seqpack.data.samples import ChunkToExamples, as_paths, chunk_rows_for, iter_chunks
+from seqpack.errors import SeqpackError
 from seqpack.fingerprint import PackedFingerprinter
+
+#: The attribute of an error raised in a slice that holds the number of the chunk it was raised on (the
+#: engine orders the errors of several slices as the local pack would meet them).
+FAILED_CHUNK = "seqpack_chunk"
 
 
 def read_slice(job: ShardJob, piece: ShardSlice) -> SliceOutcome:
@@ -96,7 +101,11 @@ def _spool_slice(job: ShardJob, piece: ShardSlice, spool: _SpoolToScratch) -> li
     for number, chunk in enumerate(chunks):
         if number % piece.every != piece.offset:
             continue
-        examples, shaped = shape_job(chunk)
+        try:
+            examples, shaped = shape_job(chunk)
+        except SeqpackError as exc:  # where in the local order it happened: the driver reports the first
+            setattr(exc, FAILED_CHUNK, number)
+            raise
         spool.add(examples, shaped, shape_job.spec)
         ends.append(spool.rejects.tell())
         fault_point("shard")

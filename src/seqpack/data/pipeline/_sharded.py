@@ -17,7 +17,6 @@ run killed before that rename leaves no packed file under a name any reader look
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from dataclasses import asdict, dataclass, replace
@@ -28,9 +27,11 @@ import numpy as np
 import orjson
 
 from seqpack._faults import fault_point
-from seqpack._io import atomic_path, fsync_dir
+from seqpack._io import atomic_path, fsync_dir, make_dirs, remove_made_dirs
 from seqpack.data.format import (
+    ENGINE_KEY,
     ROW_GROUP_SIZE,
+    SHARD_COUNT_KEY,
     Layout,
     MetadataEntry,
     PackRecord,
@@ -52,12 +53,15 @@ from seqpack.data.pipeline._pipeline import (
 from seqpack.data.pipeline._staging import (
     STAGING_VERSION,
     OutputShard,
+    RunFacts,
     ShardJob,
     ShardOutcome,
     ShardSlice,
     SliceLengths,
     SliceOutcome,
     StagingPaths,
+    identity_differences,
+    staging_identity,
 )
 from seqpack.data.samples import ChunkToExamples, as_paths, chunk_rows_for, iter_chunks
 from seqpack.data.samples.text import ResolvedText
@@ -97,10 +101,19 @@ class ShardedRun:
     record: PackRecord  # as resolving knows it (the commit adds what the shards measured)
     resumed: bool
     lock: OutputLock
+    made: list[Path]  # the directories this run created (the output directory and its parents)
 
     def release(self) -> None:
         """Let another run write to the output directory (after the commit, or on any error)."""
         self.lock.release()
+
+    def discard(self) -> None:
+        """After a run failed on its data (or a full disk): remove its staging directory and the folders it
+        made, as a failed local pack leaves nothing; a corrected run then starts over instead of being
+        refused as another run. A stopped run (killed, interrupted) keeps them: it resumes."""
+        shutil.rmtree(self.job.staging.root, ignore_errors=True)
+        self.release()
+        remove_made_dirs(self.made)
 
 
 def check_sharded(opts: PackOptions) -> None:
@@ -128,17 +141,18 @@ def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
     if eos_id is None:
         eos_id = _infer_eos(inputs, run.text, opts)
     staging = StagingPaths(opts.run.out_dir, opts.run.split, opts.size.pack_size)
-    identity = _identity(run.record.to_dict(), inputs, shards)
-    opts.run.out_dir.mkdir(parents=True, exist_ok=True)
+    identity = staging_identity(RunFacts(opts, run.text, run.record.tokenizer_sha256, shards))
+    made = make_dirs(opts.run.out_dir)
     lock = claim_output_dir(opts.run.out_dir)  # one driver per output directory, as locally
     try:
         run_id, resumed = _open_staging(staging, identity, run.record.run_id, opts.run.overwrite)
     except BaseException:
         lock.release()
+        remove_made_dirs(made)
         raise
     record = replace(run.record, run_id=run_id)  # a resumed run keeps the staged run's id
     job = ShardJob(opts, tuple(inputs), run.text, int(eos_id), check_eos, run_id, staging)
-    return ShardedRun(job, slices, run.outputs, record, resumed, lock)
+    return ShardedRun(job, slices, run.outputs, record, resumed, lock, made)
 
 
 def _infer_eos(inputs: list[Path], text: ResolvedText | None, opts: PackOptions) -> int:
@@ -150,40 +164,39 @@ def _infer_eos(inputs: list[Path], text: ResolvedText | None, opts: PackOptions)
     return most_common_last_token(examples.tokens, np.cumsum(examples.lengths))
 
 
-def _identity(record: dict[str, Any], inputs: list[Path], shards: int) -> str:
-    """What makes two commands the same run: the record's settings and the inputs' sizes and times."""
-    settings = {k: v for k, v in record.items() if k not in ("run_id", "version")}
-    stats = []
-    for path in inputs:
-        st = path.stat()
-        stats.append([os.fspath(path), st.st_size, st.st_mtime_ns])
-    text = orjson.dumps(
-        {"settings": settings, "inputs": stats, "shards": shards}, option=orjson.OPT_SORT_KEYS
-    )
-    return hashlib.sha256(text).hexdigest()
-
-
-def _open_staging(staging: StagingPaths, identity: str, run_id: str, overwrite: bool) -> tuple[str, bool]:
-    """The run id to write under: the staged run's when it is the same command (resume), else ``run_id``."""
+def _open_staging(
+    staging: StagingPaths, identity: dict[str, Any], run_id: str, overwrite: bool
+) -> tuple[str, bool]:
+    """The run id to write under: the staged run's when this run has its identity (resume), else
+    ``run_id`` in a new staging directory; a staged run of another identity is refused (exit 2, naming
+    the options that differ) unless ``overwrite``."""
     manifest = staging.root / "run.json"
     if staging.root.exists():
         try:
             staged = orjson.loads(manifest.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             staged = {}
-        same = staged.get("identity") == identity and staged.get("version") == STAGING_VERSION
-        if same and not overwrite:
+        same_version = isinstance(staged, dict) and staged.get("version") == STAGING_VERSION
+        differing = identity_differences(staged.get("identity") or {}, identity) if same_version else []
+        if same_version and not differing and not overwrite:
             return str(staged["run_id"]), True
-        if not same and not overwrite:
-            raise UsageError(
-                f"{staging.root}: a stopped run of another command is staged here "
-                f"(pass {param('overwrite')} to start over)"
-            )
+        if not overwrite:
+            raise _another_run(staging, differing)
         shutil.rmtree(staging.root)
     staging.root.mkdir(parents=True)
     with atomic_path(manifest) as tmp:
         tmp.write_bytes(orjson.dumps({"version": STAGING_VERSION, "identity": identity, "run_id": run_id}))
     return run_id, False
+
+
+def _another_run(staging: StagingPaths, differing: list[str]) -> UsageError:
+    """A stopped run of other options is staged: name them (the inputs by what changed)."""
+    names = [("the inputs (a file's list, size or time)" if n == "paths" else param(n)) for n in differing]
+    what = f"with other {', '.join(names)}" if names else "by another seqpack version"
+    return UsageError(
+        f"{staging.root}: a stopped run is staged here {what}; run the same command again to resume it, "
+        f"or pass {param('overwrite')} to start over"
+    )
 
 
 @dataclass
@@ -341,8 +354,9 @@ def commit_sharded(
         .with_fingerprint(fingerprinter.result().to_dict())
         .committed(_input_hash(job, slices), plan.counts.record(plan.num_packs))
     )
-    engine = {"name": "ray", "shards": len(sharded.slices), "planned": "once"}
-    entry = MetadataEntry.from_values(plan.bridge_values, {**record.to_dict(), "engine": engine})
+    # the output shards' count: a reader refuses the set's folder with fewer (check_shard_count)
+    engine = {"name": "ray", "shards": len(sharded.slices), "planned": "once", SHARD_COUNT_KEY: len(shards)}
+    entry = MetadataEntry.from_values(plan.bridge_values, {**record.to_dict(), ENGINE_KEY: engine})
     outputs = sharded.outputs
     write_metadata_entry(outputs.metadata, entry)
     fault_point("commit")

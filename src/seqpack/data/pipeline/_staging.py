@@ -4,7 +4,8 @@ A sharded split is staged, hidden, beside its final directory while the run goes
 workers share it (it must be on a filesystem every node sees)::
 
     out/.training_4096.staging/
-        run.json                                  the run id and the identity of the command (resume)
+        run.json                                  the run id and the run's identity (resume): the value of
+                                                  every option that shapes a slice or a shard
         spool/00000/tokens.u32, mask.u8, offsets.i64   input slice 0's shaped samples (phase 1)
         read/00000.json                           what slice 0 measured (its record, written last)
         read/00000.lengths.npz                    its runtime lengths, samples and rejects bytes per chunk
@@ -21,6 +22,8 @@ still checks the files against it before reusing them.
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,10 +36,12 @@ from seqpack.data.format import shard_filename, sharded_dirname
 from seqpack.data.pipeline._options import PackOptions
 from seqpack.data.pipeline._pipeline import Counts
 from seqpack.data.pipeline._shape import Shaping
-from seqpack.data.samples.text import ResolvedText
+from seqpack.data.samples import chunk_rows_for
+from seqpack.data.samples.text import ResolvedText, TextOptions
+from seqpack.packing import CostModel
 
 #: Version of ``run.json`` and the records (a staging directory of another version is not reused).
-STAGING_VERSION = 3
+STAGING_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,82 @@ class ShardJob:
             opts.bridge_compat,
             False,
         )
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run's options resolved to, for :func:`staging_identity`: the options, the text step (``None``:
+    pre-tokenized input), the tokenizer files' hash and the number of input slices."""
+
+    opts: PackOptions
+    text: ResolvedText | None
+    tokenizer_sha256: str | None
+    shards: int
+
+
+def _file_hash(path: Path | None) -> str | None:
+    return None if path is None else hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _inputs(facts: RunFacts) -> list[list[Any]]:
+    """Each input as it is now: its path, size and modification time (a file rewritten in place differs)."""
+    return [[os.fspath(p), p.stat().st_size, p.stat().st_mtime_ns] for p in facts.opts.input.paths]
+
+
+def _cost_model(model: CostModel | None) -> dict[str, Any] | None:
+    return None if model is None else model.to_record()
+
+
+def _text_setting(name: str) -> Callable[[RunFacts], Any]:
+    """A text setting (``TextOptions``): it shapes the samples of text input only."""
+    return lambda f: None if f.text is None else getattr(f.opts.input.text, name)
+
+
+#: Every option of ``pack`` and ``pack --engine ray`` (``PackOptions``' fields, the engine's keywords), and
+#: whether a stopped run staged with another value of it may be resumed. ``identity``: the option shapes
+#: what a slice or a shard holds, and its value -- effective, as the run resolves it -- is part of the
+#: staged run's identity: a run with another value is refused, ``--overwrite`` starts over (resuming
+#: reused slices read otherwise: a resumed ``--chunk-rows`` packed 975 of 1,000 samples, some twice).
+#: ``place``: it names the staging directory itself (another value stages elsewhere). ``run``: it changes
+#: how the run goes, never what it makes. An option missing here is refused by the tests.
+STAGING_OPTIONS: dict[str, tuple[str, Callable[[RunFacts], Any] | None]] = {
+    "paths": ("identity", _inputs),
+    "tokenizer": ("identity", lambda f: f.tokenizer_sha256),
+    "eos_id": ("identity", lambda f: f.opts.input.eos_id),
+    "chat_template": ("identity", lambda f: _file_hash(f.opts.input.chat_template)),
+    "tool_schemas": ("identity", lambda f: _file_hash(f.opts.input.tool_schemas)),
+    "chunk_rows": ("identity", lambda f: chunk_rows_for(f.text, f.opts.input.chunk_rows)),
+    **{t.name: ("identity", _text_setting(t.name)) for t in fields(TextOptions)},
+    "pad_seq_to_mult": ("identity", lambda f: f.opts.size.pad_seq_to_mult),
+    "algorithm": ("identity", lambda f: f.opts.algorithm),
+    "cost_model": ("identity", lambda f: _cost_model(f.opts.size.cost_model)),
+    "seed": ("identity", lambda f: f.opts.packing_seed),
+    "max_seq_length": ("identity", lambda f: f.opts.max_seq_length),
+    "too_long": ("identity", lambda f: None if f.opts.bridge_compat else f.opts.too_long.value),
+    "bridge_compat": ("identity", lambda f: f.opts.bridge_compat),
+    "layout": ("identity", lambda f: f.opts.run.layout.value),
+    "shards": ("identity", lambda f: f.shards),
+    "out_dir": ("place", None),
+    "split": ("place", None),
+    "pack_size": ("place", None),
+    "workers": ("run", None),
+    "scratch_dir": ("run", None),
+    "overwrite": ("run", None),
+    "quiet": ("run", None),
+    "engine": ("run", None),
+    "ray_address": ("run", None),
+}
+
+
+def staging_identity(facts: RunFacts) -> dict[str, Any]:
+    """The staged run's identity: each ``identity`` option's effective value (JSON)."""
+    values = {name: get(facts) for name, (kind, get) in STAGING_OPTIONS.items() if get is not None}
+    return orjson.loads(orjson.dumps(values, option=orjson.OPT_SORT_KEYS))
+
+
+def identity_differences(staged: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """The options whose values differ between a staged run's identity and this run's, in table order."""
+    return [name for name in STAGING_OPTIONS if name in now and staged.get(name) != now[name]]
 
 
 _R = TypeVar("_R", bound="_Record")

@@ -5,7 +5,14 @@ the workers that convert chunks in order; text records go through :mod:`seqpack.
 
 from seqpack.data.samples._example_data import EXAMPLE_EOS_ID, example_dataset_path
 from seqpack.data.samples._examples import IDS_FIELD, Examples
-from seqpack.data.samples._formats import INPUT_FORMATS, InputFormat, formats_help, iter_chunks, known_rows
+from seqpack.data.samples._formats import (
+    INPUT_FORMATS,
+    InputFormat,
+    formats_help,
+    input_columns,
+    iter_chunks,
+    known_rows,
+)
 from seqpack.data.samples._ingest import (
     ChunkToExamples,
     as_paths,
@@ -30,6 +37,7 @@ __all__ = [
     "default_workers",
     "example_dataset_path",
     "formats_help",
+    "input_columns",
     "iter_chunks",
     "known_rows",
     "text_fields",

@@ -24,13 +24,17 @@ from seqpack.data.samples._readers import (
     DEFAULT_CHUNK_ROWS,
     RawChunk,
     arrow_chunks,
+    arrow_columns,
     datasets_chunks,
+    datasets_columns,
     is_datasets_dir,
     jsonl_chunks,
+    jsonl_columns,
     parquet_chunks,
+    parquet_columns,
     parquet_rows,
 )
-from seqpack.errors import InputError
+from seqpack.errors import InputError, SeqpackError
 
 #: ``(source index, path, records per chunk) -> chunks``: what a format's reader is.
 Reader = Callable[[int, Path, int], Iterator[RawChunk]]
@@ -48,6 +52,8 @@ class InputFormat:
     compressed: bool = False  #: the reader decompresses gzip/zstd/bz2 (:func:`seqpack._io.open_input`)
     holds: Callable[[Path], bool] | None = None  #: a directory of this format
     rows: Callable[[Path], int] | None = None  #: records, known without reading them (Parquet's footer)
+    #: the columns (a record's keys), read without reading the rows: a table of packs is refused as input
+    columns: Callable[[Path], list[str] | None] | None = None
 
     @property
     def shown(self) -> str:
@@ -63,10 +69,23 @@ class InputFormat:
 
 
 INPUT_FORMATS: tuple[InputFormat, ...] = (
-    InputFormat("JSON Lines", (".jsonl", ".json", ".ndjson"), jsonl_chunks, unit="line", compressed=True),
-    InputFormat("Parquet", PARQUET_SUFFIXES, parquet_chunks, rows=parquet_rows),
-    InputFormat("Arrow IPC", (".arrow", ".arrows"), arrow_chunks),
-    InputFormat("a datasets save_to_disk directory", (), datasets_chunks, holds=is_datasets_dir),
+    InputFormat(
+        "JSON Lines",
+        (".jsonl", ".json", ".ndjson"),
+        jsonl_chunks,
+        unit="line",
+        compressed=True,
+        columns=jsonl_columns,
+    ),
+    InputFormat("Parquet", PARQUET_SUFFIXES, parquet_chunks, rows=parquet_rows, columns=parquet_columns),
+    InputFormat("Arrow IPC", (".arrow", ".arrows"), arrow_chunks, columns=arrow_columns),
+    InputFormat(
+        "a datasets save_to_disk directory",
+        (),
+        datasets_chunks,
+        holds=is_datasets_dir,
+        columns=datasets_columns,
+    ),
 )
 
 
@@ -91,6 +110,16 @@ def input_format(path: Path) -> InputFormat:
     return found
 
 
+def input_columns(path: Path) -> list[str] | None:
+    """The columns of input ``path`` as its format reads them without its rows (:attr:`InputFormat.columns`);
+    ``None`` when they cannot be known so: its reader then says why it cannot be read."""
+    try:
+        fmt = input_format(path)
+        return None if fmt.columns is None else fmt.columns(path)
+    except (SeqpackError, OSError, ValueError, pa.ArrowException):
+        return None
+
+
 def iter_chunks(
     paths: Sequence[Path], chunk_rows: int = DEFAULT_CHUNK_ROWS, sources: Sequence[int] | None = None
 ) -> Iterator[RawChunk]:
@@ -105,14 +134,15 @@ def iter_chunks(
 
 
 def _read_checked(fmt: InputFormat, source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
-    """``fmt``'s chunks of ``path``; an Arrow or OS error from its reader becomes one InputError line."""
+    """``fmt``'s chunks of ``path``; an Arrow or OS error from its reader, or a column name that is not
+    UTF-8 (an Arrow IPC schema's names are decoded as they are read), becomes one InputError line."""
     chunks = fmt.read(source, path, chunk_rows)
     last: int | None = None  # the line/row of the last record handed on
     try:
         while True:
             try:
                 chunk = next(chunks, None)
-            except (pa.ArrowException, OSError) as exc:
+            except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:  # a name that is not UTF-8
                 raise _unreadable(fmt, path, last, exc) from None
             if chunk is None:
                 return

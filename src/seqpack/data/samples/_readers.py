@@ -18,6 +18,7 @@ from typing import Any
 
 import numba
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -185,18 +186,44 @@ def arrow_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]
     buffer would be read as tokens), and a stream must end with its end-of-stream marker: one cut at a
     batch boundary reads without an error, as a shorter dataset."""
     with pa.memory_map(os.fspath(path)) as mapped:
-        is_file = mapped.read(len(_IPC_FILE_MAGIC)) == _IPC_FILE_MAGIC
-        mapped.seek(0)
+        reader, is_file = _open_ipc(mapped)
         if is_file:
-            reader = pa.ipc.open_file(mapped)
             batches: Iterator[pa.RecordBatch] = (
                 reader.get_batch(i) for i in range(reader.num_record_batches)
             )
         else:
-            batches = iter(pa.ipc.open_stream(mapped))
+            batches = iter(reader)
         yield from table_chunks(source, path, _validated(batches, chunk_rows))
         if not is_file and (mapped.size() < 8 or mapped.read_at(8, mapped.size() - 8) != _IPC_END_OF_STREAM):
             raise pa.ArrowInvalid("the stream has no end-of-stream marker: it was cut short")
+
+
+def _open_ipc(mapped: pa.MemoryMappedFile) -> tuple[Any, bool]:
+    """An Arrow IPC reader of ``mapped`` (a file's, or a stream's) and whether it is a file."""
+    is_file = mapped.read(len(_IPC_FILE_MAGIC)) == _IPC_FILE_MAGIC
+    mapped.seek(0)
+    return (pa.ipc.open_file(mapped) if is_file else pa.ipc.open_stream(mapped)), is_file
+
+
+def arrow_columns(path: Path) -> list[str]:
+    """Columns of an Arrow IPC file or stream, from its schema (no batch is read)."""
+    with pa.memory_map(os.fspath(path)) as mapped:
+        return list(_open_ipc(mapped)[0].schema.names)
+
+
+def parquet_columns(path: Path) -> list[str]:
+    """Columns of a Parquet file, from its footer."""
+    return list(open_parquet(path).schema_arrow.names)
+
+
+def jsonl_columns(path: Path) -> list[str] | None:
+    """Keys of a JSON Lines file's first record (one line read), ``None`` when it is no object."""
+    with open_input(path) as handle:
+        for line in iter(lambda: handle.readline(MAX_LINE_BYTES), b""):
+            if line.strip():
+                record = orjson.loads(line)
+                return list(record) if isinstance(record, dict) else None
+    return None
 
 
 def _validated(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
@@ -275,6 +302,20 @@ def is_datasets_dir(path: Path) -> bool:
     """A Hugging Face ``datasets`` ``save_to_disk`` directory (one split: ``state.json``; a DatasetDict:
     ``dataset_dict.json``, refused by the reader with the split to pass)."""
     return any((path / name).exists() for name in ("dataset_info.json", "state.json", "dataset_dict.json"))
+
+
+def datasets_columns(path: Path) -> list[str] | None:
+    """Columns of one split saved by ``Dataset.save_to_disk`` (``None`` for a DatasetDict, or without
+    ``datasets``: the reader says why)."""
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - optional extra
+        return None
+    try:
+        dataset = datasets.load_from_disk(os.fspath(path))
+    except Exception:  # datasets' own errors as well: the reader words them
+        return None
+    return None if isinstance(dataset, datasets.DatasetDict) else list(dataset.column_names)
 
 
 def datasets_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:

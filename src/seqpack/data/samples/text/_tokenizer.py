@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from seqpack._io import DIRECTORY, TOKENIZER_DIRECTORY, expect_kind
 from seqpack.data.samples.text._tokenizer_proof import prove_real
 from seqpack.errors import InputError
 
@@ -24,6 +25,7 @@ def load_tokenizer(path: Path) -> Any:
     key = os.fspath(path)
     if key in _TOKENIZERS:
         return _TOKENIZERS[key]
+    expect_kind(path, DIRECTORY, TOKENIZER_DIRECTORY)
     if not path.is_dir():
         raise InputError(f"{key}: tokenizer directory does not exist")
     try:

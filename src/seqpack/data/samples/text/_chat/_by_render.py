@@ -35,6 +35,13 @@ import numpy as np
 
 from seqpack.data.samples.text._chat._render import Encoded, Renderer
 
+#: Why a template's renders cannot be compared: refused before any row is read when two renders of a probe
+#: conversation differ (:mod:`._path`), else for a row whose renders differ (the date changed mid-run).
+DIFFERING_RENDERS = (
+    "the chat template renders the same conversation differently on two calls (it writes the time or "
+    "another value that changes, e.g. strftime_now), so its assistant turns cannot be found by rendering"
+)
+
 
 @dataclass(frozen=True)
 class RowTurns:
@@ -71,7 +78,8 @@ def turns_by_render(
         turn = through.get((r, i), whole)
         reason = _inconsistent(i, prompt, turn, whole)
         if reason is not None:
-            refused[r] = reason
+            again = renderer.render([conversations[r]], [tools[r]])[0]
+            refused[r] = reason if again == whole else f"assistant turn {i}: {DIFFERING_RENDERS}"
             continue
         assert isinstance(prompt, str) and isinstance(turn, str)
         chars[r].append((len(prompt), len(turn)))

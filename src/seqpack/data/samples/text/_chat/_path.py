@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from seqpack.data.samples.text._chat._by_render import DIFFERING_RENDERS
 from seqpack.data.samples.text._chat._explicit import marker_ids
 from seqpack.data.samples.text._chat._markers import GENERATION_BLOCK, infer_markers
 from seqpack.data.samples.text._chat._render import Renderer
@@ -32,13 +33,6 @@ from seqpack.data.samples.text._settings import ResolvedText
 from seqpack.errors import InputError, UsageError, param
 
 EXPLICIT, GENERATION, MARKERS, RENDERING = "explicit", "generation", "markers", "rendering"
-#: What each path is called in messages, summaries and docs.
-DESCRIPTIONS = {
-    EXPLICIT: "explicit assistant markers",
-    GENERATION: "{% generation %} blocks",
-    MARKERS: "turn markers Bridge knows",
-    RENDERING: "rendering the conversation's prefixes",
-}
 _PROBE = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there"}]
 _CACHE: dict[tuple[int, str, bool, bool], str] = {}
 
@@ -74,7 +68,22 @@ def _path(template: Template, renderer: Renderer, *, compat: bool, explicit: boo
             f"Bridge 0.6.2 builds it; {generation_hint(template)} (without {param('bridge_compat')} seqpack "
             "finds the turns by rendering)"
         )
+    _check_renders_alike(template, renderer)
     return RENDERING
+
+
+def _check_renders_alike(template: Template, renderer: Renderer) -> None:
+    """Refuse (exit 2, before any row is read) a template whose render of one conversation differs between
+    two calls: finding turns by rendering compares renders of a conversation's prefixes made in separate
+    calls, so a template that writes the time (``strftime_now`` with seconds) had every row refused as
+    one that "opens a turn otherwise than its generation prompt". A date alone renders alike within a run;
+    a row whose renders differ anyway (the date changed) is refused naming this cause (:mod:`._by_render`)."""
+    first, second = (renderer.render([_PROBE], [None])[0] for _ in range(2))
+    if isinstance(first, str) and isinstance(second, str) and first != second:
+        raise InputError(
+            f"{template.where}: {DIFFERING_RENDERS}; write a fixed value instead, mark the assistant text "
+            f"with {{% generation %}}, or give {param('assistant_start')}/{param('assistant_end')}"
+        )
 
 
 def _probe_ids(renderer: Renderer) -> np.ndarray | None:
