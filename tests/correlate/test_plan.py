@@ -146,6 +146,23 @@ def test_cli_writes_the_plan_into_a_new_run_folder(
     assert {k.name for k in KNOBS} <= knobs
 
 
+def test_two_plans_in_one_second_each_get_their_own_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The skill runs ``correlate plan --out runs`` twice back to back: both succeed, in two folders."""
+    import datetime as dt
+
+    frozen = dt.datetime(2026, 8, 30, 10, 15, 0, tzinfo=dt.timezone.utc)
+    monkeypatch.setattr("seqpack.correlate._plan._utc_now", lambda: frozen)
+    spec, out = write_spec(tmp_path, SPEC), tmp_path / "runs"
+    dirs = []
+    for _ in range(2):
+        assert main(["correlate", "plan", "--spec", str(spec), "--out", str(out), "--format", "json"]) == 0
+        dirs.append(Path(json.loads(capsys.readouterr().out)["run_dir"]))
+    assert [d.name for d in dirs] == ["correlate-20260830-101500", "correlate-20260830-101500-2"]
+    assert all((d / "plan.json").is_file() for d in dirs)
+
+
 def test_cli_text_shows_both_commands_and_the_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -133,17 +133,38 @@ class BlockedPlan:
         }
 
 
+def _utc_now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
 def new_run_dir(
     out: str | os.PathLike[str], prefix: str = RUN_PREFIX, now: _dt.datetime | None = None
 ) -> Path:
-    """A run folder name under ``out`` stamped with the time (UTC); refuses a name that already exists."""
-    stamp = (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(out) / f"{prefix}{stamp}"
-    if run_dir.exists() or run_dir.is_symlink():
-        raise UsageError(
-            f"{os.fspath(run_dir)}: run folder already exists (never overwritten); wait a second"
-        )
+    """A free run folder name under ``out`` stamped with the time (UTC): ``correlate-20260830-101500``, or
+    ``...-101500-2``, ``-3``, ... when that second's name is taken (two plans in one second each get their
+    own folder). Only a name: :func:`claim_run_dir` creates it."""
+    stamp = (now or _utc_now()).strftime("%Y%m%d-%H%M%S")
+    base = Path(out) / f"{prefix}{stamp}"
+    run_dir, n = base, 1
+    while run_dir.exists() or run_dir.is_symlink():
+        n += 1
+        run_dir = base.with_name(f"{base.name}-{n}")
     return run_dir
+
+
+def claim_run_dir(
+    out: str | os.PathLike[str], prefix: str = RUN_PREFIX, now: _dt.datetime | None = None
+) -> Path:
+    """Create a new run folder under ``out`` and return it; a name another process creates first is skipped
+    (the folder is made with ``mkdir``, which only one creator wins), never shared."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    while True:
+        run_dir = new_run_dir(out, prefix, now)
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            continue
+        return run_dir
 
 
 def _why(knob: Knob, value: Any, values: dict[str, Any]) -> str:
@@ -258,8 +279,10 @@ def make_run_dir(run_dir: Path) -> None:
 
 
 def write_plan(plan: CorrelationPlan) -> None:
-    """Create the run folder (never an existing one) with both sides' output folders and the plan files."""
-    make_run_dir(plan.run_dir)
+    """Write the plan files and both sides' output folders into the run folder: the empty one
+    :func:`claim_run_dir` made, or a new one (anything else by that name is refused, never reused)."""
+    if not (plan.run_dir.is_dir() and not plan.run_dir.is_symlink() and not any(plan.run_dir.iterdir())):
+        make_run_dir(plan.run_dir)
     for side in ("mlm", "bridge"):
         (plan.run_dir / side).mkdir()
     atomic_write_bytes(plan.run_dir / "plan.json", orjson.dumps(plan.to_dict(), option=orjson.OPT_INDENT_2))
