@@ -22,9 +22,10 @@ Bridge's ValueError/AssertionError) is answered as ``{"refused": "..."}``.
 
 Stand-ins, none in the config logic: the config child's (``seqpack.verify._bridge_config_child``: packages
 registered without their ``__init__``, placeholders for Energon and a Triton kernel module, Python 3.12's
-``typing.override``), plus ``megatron.bridge.recipes`` and ``.recipes.gpt`` registered bare (their ``__init__``
+``typing.override``), plus ``megatron.bridge.recipes``, ``.recipes.gpt`` and ``.recipes.gpt.h100`` registered bare (their ``__init__``
 imports every model family's recipes); an optimizer that is only a list of parameter groups (the scheduler
-reads and writes ``lr`` and ``weight_decay`` there). ``pretrain_gpt.py`` (not in the wheel) is restated in two
+reads and writes ``lr`` and ``weight_decay`` there); the GPU architecture ``validate_args`` asks for its
+environment checks, answered as an H100's (with ``CUDA_DEVICE_MAX_CONNECTIONS=1``, as the functional tests set). ``pretrain_gpt.py`` (not in the wheel) is restated in two
 facts: ``args_defaults={'tokenizer_type': 'GPT2BPETokenizer'}`` and its dataset config
 (``core_gpt_dataset_config_from_args``: ``random_seed=args.seed``, ``split=args.split``, the blend of
 ``get_blend_and_blend_per_split``, ...).
@@ -49,7 +50,11 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
     del sys.path[0]
 
 #: Bridge packages whose ``__init__`` imports what a GPT recipe does not need (every model family's recipes).
-RECIPE_PACKAGES = ("megatron.bridge.recipes", "megatron.bridge.recipes.gpt", "megatron.bridge.recipes.gpt.h100")
+RECIPE_PACKAGES = (
+    "megatron.bridge.recipes",
+    "megatron.bridge.recipes.gpt",
+    "megatron.bridge.recipes.gpt.h100",
+)
 #: Bridge recipe name -> (module, function) of the recipes the tests resolve.
 RECIPES = {
     "vanilla_gpt_pretrain_config": (
@@ -57,6 +62,8 @@ RECIPES = {
         "vanilla_gpt_pretrain_1gpu_h100_bf16_config",
     ),
 }
+#: The GPU architecture validate_args is told (Hopper: the functional tests' dgx_h100).
+DEVICE_ARCH = 9
 #: Iterations at which the LR and weight-decay schedules are read (plus warmup and decay edges per case).
 SAMPLED_ITERATIONS = (0, 1, 2, 3, 10, 50, 99, 100, 1000)
 
@@ -89,8 +96,14 @@ def plain(value: Any) -> Any:
 
 
 def dataclass_view(prefix: str, obj: Any, cls: type) -> dict[str, Any]:
-    """Every field of ``cls`` (a Megatron-Core config class) as ``prefix.field`` -> value on ``obj``."""
-    return {f"{prefix}.{f.name}": plain(getattr(obj, f.name, None)) for f in dataclasses.fields(cls)}
+    """Every field of ``cls`` (a Megatron-Core config class) as ``prefix.field`` -> value on ``obj``.
+
+    ``model.add_qkv_bias`` is what the attention layer builds: a QKV bias when ``add_bias_linear or
+    add_qkv_bias`` (Megatron-LM copies --add-qkv-bias from the linear bias, Bridge leaves it False)."""
+    view = {f"{prefix}.{f.name}": plain(getattr(obj, f.name, None)) for f in dataclasses.fields(cls)}
+    if prefix == "model":
+        view["model.add_qkv_bias"] = bool(obj.add_qkv_bias or obj.add_bias_linear)
+    return view
 
 
 class ParamGroups:
@@ -145,9 +158,17 @@ class Peer:
         from megatron.bridge.training.config import runtime_config_update
         from megatron.bridge.training.utils.omegaconf_utils import process_config_with_overrides
 
+        # validate_args asks the GPU's architecture (to check CUDA_DEVICE_MAX_CONNECTIONS and stream
+        # priorities, no config value): answered as the functional tests' H100 (9); no GPU here
+        arguments.get_device_arch_version = lambda: DEVICE_ARCH
+        os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"  # as the functional tests' ENV_VARS set it
         self.arguments, self.global_vars, self.training = arguments, global_vars, training
         self.blend = get_blend_and_blend_per_split
-        self.classes = {"model": TransformerConfig, "optimizer": OptimizerConfig, "ddp": DistributedDataParallelConfig}
+        self.classes = {
+            "model": TransformerConfig,
+            "optimizer": OptimizerConfig,
+            "ddp": DistributedDataParallelConfig,
+        }
         self.optim, self.runtime_config_update = optim, runtime_config_update
         self.process_overrides = process_config_with_overrides
 
@@ -158,12 +179,12 @@ class Peer:
         try:
             args = self.arguments.parse_args()
             self.arguments.validate_args(args, {"tokenizer_type": "GPT2BPETokenizer"})  # pretrain_gpt.py's
+            model = self.arguments.core_transformer_config_from_args(args)
         except SystemExit as exc:
             return {"refused": f"argparse exit {exc.code}"}
         except (AssertionError, ValueError) as exc:
-            return {"refused": f"{type(exc).__name__}: {exc}"}
+            return {"refused": f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}"}
         self.global_vars.set_args(args)
-        model = self.arguments.core_transformer_config_from_args(args)
         optimizer, _ = self.training.get_megatron_optimizer_config(args)
         ddp = self.training.get_megatron_ddp_config(args)
         scheduler = self.training.get_optimizer_param_scheduler(ParamGroups())
@@ -244,7 +265,16 @@ class Peer:
         }
         sections = {
             f"{section}.{f.name}": plain(getattr(getattr(cfg, section), f.name, None))
-            for section in ("train", "validation", "logger", "checkpoint", "dist", "tokenizer", "rng", "dataset")
+            for section in (
+                "train",
+                "validation",
+                "logger",
+                "checkpoint",
+                "dist",
+                "tokenizer",
+                "rng",
+                "dataset",
+            )
             if dataclasses.is_dataclass(getattr(cfg, section, None))
             for f in dataclasses.fields(getattr(cfg, section))
         }
@@ -256,7 +286,10 @@ class Peer:
             try:
                 results[case["id"]] = getattr(self, case["side"])(case)
             except Exception as exc:  # a crash of one case is that case's answer, with its trace
-                results[case["id"]] = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
+                results[case["id"]] = {
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "trace": traceback.format_exc(),
+                }
         return {"results": results}
 
 
