@@ -9,8 +9,8 @@ of its cases in one request::
     answers = peer.resolve([MlmCase("a", argv), BridgeCase("b", words)])
     knob_differences(answers["a"], answers["b"])   # [] when they train alike
 
-The first call starts the child (Bridge 0.6.2 and Megatron-Core 0.19.2 wheels first on its path); it lives until
-the test run ends.
+The first call starts the child (Bridge 0.6.2 and Megatron-Core 0.19.2 wheels first on its path); it lives
+until the test run ends.
 """
 
 from __future__ import annotations
@@ -62,6 +62,14 @@ NOT_KNOBS: Mapping[str, str] = {
     "optimizer.muon_momentum": "read only by the Muon optimizer",
     "optimizer.optimizer_offload_fraction": "read only with optimizer CPU offload",
     "optimizer.weight_decay": "the scheduler sets every group's weight decay each step (schedule.wd@*)",
+    "model.batch_p2p_comm": "how pipeline stages exchange activations (same values)",
+    "model.overlap_p2p_comm": "how pipeline stages exchange activations (same values)",
+    "ddp.align_param_gather": "when parameters are all-gathered (same values)",
+    "model.transformer_impl": (
+        "which modules run the layers (Transformer Engine or Megatron-Core's local ones, the same math);"
+        " Bridge builds them from model.transformer_layer_spec, not this field (--transformer-impl:"
+        " untranslated)"
+    ),
 }
 #: View keys read only under a condition on the same view: key -> (condition key, values where it is read).
 READ_WHEN: Mapping[str, tuple[str, tuple[Any, ...]]] = {
@@ -119,7 +127,8 @@ def _expand(word: str) -> str:
 
 
 def is_knob(key: str, view: Mapping[str, Any]) -> bool:
-    """Whether ``key`` is a training knob of a run resolved to ``view`` (:data:`NOT_KNOBS`, :data:`READ_WHEN`)."""
+    """Whether ``key`` is a training knob of a run resolved to ``view`` (:data:`NOT_KNOBS`,
+    :data:`READ_WHEN`)."""
     if key in NOT_KNOBS:
         return False
     condition = READ_WHEN.get(key)
@@ -145,7 +154,7 @@ def knob_differences(
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return a == b or abs(a - b) <= 1e-12 * max(abs(a), abs(b))
-    return bool(a == b) and type(a) is type(b) or (isinstance(a, int | float) and a == b)
+    return (bool(a == b) and type(a) is type(b)) or (isinstance(a, int | float) and a == b)
 
 
 class MlmBridge:

@@ -58,5 +58,6 @@ def format_value(value: Any) -> str:
 
 
 def override(key: str, value: Any) -> str:
-    """``key=value`` in run_recipe's override syntax (Hydra's quoting: :func:`seqpack._bridge_keys.override`)."""
+    """``key=value`` in run_recipe's override syntax (Hydra's quoting:
+    :func:`seqpack._bridge_keys.override`)."""
     return bridge_override(key, value)

@@ -12,13 +12,14 @@ from seqpack.translate._convert import (
 )
 from seqpack.translate._mlm_config import load_model_args, split_mlm_args
 from seqpack.translate._model import DEFAULT_RECIPE, MLM_DEFAULTS, RULES, VANILLA_RECIPE, swiglu_ffn_size
-from seqpack.translate._table import BY_FLAG, FLAG_TABLE, NO_BRIDGE_EQUIVALENT, FlagMapping
+from seqpack.translate._table import BY_FLAG, FLAG_TABLE, NO_BRIDGE_EQUIVALENT, NOT_PROVEN, FlagMapping
 
 __all__ = [
     "BY_FLAG",
     "DEFAULT_RECIPE",
     "FLAG_TABLE",
     "MLM_DEFAULTS",
+    "NOT_PROVEN",
     "NO_BRIDGE_EQUIVALENT",
     "RULES",
     "VANILLA_RECIPE",

@@ -283,7 +283,10 @@ def bridge_to_mlm_report(overrides: Mapping[str, Any]) -> ReverseTranslation:
             continue  # flags the couplings write (--group-query-attention, virtual pipeline stages)
         if mapping.kind == "value":
             present = [key for key in mapping.keys if key in remaining]
-            if present:
+            if present and remaining[present[0]] is None:  # null: the flag is not given
+                for key in present:
+                    remaining.pop(key)
+            elif present:
                 out.flags += [mapping.flag, *_flag_values(mapping, remaining[present[0]])]
                 for key in present:
                     remaining.pop(key)

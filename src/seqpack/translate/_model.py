@@ -150,9 +150,14 @@ def _schedule_kind(r: Resolution) -> None:
 
 
 def _virtual_pipeline(r: Resolution) -> None:
-    """``--num-layers-per-virtual-pipeline-stage n``: Megatron-LM's virtual pipeline size is the layers per
-    stage / n (1: none)."""
+    """Megatron-LM's virtual pipeline size: ``--num-virtual-stages-per-pipeline-rank``, or the layers per
+    stage / ``--num-layers-per-virtual-pipeline-stage``; a size of 1 is none (``None``), as in
+    ``validate_args``."""
+    stages = "--num-virtual-stages-per-pipeline-rank"
     flag = "--num-layers-per-virtual-pipeline-stage"
+    if stages in r.given:
+        size = int(r.given[stages])
+        r.set("model.virtual_pipeline_model_parallel_size", size if size > 1 else None, stages)
     if flag not in r.given:
         return
     if "--num-layers" not in r.given:
@@ -180,14 +185,28 @@ def _yarn(r: Resolution) -> None:
             r.set(f"model.yarn_{key}", r.given[flag], flag)
 
 
-def _deterministic(r: Resolution) -> None:
-    """Bridge's GPT provider fuses the cross-entropy loss by default, and refuses that with deterministic
-    mode; Megatron-LM fuses it only with --cross-entropy-loss-fusion."""
-    if "--deterministic-mode" in r.given and "--cross-entropy-loss-fusion" not in r.given:
-        r.set("model.cross_entropy_loss_fusion", False, "--deterministic-mode")
+def _async_save(r: Resolution) -> None:
+    """Megatron-LM turns --async-save off for distributed checkpoints without --use-persistent-ckpt-worker."""
+    torch_dist = r.value("--ckpt-format", "torch_dist") == "torch_dist"
+    if "--async-save" in r.given and torch_dist and "--use-persistent-ckpt-worker" not in r.given:
+        r.drop("checkpoint.async_save")
+        r.notes.append("--async-save: Megatron-LM turns it off without --use-persistent-ckpt-worker")
 
 
-#: Flags of multi-latent attention: fields of Megatron-Core's MLATransformerConfig, which a GPT provider lacks.
+def _cross_entropy_fusion(r: Resolution) -> None:
+    """Megatron-LM fuses the cross-entropy loss only with ``--cross-entropy-loss-fusion``; the recipe's GPT
+    provider fuses it by default, and Bridge refuses the fusion with deterministic mode (not deterministic)
+    and with the ``te`` implementation (unstable): with either, the translation turns the fusion off, as
+    Megatron-LM has it."""
+    if "--cross-entropy-loss-fusion" in r.given:
+        return
+    for flag, value in (("--deterministic-mode", True), ("--cross-entropy-fusion-impl", "te")):
+        if r.value(flag) == value:
+            r.set("model.cross_entropy_loss_fusion", False, flag)
+
+
+#: Flags of multi-latent attention: fields of Megatron-Core's MLATransformerConfig, which a GPT provider
+#: lacks.
 MLA_FLAGS = (
     "--multi-latent-attention",
     "--q-lora-rank",
@@ -227,9 +246,14 @@ RULES: tuple[Callable[[Resolution], None], ...] = (
     _schedule_kind,
     _virtual_pipeline,
     _yarn,
-    _deterministic,
+    _async_save,
+    _cross_entropy_fusion,
     _mla_on_gpt,
 )
+
+
+#: What a :class:`Default`'s value function returns where Megatron-LM has no value to write.
+SKIP = object()
 
 
 @dataclass(frozen=True)
@@ -254,6 +278,16 @@ def _split(given: Mapping[str, Any]) -> Any:
     return MLM_LEGACY_SPLIT if "--data-path" in given else None
 
 
+def _cp_comm_type(given: Mapping[str, Any]) -> Any:
+    """Megatron-LM's --cp-comm-type default (p2p); Bridge's provider leaves it unset."""
+    return "p2p" if int(given.get("--context-parallel-size", 1)) > 1 else SKIP
+
+
+def _wsd_style(given: Mapping[str, Any]) -> Any:
+    """Megatron-LM's --lr-wsd-decay-style default (exponential); Bridge's scheduler says minus_sqrt."""
+    return "exponential" if given.get("--lr-decay-style") == "WSD" else SKIP
+
+
 _WD = MLM_WEIGHT_DECAY
 
 #: Megatron-LM's value for what a full launch leaves out (``arguments.py``, ``pretrain_gpt.py``), as Bridge
@@ -273,6 +307,8 @@ MLM_DEFAULTS: tuple[Default, ...] = (
     Default("model.init_method_std", 0.02, ("--init-method-std",)),
     Default("model.sequence_parallel", False, ("model.sequence_parallel",)),
     Default("model.cross_entropy_loss_fusion", False, ("--cross-entropy-loss-fusion",)),
+    Default("model.cp_comm_type", _cp_comm_type, ("--cp-comm-type",)),
+    Default("scheduler.lr_wsd_decay_style", _wsd_style, ("--lr-wsd-decay-style",)),
     Default("optimizer.bf16", False, ("--bf16", "--fp16")),  # the recipe's optimizer is set up for bf16
     Default("ddp.grad_reduce_in_fp32", False, ("--bf16", "--fp16", "--accumulate-allreduce-grads-in-fp32")),
     Default("optimizer.min_lr", 0.0, ("--min-lr",)),
@@ -365,6 +401,8 @@ def full_launch_defaults(r: Resolution, recipe: str) -> None:
         if default.key == "model.ffn_hidden_size" and "--hidden-size" not in r.given:
             continue
         value = default.resolve(r.given)
+        if value is SKIP:
+            continue
         if default.key in known and known[default.key] == value and default.key not in RECIPE_OUTPUT_KEYS:
             continue
         r.set(default.key, value, "Megatron-LM default")

@@ -1,20 +1,23 @@
-"""The command lines the resolved-config tests put through both frameworks: a small full launch (BASE) and, per
-table row, what the row's flag adds to it (a value other than Megatron-LM's default, and what the flag needs
-beside it, e.g. ``--num-query-groups`` with ``--group-query-attention``).
+"""The command lines the resolved-config tests put through both frameworks: a small full launch (BASE)
+and, per table row, what the row's flag adds to it (a value other than Megatron-LM's default, and what the
+flag needs beside it, e.g. ``--num-query-groups`` with ``--group-query-attention``).
 
 A sample is ``(words, world size)``; ``-TRAIN`` among the words drops BASE's ``--train-iters`` (sample-based
-schedules), ``-MOCK`` drops its ``--mock-data`` (real data), and every flag of the sample replaces BASE's value of that flag.
+schedules), ``-MOCK`` drops its ``--mock-data`` (real data), and every flag of the sample replaces BASE's
+value of that flag.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-BASE = (
+_BASE_TEXT = (
     "--num-layers 4 --hidden-size 128 --num-attention-heads 4 --seq-length 256 --max-position-embeddings 256"
     " --micro-batch-size 2 --global-batch-size 16 --train-iters 100 --lr 3e-4 --mock-data"
     " --tokenizer-type NullTokenizer --vocab-size 1024"
-).split()
+)
+#: A small whole ``pretrain_gpt.py`` launch, every row's starting point.
+BASE = _BASE_TEXT.split()
 
 _ROPE = "--position-embedding-type rope --no-rope-fusion"  # rope fusion needs TE (no GPU here)
 _TP2 = "--tensor-model-parallel-size 2"
@@ -61,7 +64,7 @@ ROW_SAMPLES: Mapping[str, tuple[str, int]] = {
     "--no-bias-dropout-fusion": ("--no-bias-dropout-fusion", 1),
     "--no-rope-fusion": ("--position-embedding-type rope --no-rope-fusion", 1),
     "--cross-entropy-loss-fusion": ("--cross-entropy-loss-fusion", 1),
-    "--cross-entropy-fusion-impl": ("--cross-entropy-loss-fusion --cross-entropy-fusion-impl native", 1),
+    "--cross-entropy-fusion-impl": ("--cross-entropy-fusion-impl te", 1),
     "--squared-relu": ("--squared-relu --no-bias-gelu-fusion", 1),
     "--add-qkv-bias": ("--disable-bias-linear --add-qkv-bias", 1),
     "--fp16-lm-cross-entropy": ("--fp16 --fp16-lm-cross-entropy", 1),
@@ -84,6 +87,7 @@ ROW_SAMPLES: Mapping[str, tuple[str, int]] = {
     "--sequence-parallel": (f"{_TP2} --sequence-parallel", 2),
     "--pipeline-model-parallel-layout": (f"{_PP2} --pipeline-model-parallel-layout Et*2|t*2L", 2),
     "--num-layers-per-virtual-pipeline-stage": (f"{_PP2} --num-layers-per-virtual-pipeline-stage 1", 2),
+    "--num-virtual-stages-per-pipeline-rank": (f"{_PP2} --num-virtual-stages-per-pipeline-rank 2", 2),
     "--account-for-embedding-in-pipeline-split": (
         f"{_PP2} --num-layers 3 --account-for-embedding-in-pipeline-split",
         2,
@@ -111,8 +115,8 @@ ROW_SAMPLES: Mapping[str, tuple[str, int]] = {
         " --moe-router-bias-update-rate 0.01",
         1,
     ),
-    "--mtp-num-layers": ("--mtp-num-layers 1", 1),
-    "--mtp-loss-scaling-factor": ("--mtp-num-layers 1 --mtp-loss-scaling-factor 0.2", 1),
+    "--mtp-num-layers": (f"{_ROPE} --mtp-num-layers 1", 1),
+    "--mtp-loss-scaling-factor": (f"{_ROPE} --mtp-num-layers 1 --mtp-loss-scaling-factor 0.2", 1),
     "--moe-router-enable-expert-bias": (
         f"{_MOE} --moe-router-score-function sigmoid --moe-router-enable-expert-bias",
         1,
@@ -216,7 +220,7 @@ ROW_SAMPLES: Mapping[str, tuple[str, int]] = {
     "--exit-on-missing-checkpoint": ("--exit-on-missing-checkpoint", 1),
     "--use-checkpoint-args": ("--load /runs/ckpt --use-checkpoint-args", 1),
     "--ckpt-step": ("--load /runs/ckpt --ckpt-step 5", 1),
-    "--async-save": ("--save /runs/ckpt --save-interval 50 --async-save", 1),
+    "--async-save": ("--save /runs/ckpt --save-interval 50 --async-save --use-persistent-ckpt-worker", 1),
     "--use-persistent-ckpt-worker": ("--use-persistent-ckpt-worker", 1),
     "--no-ckpt-fully-parallel-save": ("--no-ckpt-fully-parallel-save", 1),
     "--ckpt-fully-parallel-load": ("--ckpt-fully-parallel-load", 1),
