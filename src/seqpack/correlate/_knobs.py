@@ -245,9 +245,6 @@ KNOBS: tuple[Knob, ...] = (
     ),
 )
 
-#: Knobs whose value the plan derives from the run folder rather than from the spec.
-OUTPUT_KEYS = ("checkpoint.save", "logger.tensorboard_dir", "checkpoint.save_interval")
-
 
 def effective(knob: Knob, settings: dict[str, Any], default: Any, resolved: dict[str, Any]) -> Any:
     """A knob's value on one side (spec spelling): its first Bridge key that is set, else the default."""
