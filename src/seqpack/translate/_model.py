@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqpack.translate._table import BF16_PRESET, BY_FLAG
+from seqpack.translate._table import BF16_PRESET, BY_FLAG, MLA_FLAGS
 
 #: Bridge's recipe run_recipe.py starts from when none is named: the one meant to mirror pretrain_gpt.py.
 DEFAULT_RECIPE = "vanilla_gpt_pretrain_config"
@@ -203,21 +203,6 @@ def _cross_entropy_fusion(r: Resolution) -> None:
     for flag, value in (("--deterministic-mode", True), ("--cross-entropy-fusion-impl", "te")):
         if r.value(flag) == value:
             r.set("model.cross_entropy_loss_fusion", False, flag)
-
-
-#: Flags of multi-latent attention: fields of Megatron-Core's MLATransformerConfig, which a GPT provider
-#: lacks.
-MLA_FLAGS = (
-    "--multi-latent-attention",
-    "--q-lora-rank",
-    "--kv-lora-rank",
-    "--qk-head-dim",
-    "--qk-pos-emb-head-dim",
-    "--v-head-dim",
-    "--rotary-scaling-factor",
-    "--mscale",
-    "--mscale-all-dim",
-)
 
 
 def _mla_on_gpt(r: Resolution) -> None:

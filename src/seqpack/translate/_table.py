@@ -298,21 +298,26 @@ NO_BRIDGE_EQUIVALENT: Mapping[str, str] = {
     ),
 }
 
+#: Flags of multi-latent attention: fields of Megatron-Core's MLATransformerConfig, which a GPT provider
+#: lacks.
+MLA_FLAGS = (
+    "--multi-latent-attention",
+    "--q-lora-rank",
+    "--kv-lora-rank",
+    "--qk-head-dim",
+    "--qk-pos-emb-head-dim",
+    "--v-head-dim",
+    "--rotary-scaling-factor",
+    "--mscale",
+    "--mscale-all-dim",
+)
+
+
 #: Rows whose resolved-config test cannot run here, and why (docs/translate.md's table shows it); every other
 #: row is proven on both frameworks' own config code (tests/translate/test_resolved.py).
 NOT_PROVEN: Mapping[str, str] = {
     **dict.fromkeys(
-        (
-            "--multi-latent-attention",
-            "--q-lora-rank",
-            "--kv-lora-rank",
-            "--qk-head-dim",
-            "--qk-pos-emb-head-dim",
-            "--v-head-dim",
-            "--rotary-scaling-factor",
-            "--mscale",
-            "--mscale-all-dim",
-        ),
+        MLA_FLAGS,
         "untranslated on the default recipe (its GPT provider has no MLA fields); an MLA model's recipe"
         " does not import without a GPU stack",
     ),
