@@ -7,6 +7,9 @@ later release is changed here once.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 # -- dataset: offline packing (bridge-format §1, §4) ----------------------------------------------------
 OFFLINE = "dataset.enable_offline_packing"
 SPECS = "dataset.offline_packing_specs"
@@ -42,3 +45,60 @@ MTP = "model.mtp_num_layers"
 GRAPH_IMPL = "model.cuda_graph_impl"
 GRAPH_SCOPE = "model.cuda_graph_scope"
 AVG_COLL = "ddp.average_in_collective"
+
+
+# -- spelling a value as an override ---------------------------------------------------------------------
+# run_recipe.py parses its overrides with Hydra's override grammar (``OverridesParser``, then OmegaConf):
+# unquoted, ``949,50,1`` is a sweep, ``[a,b]`` a list, ``1234`` an int, ``true`` a bool and ``null`` None.
+# A string is therefore written quoted unless Hydra would read it back, unquoted, as that same string.
+
+#: A string Hydra reads back unchanged without quotes: a path-like word that is no number, bool or null.
+_PLAIN_STRING = re.compile(r"[A-Za-z_/][A-Za-z0-9_/.:@+\-]*")
+#: Words Hydra's grammar reads as another type than str (case-insensitive).
+_NON_STRING_WORDS = frozenset({"true", "false", "null", "nan", "inf"})
+
+
+def override_value(value: Any) -> str:
+    """One value as Hydra's override grammar reads it back: ``true``/``false``, ``null``, numbers as Python
+    prints them, and strings bare or single-quoted (``'949,50,1'``, ``'it\\'s'``), never a sweep or a list.
+
+    >>> [override_value(v) for v in (True, None, 4096, 1e-05, "nccl", "949,50,1", "/data/my run,v2")]
+    ['true', 'null', '4096', '1e-05', 'nccl', "'949,50,1'", "'/data/my run,v2'"]
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value) if isinstance(value, float) else str(value)
+    text = str(value)
+    if _PLAIN_STRING.fullmatch(text) and text.lower() not in _NON_STRING_WORDS:
+        return text
+    return "'" + _escape_quoted(text) + "'"
+
+
+def _escape_quoted(text: str) -> str:
+    """Hydra's escapes inside a quoted value: a quote is ``\\'``, and backslashes are doubled only where
+    they stand before a quote or at the end (elsewhere a backslash is itself)."""
+    out: list[str] = []
+    run = 0  # backslashes seen just before the current character
+    for ch in text:
+        if ch == "\\":
+            run += 1
+            continue
+        if ch == "'":
+            out.append("\\" * (2 * run) + "\\'")
+        else:
+            out.append("\\" * run + ch)
+        run = 0
+    out.append("\\" * (2 * run))
+    return "".join(out)
+
+
+def override(key: str, value: Any) -> str:
+    """``key=value`` exactly as run_recipe.py must receive it (one argv word; quote it for a shell).
+
+    >>> override("dataset.split", "949,50,1")
+    "dataset.split='949,50,1'"
+    """
+    return f"{key}={override_value(value)}"

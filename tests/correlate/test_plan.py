@@ -89,6 +89,7 @@ RECIPE_DIFFERS = {
     "eval interval": 500,
     "log interval": 10,
     "lr warmup iters": 500,
+    "distributed optimizer": True,  # optimizer.use_distributed_optimizer=True, OR-ed with the ddp field
 }
 
 
@@ -146,6 +147,23 @@ def test_cli_writes_the_plan_into_a_new_run_folder(
     assert {k.name for k in KNOBS} <= knobs
 
 
+def test_two_plans_in_one_second_each_get_their_own_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The skill runs ``correlate plan --out runs`` twice back to back: both succeed, in two folders."""
+    import datetime as dt
+
+    frozen = dt.datetime(2026, 8, 30, 10, 15, 0, tzinfo=dt.timezone.utc)
+    monkeypatch.setattr("seqpack.correlate._plan._utc_now", lambda: frozen)
+    spec, out = write_spec(tmp_path, SPEC), tmp_path / "runs"
+    dirs = []
+    for _ in range(2):
+        assert main(["correlate", "plan", "--spec", str(spec), "--out", str(out), "--format", "json"]) == 0
+        dirs.append(Path(json.loads(capsys.readouterr().out)["run_dir"]))
+    assert [d.name for d in dirs] == ["correlate-20260830-101500", "correlate-20260830-101500-2"]
+    assert all((d / "plan.json").is_file() for d in dirs)
+
+
 def test_cli_text_shows_both_commands_and_the_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -159,7 +177,14 @@ def test_cli_text_shows_both_commands_and_the_table(
 
 
 # The knobs bridge-format §12 (correlation trap) says the skill's pairs leave unmatched.
-TRAP_1GPU = {"lr decay style", "lr warmup iters", "Adam beta2", "weight decay", "output folder"}
+TRAP_1GPU = {
+    "lr decay style",
+    "lr warmup iters",
+    "Adam beta2",
+    "weight decay",
+    "distributed optimizer",
+    "output folder",
+}
 TRAP_TP2 = TRAP_1GPU | {"lr", "min lr", "vocab size"}
 
 
@@ -179,7 +204,7 @@ def test_cli_from_skill(capsys: pytest.CaptureFixture[str]) -> None:
     pairs = json.loads(capsys.readouterr().out)["skill_pairs"]
     assert {m["knob"] for m in pairs[0]["unmatched"]} == TRAP_1GPU
     assert main(["correlate", "plan", "--from-skill"]) == 0
-    assert "lr decay style   MLM linear  vs  Bridge cosine" in capsys.readouterr().out
+    assert "lr decay style MLM linear vs Bridge cosine" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize(
@@ -235,6 +260,7 @@ def test_missing_required_field() -> None:
         ({"parallel.sp": True}, "CR009"),
         ({"data.mock": False}, "CR010"),
         ({"precision.grad_reduce_in_fp32": False}, "CR011"),
+        ({"precision.dtype": "fp16"}, "CR012"),
     ],
 )
 def test_incompatible_spec_blocks_the_plan(
@@ -270,26 +296,26 @@ def test_unreadable_spec_is_exit_2(tmp_path: Path) -> None:
     assert main(["correlate", "plan"]) == 2
 
 
-def test_mlm_command_round_trips_through_the_translate_table(tmp_path: Path) -> None:
-    """MLM flags -> Bridge overrides gives back the plan's own overrides (output folders differ by side)."""
+def test_the_bridge_side_is_the_mlm_commands_translation(tmp_path: Path) -> None:
+    """The Bridge overrides are ``seqpack translate``'s of the MLM command as a whole launch (output folders
+    differ by side), plus the knobs both launchers leave at one shared default."""
     spec = parse_spec(SPEC)
     plan = build_plan(spec, tmp_path / "run")
-    translation = mlm_to_bridge(mlm_side(plan.mlm.argv, spec["launch.mlm_script"]))
+    translation = mlm_to_bridge(mlm_side(plan.mlm.argv, spec["launch.mlm_script"]), full=True)
     assert translation.untranslated == ["--max-position-embeddings 512"]
     per_side = {"checkpoint.save", "logger.tensorboard_dir"}
-    back = {k: v for k, v in translation.overrides.items() if k not in per_side}
-    assert back == {k: v for k, v in plan.overrides.items() if k in back}
-    # Every Bridge key is reached, except those MLM expresses by its default or through a shared flag.
+    assert {k: v for k, v in translation.overrides.items() if k not in per_side} == {
+        k: v for k, v in plan.overrides.items() if k in translation.overrides and k not in per_side
+    }
+    # MLM's defaults, no flag needed, and the recipe's too: written so a new default cannot unmatch the pair.
     assert set(plan.overrides) - set(translation.overrides) == {
-        "dataset.random_seed",  # --seed seeds the mock data too
-        # MLM's defaults, no flag needed: SwiGLU off (GeLU), bias on, tied embeddings, no SP, no dist. opt.
         "model.gated_linear_unit",
-        "model.activation_func",
         "model.add_bias_linear",
         "model.share_embeddings_and_output_weights",
         "model.sequence_parallel",
         "ddp.use_distributed_optimizer",
     }
+    assert plan.overrides["optimizer.use_distributed_optimizer"] is False  # the recipe's True, OR-ed
 
 
 def test_llama_style_model_round_trips(tmp_path: Path) -> None:
@@ -368,8 +394,8 @@ def test_any_valid_spec_gives_a_matched_pair(
     doc["parallel"] = {"tp": tp, "sp": sp and tp > 1}
     doc["seed"] = {"init": seed}
     spec = parse_spec(doc)
-    if [f.id for f in check_spec(spec)] == ["CR011"]:
-        return  # bf16 without fp32 gradient reduce: MLM cannot express it, the plan is blocked
+    if [f.id for f in check_spec(spec)] in (["CR011"], ["CR012"]):
+        return  # gradient reduce in bf16 (MLM) or in fp32 under fp16 (Bridge): blocked, never half-matched
     plan = build_plan(spec, "/runs/correlate-20260830-101500")
     mlm = mlm_side(plan.mlm.argv, spec["launch.mlm_script"])
     unmatched, untranslated = unmatched_knobs(mlm, bridge_side(plan.bridge.argv))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shlex
 import sys
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from seqpack.cli import main
-from seqpack.correlate import new_run_dir, run_logged
+from seqpack.correlate import claim_run_dir, new_run_dir, run_logged
 
 TINY = Path(__file__).with_name("tiny_train.py")
 
@@ -90,27 +91,33 @@ def test_shell_mode_not_found_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert Path(report["runs"][1]["log"]).read_text() == "hi\n"
 
 
+FROZEN = dt.datetime(2026, 8, 30, 10, 15, 0, tzinfo=dt.timezone.utc)
+
+
 def test_existing_run_folder_is_never_overwritten(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     existing = tmp_path / "correlate-20260830-101500"
     existing.mkdir()
     (existing / "a.log").write_text("old log\n")
-    monkeypatch.setattr("seqpack.cli.correlate.new_run_dir", lambda out: existing)
-    assert main(["correlate", "run", "--a", "true", "--b", "true", "--out", str(tmp_path)]) == 2
-    assert "already exists" in capsys.readouterr().err
+    monkeypatch.setattr("seqpack.correlate._plan._utc_now", lambda: FROZEN)
+    # exit 1: two runs without a loss curve to compare; what matters here is where they ran
+    assert main(["correlate", "run", "--a", "true", "--b", "true", "--out", str(tmp_path)]) == 1
     assert [p.name for p in existing.iterdir()] == ["a.log"]
     assert (existing / "a.log").read_text() == "old log\n"
+    assert sorted(p.name for p in (tmp_path / "correlate-20260830-101500-2").iterdir())[:2] == [
+        "a.log",
+        "b.log",
+    ]
 
 
-def test_new_run_dir_refuses_an_existing_name(tmp_path: Path) -> None:
-    import datetime as dt
-
-    now = dt.datetime(2026, 8, 30, 10, 15, 0, tzinfo=dt.timezone.utc)
-    assert new_run_dir(tmp_path, now=now) == tmp_path / "correlate-20260830-101500"
+def test_new_run_dir_takes_the_next_free_name(tmp_path: Path) -> None:
+    assert new_run_dir(tmp_path, now=FROZEN) == tmp_path / "correlate-20260830-101500"
     (tmp_path / "correlate-20260830-101500").mkdir()
-    with pytest.raises(Exception, match="already exists"):
-        new_run_dir(tmp_path, now=now)
+    (tmp_path / "correlate-20260830-101500-2").write_text("a file is a taken name too")
+    assert new_run_dir(tmp_path, now=FROZEN) == tmp_path / "correlate-20260830-101500-3"
+    assert claim_run_dir(tmp_path, now=FROZEN).is_dir()
+    assert claim_run_dir(tmp_path, now=FROZEN) == tmp_path / "correlate-20260830-101500-4"
 
 
 def test_live_progress_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,8 +20,8 @@ from seqpack.correlate import (
     analyse_pair,
     build_plan,
     check_spec,
+    claim_run_dir,
     load_spec,
-    make_run_dir,
     new_run_dir,
     render_report,
     render_skill,
@@ -56,13 +56,15 @@ def _print_findings(findings: list[Finding], source: str, fmt: OutputFormat) -> 
         out_console.print(f"  {f.id} {f.message}\n        fix: {fixes}", markup=False, soft_wrap=True)
 
 
-def _checked_plan(spec_path: Path, out: Path, fmt: OutputFormat) -> CorrelationPlan:
+def _checked_plan(spec_path: Path, out: Path | None, fmt: OutputFormat) -> CorrelationPlan:
+    """The plan of a spec that passes its checks; with ``out``, in a run folder made new under it (nothing
+    is made for a blocked spec), else named under the current folder for the printed commands only."""
     spec = load_spec(spec_path)
     findings = check_spec(spec)
     if findings:
         _print_findings(findings, os.fspath(spec_path), fmt)
         raise typer.Exit(1)
-    return build_plan(spec, new_run_dir(out))
+    return build_plan(spec, claim_run_dir(out) if out is not None else new_run_dir(Path(".")))
 
 
 @app.command("plan")
@@ -94,7 +96,7 @@ def plan_command(
         return
     if spec is None:
         raise UsageError("pass --spec SPEC.yaml (or --from-skill)")
-    plan = _checked_plan(spec, out if out is not None else Path("."), fmt)
+    plan = _checked_plan(spec, out, fmt)
     if out is not None:
         write_plan(plan)
         err_console.print(
@@ -166,8 +168,7 @@ def run_command(
         )
     elif a is not None and b is not None:
         runs = (PlannedRun("a", _argv("--a", a, shell)), PlannedRun("b", _argv("--b", b, shell)))
-        run_dir = new_run_dir(out)
-        make_run_dir(run_dir)
+        run_dir = claim_run_dir(out)
     else:
         raise UsageError("pass --spec SPEC.yaml, or both --a CMD and --b CMD")
 

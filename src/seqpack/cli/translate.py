@@ -10,7 +10,13 @@ import typer
 from seqpack.cli._common import FormatOption, OutputFormat, QuietOption, emit_json, out_console
 from seqpack.doctor import load_config, range_problem
 from seqpack.errors import UsageError
-from seqpack.translate import bridge_to_mlm_report, format_override, load_model_args, mlm_to_bridge
+from seqpack.translate import (
+    DEFAULT_RECIPE,
+    bridge_to_mlm_report,
+    format_override,
+    load_model_args,
+    mlm_to_bridge,
+)
 
 translate_app = typer.Typer(
     help="Translate Megatron-LM flags to Bridge overrides and back.", no_args_is_help=True
@@ -22,18 +28,36 @@ translate_app = typer.Typer(
 )
 def mlm_to_bridge_cmd(
     flags: list[str] | None = typer.Argument(None, help="Megatron-LM flags (after --)."),
-    model_config: Path | None = typer.Option(None, "--model-config", help="Megatron-LM model_config.yaml."),
-    strict: bool = typer.Option(False, "--strict", help="Exit 1 when any flag has no Bridge equivalent."),
+    model_config: Path | None = typer.Option(
+        None, "--model-config", help="Megatron-LM model_config.yaml (a whole launch: implies --full)."
+    ),
+    recipe: str = typer.Option(
+        DEFAULT_RECIPE, "--recipe", help="The Bridge recipe the overrides apply to (run_recipe.py --recipe)."
+    ),
+    full: bool = typer.Option(
+        False,
+        "--full",
+        help="The flags are the whole launch: also write Megatron-LM's defaults wherever the recipe differs.",
+    ),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit 1 when anything is untranslated (a flag, or a required one missing)."
+    ),
     output_format: OutputFormat = FormatOption,
     quiet: bool = QuietOption,  # nothing on stderr to silence: taken as every command takes it
 ) -> None:
-    """Print Bridge overrides (KEY=VALUE, one per line), then untranslated flags as # comments.
+    """Print Bridge overrides (KEY=VALUE, one per line), then notes and untranslated flags as # comments.
 
-    Example: seqpack translate mlm-to-bridge -- --seq-length 4096 --swiglu --bf16
+    Example: seqpack translate mlm-to-bridge --full -- --num-layers 12 --hidden-size 768
+    --num-attention-heads 12 --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 4
+    --global-batch-size 32 --train-iters 1000 --lr 3e-4 --swiglu --bf16
     """
     if (model_config is None) == (not flags):
         raise UsageError("give exactly one of --model-config FILE or flags after --")
-    translation = mlm_to_bridge(load_model_args(model_config) if model_config else list(flags or []))
+    translation = mlm_to_bridge(
+        load_model_args(model_config) if model_config else list(flags or []),
+        recipe=recipe,
+        full=full or model_config is not None,
+    )
     for key, value in translation.overrides.items():
         _in_range(translation.origin.get(key, key), key, value)
     if output_format is OutputFormat.json:
@@ -43,6 +67,8 @@ def mlm_to_bridge_cmd(
             out_console.print(format_override(key, value), markup=False)
         for line in translation.conflicts:
             out_console.print(f"# conflict: {line}", markup=False)
+        for line in translation.notes:
+            out_console.print(f"# note: {line}", markup=False)
         for item in translation.untranslated:
             out_console.print(f"# untranslated: {item}  ({translation.reason(item)})", markup=False)
     if strict and translation.untranslated:

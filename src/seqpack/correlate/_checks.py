@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from seqpack._bridge_keys import override
 from seqpack.correlate._knobs import spec_overrides
 from seqpack.correlate._spec import CorrelationSpec
-from seqpack.correlate._values import format_value
 from seqpack.doctor import DoctorOptions, check, load_config
 from seqpack.findings import ERROR, Finding
 
@@ -99,6 +99,17 @@ def _bf16_grads(s: CorrelationSpec) -> Finding | None:
     )
 
 
+def _fp16_grads(s: CorrelationSpec) -> Finding | None:
+    if s["precision.dtype"] != "fp16" or not s["precision.grad_reduce_in_fp32"]:
+        return None
+    return _blocking(
+        "CR012",
+        "precision.dtype=fp16 with precision.grad_reduce_in_fp32=true: Bridge's fp16_mixed preset sets"
+        " ddp.grad_reduce_in_fp32=false after the overrides, so the Bridge run would reduce in fp16",
+        "set precision.grad_reduce_in_fp32=false",
+    )
+
+
 CHECKS: tuple[Callable[[CorrelationSpec], Finding | None], ...] = (
     _seeds,
     _warmup,
@@ -107,12 +118,13 @@ CHECKS: tuple[Callable[[CorrelationSpec], Finding | None], ...] = (
     _sp,
     _mock,
     _bf16_grads,
+    _fp16_grads,
 )
 
 
 def doctor_findings(spec: CorrelationSpec) -> list[Finding]:
     """``seqpack doctor``'s error findings on the plan's Bridge side (the MLM side has the same values)."""
-    overrides = [f"{key}={format_value(value)}" for key, value in spec_overrides(spec).items()]
+    overrides = [override(key, value) for key, value in spec_overrides(spec).items()]
     report = check(
         load_config(overrides=overrides),
         DoctorOptions(world_size=spec.world_size, recipe=spec["launch.recipe"]),

@@ -22,6 +22,7 @@ warmup iters           0                 500 (the skill sets 1: step 1 at lr 0)
 Adam beta2             0.999             0.95
 weight decay           0.01              0.033 (scheduler start/end)
 grad reduce in fp32    off               on
+distributed optimizer  off               on (optimizer.use_distributed_optimizer)
 =====================  ================  =====================================
 """
 
@@ -234,11 +235,15 @@ KNOBS: tuple[Knob, ...] = (
         True,
         "bf16 gradient all-reduce rounds differently from fp32",
     ),
-    Knob("distributed optimizer", ("ddp.use_distributed_optimizer",), False, False, fixed=False),
+    Knob(
+        "distributed optimizer",
+        ("ddp.use_distributed_optimizer", "optimizer.use_distributed_optimizer"),
+        False,
+        True,
+        fixed=False,
+        note="Bridge uses it when either field is true; the recipe sets optimizer.use_distributed_optimizer",
+    ),
 )
-
-#: Knobs whose value the plan derives from the run folder rather than from the spec.
-OUTPUT_KEYS = ("checkpoint.save", "logger.tensorboard_dir", "checkpoint.save_interval")
 
 
 def effective(knob: Knob, settings: dict[str, Any], default: Any, resolved: dict[str, Any]) -> Any:

@@ -1,13 +1,15 @@
 """A matched correlation plan: one spec -> the MLM command, the Bridge command, the table of what was aligned.
 
-Both commands come from one dict of Bridge overrides: the Bridge command prints it as ``key=value``, the
-MLM command is its translation through the one flag table (:mod:`seqpack.translate`). Every knob in
-:data:`~._knobs.KNOBS` is written on both sides even where the defaults agree, so a new default in either
-launcher cannot unmatch the pair.
+The spec's knobs (:data:`~._knobs.KNOBS`) become one Megatron-LM command (each knob's Bridge keys spelled
+back as flags through the one flag table, :mod:`seqpack.translate`); the Bridge command is that command's
+translation as a whole launch on the spec's recipe (``mlm_to_bridge(..., full=True)``), so the two sides
+resolve through the same model of what each launcher does (couplings, conditions, Megatron-LM's defaults
+where the recipe differs); the tests resolve both commands with Megatron-LM's and Bridge's own config code.
+Every knob is written on both sides even where the defaults agree, so a new default in either launcher
+cannot unmatch the pair.
 
-Each side writes into its own folder of a new run folder, never into ``nemo_experiments/`` (bridge-format §12:
-Bridge
-silently resumes from a checkpoint it finds there)::
+Each side writes into its own folder of a new run folder, never into ``nemo_experiments/`` (bridge-format
+§12: Bridge silently resumes from a checkpoint it finds there)::
 
     OUT/correlate-20260830-101500/
       plan.json  mlm.sh  bridge.sh  aligned.txt
@@ -25,13 +27,18 @@ from typing import Any, ClassVar
 
 import orjson
 
+from seqpack._bridge_keys import override
 from seqpack._io import atomic_write_bytes
-from seqpack.correlate._knobs import KNOBS, NO_DEFAULT, Knob, resolve, spec_overrides
+from seqpack.correlate._knobs import KNOBS, NO_DEFAULT, Knob, resolve
 from seqpack.correlate._spec import CorrelationSpec
 from seqpack.correlate._values import format_value
 from seqpack.errors import DataError, UsageError
 from seqpack.findings import Finding
-from seqpack.translate import bridge_to_mlm, bridge_to_mlm_report
+from seqpack.translate import bridge_to_mlm, bridge_to_mlm_report, mlm_to_bridge
+
+#: Megatron-LM flags of a plan that Bridge has no key for, and need none (the position table follows the
+#: sequence length in Bridge 0.6.2's GPT provider).
+MLM_ONLY_FLAGS = ("--max-position-embeddings",)
 
 RUN_PREFIX = "correlate-"
 
@@ -133,17 +140,38 @@ class BlockedPlan:
         }
 
 
+def _utc_now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
 def new_run_dir(
     out: str | os.PathLike[str], prefix: str = RUN_PREFIX, now: _dt.datetime | None = None
 ) -> Path:
-    """A run folder name under ``out`` stamped with the time (UTC); refuses a name that already exists."""
-    stamp = (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(out) / f"{prefix}{stamp}"
-    if run_dir.exists() or run_dir.is_symlink():
-        raise UsageError(
-            f"{os.fspath(run_dir)}: run folder already exists (never overwritten); wait a second"
-        )
+    """A free run folder name under ``out`` stamped with the time (UTC): ``correlate-20260830-101500``, or
+    ``...-101500-2``, ``-3``, ... when that second's name is taken (two plans in one second each get their
+    own folder). Only a name: :func:`claim_run_dir` creates it."""
+    stamp = (now or _utc_now()).strftime("%Y%m%d-%H%M%S")
+    base = Path(out) / f"{prefix}{stamp}"
+    run_dir, n = base, 1
+    while run_dir.exists() or run_dir.is_symlink():
+        n += 1
+        run_dir = base.with_name(f"{base.name}-{n}")
     return run_dir
+
+
+def claim_run_dir(
+    out: str | os.PathLike[str], prefix: str = RUN_PREFIX, now: _dt.datetime | None = None
+) -> Path:
+    """Create a new run folder under ``out`` and return it; a name another process creates first is skipped
+    (the folder is made with ``mkdir``, which only one creator wins), never shared."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    while True:
+        run_dir = new_run_dir(out, prefix, now)
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            continue
+        return run_dir
 
 
 def _why(knob: Knob, value: Any, values: dict[str, Any]) -> str:
@@ -180,6 +208,28 @@ def _mlm_flags(knob: Knob, value: Any, values: dict[str, Any]) -> list[str]:
     return [*report.flags, *(part for flag in knob.mlm_only for part in (flag, format_value(value)))]
 
 
+def _bridge_side(spec: CorrelationSpec, mlm_flags: list[str], values: dict[str, Any]) -> dict[str, Any]:
+    """The Bridge overrides that train what ``mlm_flags`` trains: their translation as a whole launch on the
+    spec's recipe, then every knob key the translation left to a default both sides share (so a new default
+    cannot unmatch the pair). A knob the translation resolves to another value is a plan that cannot be
+    matched (``DataError``), never a half-matched pair."""
+    translation = mlm_to_bridge(mlm_flags, recipe=spec["launch.recipe"], full=True)
+    refused = [item for item in translation.untranslated if item.split()[0] not in MLM_ONLY_FLAGS]
+    if refused:
+        why = translation.reason(refused[0])
+        raise DataError(f"{spec.source}: no Bridge override trains {refused[0]} ({why})")
+    overrides = dict(translation.overrides)
+    for knob in KNOBS:
+        for key, value in knob.bridge_values(values[knob.name]).items():
+            if key in overrides and overrides[key] != value:
+                raise DataError(
+                    f"{spec.source}: {knob.name}={format_value(values[knob.name])}: Megatron-LM runs it as"
+                    f" {key}={format_value(overrides[key])} (seqpack translate)"
+                )
+            overrides.setdefault(key, value)
+    return overrides
+
+
 def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> CorrelationPlan:
     """The matched pair for ``spec`` writing under ``run_dir`` (made absolute: launchers may ``cd``).
 
@@ -188,15 +238,15 @@ def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> Correl
     root = Path(run_dir).absolute()
     iters = spec["train.train_iters"]
     values = {knob.name: knob.value(spec) for knob in KNOBS}
-    shared = spec_overrides(spec)
-    bridge_overrides = _side_overrides(shared, root / "bridge", iters)
     knob_flags = {knob.name: _mlm_flags(knob, values[knob.name], values) for knob in KNOBS}
+    mlm_flags = [flag for flags in knob_flags.values() for flag in flags]
+    bridge_overrides = _side_overrides(_bridge_side(spec, mlm_flags, values), root / "bridge", iters)
     launcher = [*shlex.split(spec["launch.launcher"]), f"--nproc_per_node={spec.world_size}"]
     mlm = Command(
         (
             *launcher,
             spec["launch.mlm_script"],
-            *(flag for flags in knob_flags.values() for flag in flags),
+            *mlm_flags,
             *bridge_to_mlm(_side_overrides({}, root / "mlm", iters)),
         ),
         {"PYTHONPATH": spec["launch.mlm_pythonpath"]},
@@ -207,7 +257,7 @@ def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> Correl
             spec["launch.bridge_script"],
             "--recipe",
             spec["launch.recipe"],
-            *(f"{key}={format_value(value)}" for key, value in bridge_overrides.items()),
+            *(override(key, value) for key, value in bridge_overrides.items()),
         )
     )
     rows = []
@@ -218,7 +268,7 @@ def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> Correl
                 knob=knob.name,
                 value=value,
                 mlm=" ".join(knob_flags[knob.name]) or "(no flag: MLM's default)",
-                bridge=" ".join(f"{key}={format_value(v)}" for key, v in knob.bridge_values(value).items()),
+                bridge=" ".join(override(key, bridge_overrides[key]) for key in knob.bridge),
                 mlm_default=resolve(knob.mlm_default, values),
                 recipe_default=resolve(knob.recipe_default, values),
                 why=_why(knob, value, values),
@@ -229,7 +279,7 @@ def build_plan(spec: CorrelationSpec, run_dir: str | os.PathLike[str]) -> Correl
             knob="output folder",
             value=os.fspath(root),
             mlm=f"--save {root / 'mlm' / 'checkpoints'}",
-            bridge=f"checkpoint.save={root / 'bridge' / 'checkpoints'}",
+            bridge=override("checkpoint.save", os.fspath(root / "bridge" / "checkpoints")),
             mlm_default=None,
             recipe_default="nemo_experiments/default",
             why="a fresh folder per run: Bridge silently resumes from a checkpoint in nemo_experiments/",
@@ -258,8 +308,10 @@ def make_run_dir(run_dir: Path) -> None:
 
 
 def write_plan(plan: CorrelationPlan) -> None:
-    """Create the run folder (never an existing one) with both sides' output folders and the plan files."""
-    make_run_dir(plan.run_dir)
+    """Write the plan files and both sides' output folders into the run folder: the empty one
+    :func:`claim_run_dir` made, or a new one (anything else by that name is refused, never reused)."""
+    if not (plan.run_dir.is_dir() and not plan.run_dir.is_symlink() and not any(plan.run_dir.iterdir())):
+        make_run_dir(plan.run_dir)
     for side in ("mlm", "bridge"):
         (plan.run_dir / side).mkdir()
     atomic_write_bytes(plan.run_dir / "plan.json", orjson.dumps(plan.to_dict(), option=orjson.OPT_INDENT_2))

@@ -28,7 +28,6 @@ from seqpack.curves import Comparison, Curves, Profile, compare_curves, read_cur
 from seqpack.errors import SeqpackError
 
 EXIT_CODES = {"match": 0, "mismatch": 1, "failed": 1, "not-started": 2}
-REPORT_FILES = ("report.txt", "report.json", "curves.png")
 
 
 @dataclass

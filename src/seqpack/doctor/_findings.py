@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from seqpack._bridge_keys import override as bridge_override
 from seqpack.findings import ERROR, INFO, SEVERITY_ORDER, WARNING, Finding, Severity  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
@@ -111,5 +112,6 @@ def format_value(value: Any) -> str:
 
 
 def override(key: str, value: Any) -> str:
-    """``key=value`` in run_recipe's override syntax."""
-    return f"{key}={format_value(value)}"
+    """``key=value`` in run_recipe's override syntax (Hydra's quoting:
+    :func:`seqpack._bridge_keys.override`)."""
+    return bridge_override(key, value)

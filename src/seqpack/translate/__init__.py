@@ -8,14 +8,21 @@ from seqpack.translate._convert import (
     format_override,
     mlm_to_bridge,
     parse_scalar,
+    shell_word,
 )
 from seqpack.translate._mlm_config import load_model_args, split_mlm_args
-from seqpack.translate._table import BY_FLAG, FLAG_TABLE, NO_BRIDGE_EQUIVALENT, FlagMapping
+from seqpack.translate._model import DEFAULT_RECIPE, MLM_DEFAULTS, RULES, VANILLA_RECIPE, swiglu_ffn_size
+from seqpack.translate._table import BY_FLAG, FLAG_TABLE, NO_BRIDGE_EQUIVALENT, NOT_PROVEN, FlagMapping
 
 __all__ = [
     "BY_FLAG",
+    "DEFAULT_RECIPE",
     "FLAG_TABLE",
+    "MLM_DEFAULTS",
+    "NOT_PROVEN",
     "NO_BRIDGE_EQUIVALENT",
+    "RULES",
+    "VANILLA_RECIPE",
     "FlagMapping",
     "ReverseTranslation",
     "Translation",
@@ -25,5 +32,7 @@ __all__ = [
     "load_model_args",
     "mlm_to_bridge",
     "parse_scalar",
+    "shell_word",
     "split_mlm_args",
+    "swiglu_ffn_size",
 ]

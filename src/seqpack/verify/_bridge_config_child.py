@@ -111,9 +111,11 @@ def prepare_modules(bridge_root: Path, bare_packages: tuple[str, ...]) -> list[s
     return stand_ins
 
 
-def _load_from_wheel(bridge_root: Path) -> list[str]:
-    """Prepare ``sys.modules`` so ``megatron.bridge.training.config`` imports from an unpacked wheel."""
-    stand_ins = prepare_modules(bridge_root, BARE_PACKAGES)
+def load_from_wheel(bridge_root: Path, more_bare: tuple[str, ...] = ()) -> list[str]:
+    """Prepare ``sys.modules`` so ``megatron.bridge.training.config`` imports from an unpacked wheel;
+    ``more_bare`` are further packages registered without their ``__init__`` (the tests' Megatron-LM vs
+    Bridge peer adds ``megatron.bridge.recipes``, whose ``__init__`` imports every model family's recipes)."""
+    stand_ins = prepare_modules(bridge_root, (*BARE_PACKAGES, *more_bare))
     models = sys.modules["megatron.bridge.models"]
     for attr, module_name in MODELS_EXPORTS.items():
         __import__(module_name)
@@ -216,7 +218,7 @@ def main(request_path: str, result_path: str) -> None:
     warnings.simplefilter("ignore")
     stand_ins: list[str] = []
     if request["bridge_root"] is not None:
-        stand_ins = _load_from_wheel(Path(request["bridge_root"]))
+        stand_ins = load_from_wheel(Path(request["bridge_root"]))
     classes = _Classes()
     results = {config["key"]: _run_one(classes, config) for config in request["configs"]}
     import megatron.bridge.training.config as bridge_config
