@@ -25,7 +25,8 @@ def _imported_from_this_checkout() -> None:
 
     where = Path(seqpack.__file__).resolve().parent
     if where != SRC_DIR / "seqpack":
-        raise pytest.UsageError(f"seqpack is imported from {where}, not this checkout's {SRC_DIR / 'seqpack'}")
+        ours = SRC_DIR / "seqpack"
+        raise pytest.UsageError(f"seqpack is imported from {where}, not this checkout's {ours}")
 
 
 _imported_from_this_checkout()
@@ -50,6 +51,23 @@ def shared_dir() -> Path:
             pytest.fail(f"{SHARED_DIR} is missing in CI")
         pytest.skip(f"{SHARED_DIR} is not present")
     return SHARED_DIR
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    """The one Ray cluster of the test run: two simulated nodes on 127.0.0.1 (``_support/ray_cluster.py``),
+    started by the first test that asks for it (the engine tests, docs/scale.md's commands) and stopped at
+    the end of the run. Needs the ``ray`` extra (required in CI)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        if os.environ.get("CI"):
+            pytest.fail("the ray extra is not installed in CI")
+        pytest.skip("ray is not installed (pip install seqpack[ray])")
+    from _support.ray_cluster import two_node_cluster
+
+    with two_node_cluster() as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")
