@@ -20,8 +20,9 @@ The test never rewrites a page.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,72 @@ def test_page_runs_as_written(page: str, page_runs: Runs) -> None:
     results = page_runs[page].result()
     details = [f"{p}\n--- output ---\n{res.output[-3000:]}" for res in results for p in res.problems[:1]]
     assert not details, "\n\n".join(details)
+
+
+Check = Callable[[Sequence[fenced_blocks.Result]], "str | None"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a page says its commands show beyond any one line: a relation between numbers that vary between
+    runs (so the shown lines are compared by shape), e.g. that packed training is the faster one. ``says``
+    is quoted from the page (whitespace aside); ``holds`` reads the page's run and returns ``None`` when the
+    claim holds there, else what the run gave."""
+
+    page: str
+    says: str
+    holds: Check
+
+
+def _number(results: Sequence[fenced_blocks.Result], command: str, pattern: str) -> float:
+    """The number ``pattern``'s group 1 matches in the output of the page's first command starting with
+    ``command`` (thousands separators dropped)."""
+    for res in results:
+        if res.command.text.startswith(command) and (m := re.search(pattern, res.output)):
+            return float(m.group(1).replace(",", ""))
+    raise AssertionError(f"no output of {command!r} matches {pattern!r}")
+
+
+#: A number in a page's run: the output of its first command that starts with the text, the pattern's group 1.
+Reading = tuple[str, str]
+
+
+def _greater(first: Reading, second: Reading | float) -> Check:
+    """The claim that the number ``first`` reads exceeds ``second`` (another reading, or a constant)."""
+
+    def holds(results: Sequence[fenced_blocks.Result]) -> str | None:
+        a = _number(results, *first)
+        b = second if isinstance(second, float) else _number(results, *second)
+        return None if a > b else f"{a:g} from {first[0]!r}, not above {b:g}"
+
+    return holds
+
+
+REAL_TOKENS_PER_S = r"([\d,]+) real tokens/s"
+SPEED_UP = r"speed-up\s+([\d.]+)x real tokens/s"
+CLAIMS = (
+    Claim(
+        "docs/train.md",
+        "Packed training is the faster one",
+        _greater(
+            ("seqpack train --data", REAL_TOKENS_PER_S), ("seqpack train --padded-from", REAL_TOKENS_PER_S)
+        ),
+    ),
+    Claim(
+        "docs/demo.md",
+        "Packed training is faster in every run",
+        _greater(("seqpack demo --quick", SPEED_UP), 1.0),
+    ),
+)
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: f"{c.page}: {c.says}")
+def test_claims_hold_in_the_pages_run(claim: Claim, page_runs: Runs) -> None:
+    assert " ".join(claim.says.split()) in " ".join(page_text(claim.page).split()), (
+        f"{claim.page} no longer says {claim.says!r}: change the claim with the page"
+    )
+    problem = claim.holds(page_runs[claim.page].result())
+    assert problem is None, f"{claim.page} says {claim.says!r}, its run gave {problem}"
 
 
 def test_few_commands_are_marked() -> None:
