@@ -42,6 +42,20 @@ os.environ.setdefault("SEQPACK_PROGRESS_SECONDS", "1e9")
 
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
+#: What a test run starts once and shares (a Ray cluster; the Bridge text peer's child interpreter; the docs
+#: and skills pages' runs, with their warm server and, for docs/scale.md, the cluster): the fixture that
+#: stands for it -> its group. Under pytest-xdist (``-n 2 --dist loadgroup``, scripts/test) every test of a
+#: group runs on one worker, so each is started once, not once per worker.
+SESSION_RESOURCES = {"ray_cluster": "ray", "page_runs": "ray", "bridge_text": "bridge-text"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = getattr(item, "fixturenames", ())
+        group = next((g for fixture, g in SESSION_RESOURCES.items() if fixture in used), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:

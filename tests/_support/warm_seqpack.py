@@ -58,15 +58,16 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
 #: A command's request: a length-prefixed JSON document, the client's descriptors 0, 1 and 2 beside it.
 _LENGTH = 8
 
-#: The client, the ``seqpack`` (and ``seqpack-py``) on the pages' ``PATH``: standard library only, started
-#: with ``-IS`` so it costs ~15 ms. ``{python}`` and ``{kind}`` are filled in when it is written.
+#: The client, the ``seqpack`` (and ``seqpack-py``, which is ``python``: ``-`` or a script file) on the
+#: pages' ``PATH``: standard library only, started with ``-IS`` so it costs ~15 ms. ``{python}``,
+#: ``{kind}`` and its server's ``{socket}`` are filled in when it is written.
 CLIENT = '''#!{python} -IS
 """A page's `{kind}`: runs in a fork of the warm server (tests/_support/warm_seqpack.py)."""
 import json, os, signal, socket, sys
 
 FORWARDED = {forwarded}
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-conn.connect(os.environ["SEQPACK_WARM_SOCKET"])
+conn.connect("{socket}")
 ignored = [int(s) for s in FORWARDED if signal.getsignal(s) == signal.SIG_IGN]
 request = json.dumps({{"kind": "{kind}", "argv": sys.argv[1:], "cwd": os.getcwd(),
                       "env": dict(os.environ), "ignored": ignored}}).encode()
@@ -96,7 +97,9 @@ class WarmSeqpack:
         for kind in ("seqpack", "seqpack-py"):
             path = self.bin / kind
             forwarded = tuple(int(s) for s in FORWARDED)
-            client = CLIENT.format(python=sys.executable, kind=kind, forwarded=forwarded, length=_LENGTH)
+            client = CLIENT.format(
+                python=sys.executable, kind=kind, forwarded=forwarded, length=_LENGTH, socket=self.socket
+            )
             path.write_text(client)
             path.chmod(0o755)
         ready = self.home / "ready"
@@ -121,13 +124,15 @@ class WarmSeqpack:
                 time.sleep(0.05)
 
     def environ(self, env: Mapping[str, str]) -> dict[str, str]:
-        """``env`` with the clients first on ``PATH`` and the server's socket named."""
+        """``env`` with the clients first on ``PATH``: its ``seqpack`` runs in a fork of the server."""
         self.wait_ready()
-        return {
-            **env,
-            "PATH": str(self.bin) + os.pathsep + env.get("PATH", ""),
-            "SEQPACK_WARM_SOCKET": self.socket,
-        }
+        return {**env, "PATH": str(self.bin) + os.pathsep + env.get("PATH", "")}
+
+    def command(self, kind: str = "seqpack") -> str:
+        """The path of a client, to start as a program: ``seqpack`` (the CLI) or ``seqpack-py`` (``python``
+        for ``-`` or a script file, as ``python FILE ARGS`` runs it)."""
+        self.wait_ready()
+        return str(self.bin / kind)
 
     def close(self) -> None:
         if self._server.poll() is None:
@@ -156,6 +161,19 @@ def shared() -> WarmSeqpack | None:
             _shared.append(WarmSeqpack(os.environ))
             atexit.register(_shared[0].close)
         return _shared[0]
+
+
+def python() -> str:
+    """The ``python`` a test starts a script with: the warm server's (``seqpack-py``), or this interpreter
+    when :data:`COLD_ENV` asks for new interpreters."""
+    server = shared()
+    return sys.executable if server is None else server.command("seqpack-py")
+
+
+def seqpack() -> list[str]:
+    """The ``seqpack`` a test starts as a program: the warm server's, or ``python -m seqpack`` cold."""
+    server = shared()
+    return [sys.executable, "-m", "seqpack"] if server is None else [server.command()]
 
 
 # --- the server (this file run as a script) -----------------------------------------------------------
@@ -193,21 +211,28 @@ def _run_request(request: dict[str, Any], fds: list[int]) -> None:
 
         sys.argv = ["seqpack", *request["argv"]]
         console_main()
-    exit_process(_run_python_stdin())
+    exit_process(_run_python(request["argv"]))
 
 
-def _run_python_stdin() -> int:
-    """``python -`` on the fork's standard input (a page's python block): the code as a fresh ``__main__``,
-    the working directory first on ``sys.path``; the exit code ``python`` would end with."""
+def _run_python(argv: list[str]) -> int:
+    """``python -`` (the fork's standard input: a page's python block) or ``python FILE ARGS``: the code as a
+    fresh ``__main__``, ``sys.argv`` and ``sys.path[0]`` as ``python`` sets them; the exit code ``python``
+    would end with."""
     import traceback
     import types
 
     main = types.ModuleType("__main__")
     sys.modules["__main__"] = main
-    sys.argv = ["-"]
-    sys.path[0] = ""
+    script = argv[0] if argv else "-"
+    sys.argv = [script, *argv[1:]]
+    if script == "-":
+        sys.path[0], name, source = "", "<stdin>", sys.stdin.read()
+    else:
+        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        name, source = script, Path(script).read_text(encoding="utf-8")
+        main.__file__ = script
     try:
-        exec(compile(sys.stdin.read(), "<stdin>", "exec"), main.__dict__)
+        exec(compile(source, name, "exec"), main.__dict__)
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0
