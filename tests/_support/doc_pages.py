@@ -11,8 +11,8 @@ promises, its exit code and every line it shows::
     @pytest.mark.parametrize("cmd", PAGE_COMMANDS, ids=doc_pages.command_id)
     def test_the_pages_command(cmd, capsys, ...):
         ...  # prepare the files the command reads, in a directory of the test's own
-        code, output = doc_pages.run_in_process(cmd, capsys)
-        assert doc_pages.broken_promises(cmd, code, output) == []
+        code, out, err = doc_pages.run_in_process(cmd, capsys)
+        assert doc_pages.broken_promises(cmd, code, out + err) == []
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def command_id(cmd: fenced_blocks.Command) -> str:
     return cmd.where
 
 
-def run_in_process(cmd: fenced_blocks.Command, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+def run_in_process(cmd: fenced_blocks.Command, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """A pinned ``seqpack`` command run by ``seqpack.cli.main`` in this process (in the working directory
-    the test chose): its exit code and its output, standard output then standard error."""
+    the test chose): its exit code, standard output and standard error."""
     from seqpack.cli import main
 
     words = cmd.words()
@@ -70,7 +70,7 @@ def run_in_process(cmd: fenced_blocks.Command, capsys: pytest.CaptureFixture[str
     capsys.readouterr()
     code = main(words[1:])
     captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return code, captured.out, captured.err
 
 
 def broken_promises(cmd: fenced_blocks.Command, code: int, output: str) -> list[str]:
