@@ -281,8 +281,14 @@ def _serve_one(conn: socket.socket, listener: socket.socket) -> None:
     os._exit(0)
 
 
+#: Read once, when a module is imported, where a command's own value must count: torch's thread count
+#: (set again per command) and rich's console size (left unset, rich reads it on every print).
+_READ_AT_IMPORT = ("OMP_NUM_THREADS", "COLUMNS", "LINES")
+
+
 def serve(path: str, ready: str, preload: Sequence[str]) -> None:
-    os.environ.pop("OMP_NUM_THREADS", None)
+    for name in _READ_AT_IMPORT:
+        os.environ.pop(name, None)
     for name in preload:
         with contextlib.suppress(ImportError):  # an extra not installed: its commands import it themselves
             importlib.import_module(name)
