@@ -105,20 +105,14 @@ def test_existing_run_folder_is_never_overwritten(
     assert (existing / "a.log").read_text() == "old log\n"
 
 
-def test_new_run_dir_never_reuses_a_name(tmp_path: Path) -> None:
-    """Runs started in the same second (a script, one after another) each get a folder of their own."""
+def test_new_run_dir_refuses_an_existing_name(tmp_path: Path) -> None:
     import datetime as dt
 
     now = dt.datetime(2026, 8, 30, 10, 15, 0, tzinfo=dt.timezone.utc)
-    names = []
-    for _ in range(3):
-        run_dir = new_run_dir(tmp_path, now=now)
-        run_dir.mkdir()
-        names.append(run_dir.name)
-    stamp = "correlate-20260830-101500"
-    assert names == [stamp, f"{stamp}-2", f"{stamp}-3"]
-    (tmp_path / "correlate-20260830-101500-4").write_text("a file, not a folder: still not reused\n")
-    assert new_run_dir(tmp_path, now=now).name == "correlate-20260830-101500-5"
+    assert new_run_dir(tmp_path, now=now) == tmp_path / "correlate-20260830-101500"
+    (tmp_path / "correlate-20260830-101500").mkdir()
+    with pytest.raises(Exception, match="already exists"):
+        new_run_dir(tmp_path, now=now)
 
 
 def test_live_progress_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

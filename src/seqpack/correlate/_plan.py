@@ -133,23 +133,17 @@ class BlockedPlan:
         }
 
 
-#: Run folders one second's stamp may name (``-2`` ... beside the plain stamp).
-MAX_RUNS_A_SECOND = 100
-
-
 def new_run_dir(
     out: str | os.PathLike[str], prefix: str = RUN_PREFIX, now: _dt.datetime | None = None
 ) -> Path:
-    """A new run folder name under ``out``, stamped with the time (UTC); a run in the same second as an
-    earlier one (scripted runs, one after another) gets the stamp's next free ``-2``, ``-3``, ... (names
-    sort in the order the runs started). An existing folder is never reused."""
+    """A run folder name under ``out`` stamped with the time (UTC); refuses a name that already exists."""
     stamp = (now or _dt.datetime.now(_dt.timezone.utc)).strftime("%Y%m%d-%H%M%S")
-    for suffix in ("", *(f"-{k}" for k in range(2, MAX_RUNS_A_SECOND + 1))):
-        run_dir = Path(out) / f"{prefix}{stamp}{suffix}"
-        if not (run_dir.exists() or run_dir.is_symlink()):
-            return run_dir
-    taken = f"{MAX_RUNS_A_SECOND} run folders of this second exist"
-    raise UsageError(f"{os.fspath(run_dir)}: {taken} (never overwritten); wait a second")
+    run_dir = Path(out) / f"{prefix}{stamp}"
+    if run_dir.exists() or run_dir.is_symlink():
+        raise UsageError(
+            f"{os.fspath(run_dir)}: run folder already exists (never overwritten); wait a second"
+        )
+    return run_dir
 
 
 def _why(knob: Knob, value: Any, values: dict[str, Any]) -> str:
