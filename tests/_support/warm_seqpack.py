@@ -79,8 +79,9 @@ for number in FORWARDED:  # ignored here too: the fork starts ignoring it, as th
     signal.signal(number, lambda n, _f: os.kill(pid, n))
 line = replies.readline()
 code = int(line) if line else 1
-if code < 0:
-    signal.signal(-code, signal.SIG_DFL)
+if code < 0:  # ended by a signal: end the same way (SIGKILL's disposition cannot be set, nor needs it)
+    if -code != signal.SIGKILL:
+        signal.signal(-code, signal.SIG_DFL)
     os.kill(os.getpid(), -code)
 sys.exit(code)
 '''
@@ -238,8 +239,8 @@ def _run_python(argv: list[str]) -> int:
             return exc.code or 0
         print(exc.code, file=sys.stderr)
         return 1
-    except BaseException:
-        traceback.print_exc()
+    except BaseException as exc:  # as python prints it: from the script's frames, not this function's
+        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
         return 1
     return 0
 
