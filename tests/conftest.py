@@ -23,9 +23,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 def _imported_from_this_checkout() -> None:
     import seqpack
 
-    where = Path(seqpack.__file__).resolve().parent
-    if where != SRC_DIR / "seqpack":
-        ours = SRC_DIR / "seqpack"
+    where, ours = Path(seqpack.__file__).resolve().parent, SRC_DIR / "seqpack"
+    if where != ours:
         raise pytest.UsageError(f"seqpack is imported from {where}, not this checkout's {ours}")
 
 

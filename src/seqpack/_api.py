@@ -1,4 +1,5 @@
-"""The main jobs as plain functions with typed arguments and result objects (``import seqpack``).
+"""The main jobs as plain functions with typed arguments and result objects (``import seqpack``); ``pack``
+is :mod:`seqpack._pack` (the CLI runs it too, and starts without what these jobs import).
 
 Each function is what the command of the same name does, without the terminal: no progress bars, no
 printing, errors raised as :class:`~seqpack.errors.SeqpackError` subclasses (``UsageError``, ``InputError``,
@@ -10,51 +11,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from seqpack.curves import Comparison, Profile, read_curves
 from seqpack.curves import compare_curves as _compare_curves
 from seqpack.data.packed import Inspection, inspect_packed
-from seqpack.data.pipeline import PackOptions, PackResult, pack_files
 from seqpack.doctor import DoctorOptions, Report, check, load_config
-from seqpack.engine import pack_on_ray
 from seqpack.errors import UsageError
 from seqpack.packing import CostModel, ModelDims
 from seqpack.plan import SamplerSimulation
 
 PathLike = str | os.PathLike[str]
-
-
-def pack(
-    inputs: PathLike | Sequence[PathLike], out_dir: PathLike, pack_size: int, **options: Any
-) -> PackResult:
-    """Pack SFT samples into Megatron-Bridge's packed Parquet + metadata (``seqpack pack``).
-
-    ``options`` are the fields of :class:`seqpack.data.pipeline.PackOptions`'s groups, flat
-    (``bridge_compat``, ``algorithm``, ``pad_seq_to_mult``, ``tokenizer``, ``too_long``, ``layout``,
-    ``prompt_field``, ...); ``engine="ray"`` (with ``ray_address``, ``shards``) packs on a Ray cluster
-    into a directory of shards (docs/scale.md);
-    progress bars are off unless ``quiet=False``.
-
-    >>> import tempfile, seqpack
-    >>> from seqpack.data.samples import example_dataset_path
-    >>> out = tempfile.mkdtemp()
-    >>> result = seqpack.pack(example_dataset_path(), out, 1024, bridge_compat=True)
-    >>> result.counts.samples_in, result.num_packs, result.metadata.packing_efficiency
-    (1000, 162, 99.05)
-    >>> result.packed_path.name, result.metadata_path.name
-    ('training_1024.idx.parquet', '1024_metadata.jsonl')
-    """
-    paths = [Path(inputs)] if isinstance(inputs, (str, os.PathLike)) else [Path(p) for p in inputs]
-    engine = options.pop("engine", "local")
-    address, shards = options.pop("ray_address", None), options.pop("shards", None)
-    opts = PackOptions.from_flat(paths, Path(out_dir), pack_size, **{"quiet": True, **options})
-    if engine == "ray":
-        return pack_on_ray(opts, address=address, shards=shards)
-    if engine != "local" or address is not None or shards is not None:
-        raise TypeError("pack(): engine is 'local' or 'ray'; ray_address and shards go with engine='ray'")
-    return pack_files(opts)
 
 
 def inspect(

@@ -185,8 +185,8 @@ def test_kernel_parses_numbers_exactly_like_python_float(value: float, fmt: str)
 
     text = fmt.format(value)
     line = f" iteration 1/ 2 | x: {text} |\n".encode()
-    out = _kernel.scan_records(np.frombuffer(line, np.uint8), 0, 1, 4, _kernel.HEADER_WORD, _kernel.POW10)
-    status, parsed = int(out[8][0]), float(out[7][0])
+    out = _kernel.scan_records(line, b"iteration", 0)
+    status, parsed = int(out.status[0]), float(out.value[0])
     assert status in (_kernel.STATUS_OK, _kernel.STATUS_SLOW)
     if status == _kernel.STATUS_OK:
         assert parsed == float(text) or (parsed == 0.0 and float(text) == 0.0)

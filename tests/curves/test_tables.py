@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from seqpack.curves import detect_format, read_curves, read_runs
 from seqpack.errors import DataError, InputError, UsageError
@@ -216,3 +218,63 @@ def test_tensorboard_without_the_extra_says_how_to_install(
         InputError, match=r"needs the 'tensorboard' extra \(pip install 'seqpack\[tensorboard\]'\)"
     ):
         read_curves(tmp_path)
+
+
+def _mask(crc: int) -> int:
+    """TFRecord's mask of a CRC (TensorFlow's ``crc32c::Mask``)."""
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+@pytest.mark.parametrize(
+    ("data", "crc"),
+    [  # CRC-32C check values: the catalogue's "123456789" and RFC 3720 B.4's iSCSI vectors
+        (b"123456789", 0xE3069283),
+        (bytes(32), 0x8A9136AA),
+        (b"\xff" * 32, 0x62A8AB43),
+        (bytes(range(32)), 0x46DD794E),
+        (bytes(range(31, -1, -1)), 0x113FDB5C),
+    ],
+)
+def test_record_checksums_are_crc32c(data: bytes, crc: int) -> None:
+    pytest.importorskip("google_crc32c")
+    from seqpack.curves._tables import _masked_crc32c
+
+    assert _masked_crc32c(data) == _mask(crc)
+
+
+@given(st.binary(max_size=300))
+def test_record_checksums_match_tensorboards_own(data: bytes) -> None:
+    pytest.importorskip("google_crc32c")
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    from seqpack.curves._tables import _masked_crc32c
+
+    assert _masked_crc32c(data) == masked_crc32c(data)
+
+
+def test_a_flipped_byte_in_a_records_data_is_noted(tmp_path: Path) -> None:
+    """The length's checksum alone passed a flipped data byte; TensorBoard then stops at that record
+    without a word, and the run read as a shorter one."""
+    pytest.importorskip("tbparse")
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(tmp_path / "run"))
+    for step in range(1, 5):
+        value = Summary.Value(tag="lm loss", simple_value=10.0 - step)
+        writer.add_event(Event(step=step, wall_time=float(step), summary=Summary(value=[value])))
+    writer.close()
+    [events] = (tmp_path / "run").glob("events.out.tfevents*")
+    assert read_curves(tmp_path / "run").damaged == []
+    data = bytearray(events.read_bytes())
+    starts = [0]
+    while starts[-1] < len(data):
+        starts.append(starts[-1] + 12 + int.from_bytes(data[starts[-1] : starts[-1] + 8], "little") + 4)
+    third = starts[2]
+    data[third + 12 + 3] ^= 0x01  # inside the third record's data
+    events.write_bytes(bytes(data))
+    curves = read_curves(tmp_path / "run")
+    assert curves.damaged == [
+        f"{events}: record 3 at byte {third} fails its data checksum; later records are not read"
+    ]

@@ -105,6 +105,38 @@ CASES: list[tuple[dict[str, Any], list[str], str, str]] = [
         "split must be one of training, validation, got 'test'",
         "--split must be one of training, validation, got 'test'",
     ),
+    # what the CLI used to check alone: the pad multiple's source, the engine and its settings
+    (
+        {"pad_seq_to_mult": 4, "cp": 2},
+        ["--pad-seq-to-mult", "4", "--cp", "2"],
+        "give either pad_seq_to_mult or cp/tp/sequence_parallel, not both",
+        "give either --pad-seq-to-mult or --cp/--tp/--sequence-parallel, not both",
+    ),
+    (
+        {"cp": 4096, "tp": 64, "sequence_parallel": True},
+        ["--cp", "4096", "--tp", "64", "--sequence-parallel"],
+        "cp 4096 tp 64 need a pre-padding multiple of 262144, larger than 65536, the largest seqpack writes",
+        "--cp 4096 --tp 64 need a pre-padding multiple of 262144, larger than 65536, the largest seqpack "
+        "writes",
+    ),
+    (
+        {"cp": 0},
+        ["--cp", "0"],
+        "cp: expected an integer >= 1 and <= 1048576, found 0",
+        "--cp: expected an integer >= 1 and <= 1048576, found 0",
+    ),
+    (
+        {"engine": "spark"},
+        ["--engine", "spark"],
+        "engine must be one of local, ray, got 'spark'",
+        "--engine must be one of local, ray, got 'spark'",
+    ),
+    (
+        {"shards": 2},
+        ["--shards", "2"],
+        "ray_address and shards go with engine ray",
+        "--ray-address and --shards go with --engine ray",
+    ),
 ]
 
 
@@ -120,9 +152,10 @@ def test_errors_name_parameters_in_python_and_flags_on_the_command_line(
     source = write_jsonl(tmp_path / "in.jsonl", [{"input_ids": [5, 2]}])
     with pytest.raises(UsageError) as caught:
         seqpack.pack(source, tmp_path / "out", 8, **keywords)
-    assert str(caught.value) == library
+    assert (str(caught.value), caught.value.exit_code) == (library, 2)
     code, _, err = run([str(source), "--out", str(tmp_path / "out"), "--pack-size", "8", *flags], capsys)
     assert (code, err) == (2, f"error: {cli}\n")
+    assert not (tmp_path / "out").exists()
 
 
 def test_hints_name_the_parameter_to_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,7 +20,7 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dic
 def test_json_schema_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _json(capsys, ["doctor", "--cp", "2", "--seq-length", "510", "--format", "json"])
     assert code == 1
-    assert set(doc) == {"schema_version", "config_era", "findings"}
+    assert set(doc) == {"schema_version", "config_era", "findings", "stack"}
     assert doc["schema_version"] == 1 and doc["config_era"] == "neutral"
     assert [set(f) for f in doc["findings"]] == [FINDING_KEYS]
     assert doc["findings"][0]["id"] == "SP011" and doc["findings"][0]["severity"] == "error"

@@ -1,13 +1,18 @@
 """The atlas's ranges against the released wheels' own code (downloaded from PyPI, never installed).
 
-* Every Bridge and Megatron-Core entry with a code fingerprint: the fingerprint is present exactly on the
-  releases the range says (affected or fixed), for the megatron-bridge wheels 0.3.0-0.6.2 and the
-  megatron-core wheels 0.16.1-0.19.2.
+* Every Bridge and Megatron-Core entry with a wheel marker: the marker is present exactly on the releases the
+  range says (affected or fixed), for the megatron-bridge wheels 0.3.0-0.6.2 and the megatron-core wheels
+  0.15.3-0.19.2.
 * SP201 (Bridge #2952), run: each wheel's ``training/gpt_step.get_batch`` is executed as a middle pipeline
   stage of a PP 4 + offline packing config; the packing metadata is lost on the releases the atlas marks
   affected and reaches the stage on the others, and the doctor says so for that config.
 * SP204 (Bridge PR #5213), run: Bridge 0.6.2's packed collate drops the loss of exactly the positions the
   doctor's data scan flags; with the workaround (a turn delimiter that is not the EOS id) nothing is dropped.
+* SP206 (Bridge #4228), run: the 0.5.0 ``get_batch_from_iterator`` hands the CP partitioning the collate's
+  mask only when the dataset's mask is asked for or on a middle stage (PP 1 and 2 with the default: never).
+* The defects the survey found in no release: Bridge #2246 (every wheel with in-batch packing hands the
+  model an argmin or Megatron-Core's cu_seqlens_q) and Megatron-LM PR #5696 (the micro-batch flattening and
+  its MoE un-flattening ship together).
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ from _support.peers import bridge_wheel_root, megatron_core_wheel_root
 from _support.stand_ins import load_with_stand_ins
 from seqpack.data.packed._scan import eos_inside_trained_spans
 from seqpack.doctor import DEFECTS, DoctorOptions, check, load_config
-from seqpack.doctor._versions import BRIDGE, MCORE
+from seqpack.doctor._defect_config import FP8_PRESETS, fp8_attention
+from seqpack.doctor._defect_facts import DefectContext
+from seqpack.doctor._versions import BRIDGE, MCORE, release
 
 pytestmark = pytest.mark.network
 
 WHEELS = ("0.3.0", "0.3.1", "0.4.0", "0.4.2", "0.5.0", "0.5.1", "0.6.0", "0.6.2")
-MCORE_WHEELS = ("0.16.1", "0.17.1", "0.18.0", "0.18.2", "0.19.0", "0.19.2")
+MCORE_WHEELS = ("0.15.3", "0.16.1", "0.17.1", "0.18.0", "0.18.2", "0.19.0", "0.19.2")
 WHEEL_ROOT = {BRIDGE: bridge_wheel_root, MCORE: megatron_core_wheel_root}
 EOS = 2
 
@@ -41,21 +48,22 @@ def _bridge_file(version: str, relative: str) -> Path:
 @pytest.mark.parametrize(
     ("component", "version"), [(BRIDGE, v) for v in WHEELS] + [(MCORE, v) for v in MCORE_WHEELS]
 )
-def test_fingerprints_match_the_ranges(component: str, version: str) -> None:
-    entries = [d for d in DEFECTS if d.component == component and d.fingerprint is not None]
+def test_wheel_markers_match_the_ranges(component: str, version: str) -> None:
+    entries = [d for d in DEFECTS if d.component == component and d.wheel_marker is not None]
     assert len(entries) >= 3
     root = WHEEL_ROOT[component](version)
     for defect in entries:
-        fp = defect.fingerprint
-        assert fp is not None
-        files = [p for p in (root / rel for rel in fp.paths) if p.exists()]
+        marker = defect.wheel_marker
+        assert marker is not None
+        files = [p for p in (root / rel for rel in marker.paths) if p.exists()]
         affected = defect.affected.covers(version)
         code = files[0].read_text() if files else ""
-        if not files or (fp.requires is not None and fp.requires not in code):
+        if not files or (marker.requires is not None and marker.requires not in code):
             assert not affected, (defect.id, version)  # the code is not in this release at all
             continue
-        present = fp.text in code
-        assert present == (affected if fp.present_when == "affected" else not affected), (defect.id, version)
+        present = marker.text in code
+        want = affected if marker.present_when == "affected" else not affected
+        assert present == want, (defect.id, version)
 
 
 # ---------------------------------------------------------------- SP201: gpt_step.get_batch on a middle stage
@@ -279,3 +287,103 @@ def test_mtp_roll_under_cp_uses_the_boundaries_it_is_given(tmp_path: Path) -> No
     assert {j: int(fixed[j]) for j in real_next} == real_next
     wrong = {j: int(shipped[j]) for j in real_next if shipped[j] != real_next[j]}
     assert len(wrong) >= 3  # real tokens trained towards the wrong targets (positions shifted by the roll)
+
+
+# ---------------------------------------------------------------- SP206: which batches carry the mask
+
+
+@pytest.mark.parametrize(
+    ("skip_mask_from_dataset", "middle_stage", "carried"),
+    [(True, False, False), (False, False, True), (True, True, True)],
+)
+def test_the_collated_mask_reaches_cp_only_when_asked_for_or_on_a_middle_stage(
+    skip_mask_from_dataset: bool, middle_stage: bool, carried: bool
+) -> None:
+    """Bridge 0.5.0's ``get_batch_from_iterator`` on a packed batch (CP partitioning follows): the collate's
+    attention_mask placeholder is kept only with skip_getting_attention_mask_from_dataset false (SP206) or on
+    a middle stage that needs the whole batch (SP253); PP 1 and 2 with the default never carry it."""
+    pytest.importorskip("torch")
+    gpt_step = load_with_stand_ins(_bridge_file("0.5.0", "training/gpt_step.py"), "bridge_gpt_step_mask")
+    batch = {k: _OnHost() for k in ("tokens", "labels", "loss_mask", "position_ids", "cu_seqlens")}
+    batch |= {"attention_mask": _OnHost(), "cu_seqlens_argmin": _OnHost(), "max_seqlen": _OnHost()}
+    out = gpt_step.get_batch_from_iterator(
+        iter([batch]),
+        False,
+        skip_mask_from_dataset,
+        is_first_pp_stage=not middle_stage,
+        is_last_pp_stage=not middle_stage,
+        include_full_batch_fields=middle_stage,
+    )
+    assert (out["attention_mask"] is not None) == carried
+    config = [
+        "dataset.enable_offline_packing=true",
+        "dataset.offline_packing_specs.packed_sequence_size=4096",
+        "model.context_parallel_size=2",
+        f"dataset.skip_getting_attention_mask_from_dataset={str(skip_mask_from_dataset).lower()}",
+        f"model.pipeline_model_parallel_size={4 if middle_stage else 2}",
+    ]
+    found = {
+        f.id for f in check(load_config(overrides=config), DoctorOptions(stack={BRIDGE: "0.5.0"})).findings
+    }
+    assert bool(found & {"SP206", "SP253"}) == carried
+
+
+# ---------------------------------------------------------------- defects in no release
+
+
+@pytest.mark.parametrize("version", WHEELS)
+def test_in_batch_packing_never_shipped_without_an_argmin(version: str) -> None:
+    """Bridge #2246 (a VLM packed batch without cu_seqlens_argmin cut to nothing after PR #2180): no wheel
+    with in-batch packing lacks the argmin (0.3.0-0.5.1) or the Megatron-Core cu_seqlens_q that need none."""
+    code = _bridge_file(version, "training/vlm_step.py").read_text()
+    packs = "def pack_batch_sequences" in code or '"cu_seqlens_q"' in code
+    assert packs
+    assert "cu_seqlens_argmin = torch.tensor(len(cu_seqlens))" in code or '"cu_seqlens_q"' in code
+
+
+@pytest.mark.parametrize("version", MCORE_WHEELS)
+def test_micro_batch_flattening_shipped_with_its_moe_fix(version: str) -> None:
+    """Megatron-LM PR #5696 (seq_aux_loss over a micro-batch flattened by PR #5454): every wheel has both the
+    flattening and the MoE un-flattening, or neither."""
+    core = megatron_core_wheel_root(version) / "megatron" / "core"
+    flattens = "def flatten_batch_for_packed_sequences" in (core / "utils.py").read_text()
+    unflattens = "_maybe_unflatten_for_moe" in (core / "transformer" / "transformer_layer.py").read_text()
+    assert flattens == unflattens == ((release(version) or ()) >= (0, 19))
+
+
+# ---------------------------------------------------------------- FP8 as Bridge resolves it
+
+
+def _bridge_mixed_precision() -> Any:
+    pytest.importorskip("torch")
+    return load_with_stand_ins(_bridge_file("0.6.2", "training/mixed_precision.py"), "bridge_mixed_precision")
+
+
+def test_the_fp8_presets_are_bridges() -> None:
+    """``FP8_PRESETS`` holds exactly Bridge 0.6.2's FP8 presets, with their recipe and parameter gather."""
+    mp = _bridge_mixed_precision()
+    fp8 = {}
+    for name, factory in mp.MIXED_PRECISION_RECIPES.items():
+        cfg = factory()
+        if cfg.fp8 and "-" not in name:
+            fp8[name] = (cfg.fp8_recipe, cfg.fp8_param_gather)
+    assert fp8 == FP8_PRESETS
+
+
+@pytest.mark.parametrize(
+    ("mixed_precision", "attention"),
+    [("bf16_with_fp8_delayed_scaling_mixed", False), ("bf16_mixed", False), (None, True)],
+)
+def test_a_preset_overwrites_the_models_fp8_fields(mixed_precision: str | None, attention: bool) -> None:
+    """Bridge applies ``mixed_precision`` over the model config, so ``model.fp8_dot_product_attention=true``
+    under a preset is off; without one the model's own fields hold. The doctor reads it the same way."""
+    mp = _bridge_mixed_precision()
+    model = SimpleNamespace(fp8="hybrid", fp8_recipe="delayed", fp8_dot_product_attention=True)
+    if mixed_precision is not None:
+        mp.get_mixed_precision_config(mixed_precision).setup(model)
+    assert model.fp8_dot_product_attention is attention
+    overrides = ["model.fp8=hybrid", "model.fp8_recipe=delayed", "model.fp8_dot_product_attention=true"]
+    if mixed_precision is not None:
+        overrides.append(f"mixed_precision={mixed_precision}")
+    dctx = DefectContext(ctx=SimpleNamespace(), raw=load_config(overrides=overrides).raw)  # type: ignore[arg-type]
+    assert (fp8_attention(dctx) is not None) == attention

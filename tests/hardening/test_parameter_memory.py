@@ -20,8 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from _support.pack_inputs import run, write_jsonl
-from seqpack.data.samples import _readers
-from seqpack.data.samples._readers import iter_chunks
+from seqpack.data.samples import _readers, iter_chunks
 from seqpack.errors import InputError
 from seqpack.packing import ALGORITHMS, MAX_PAD_MULTIPLE, pack_lengths
 

@@ -1,9 +1,9 @@
-"""The evals anyone can re-run: the agentskills/SkillEvaluator shape and counts, and the grader — every
-graded task's reference answer passes, every named wrong answer fails with a message naming its miss."""
+"""The evals anyone can re-run: the agentskills/SkillEvaluator shape and counts, and the grader: ``grade.py
+--check-all`` passes every graded task's reference answer and fails each named wrong answer (at least four
+per task, each stating why it is wrong) with a message naming its miss."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -14,40 +14,13 @@ from typing import Any
 
 import pytest
 
-from _support.skill_pages import SKILL_NAMES, SKILLS_DIR
+from _support.skill_pages import SKILL_NAMES, SKILLS_DIR, evals
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
-def evals(skill: str) -> dict[str, Any]:
-    return json.loads((SKILLS_DIR / skill / "evals" / "evals.json").read_text(encoding="utf-8"))
-
-
 def triggers(skill: str) -> list[dict[str, Any]]:
     return json.loads((SKILLS_DIR / skill / "evals" / "triggers.json").read_text(encoding="utf-8"))
-
-
-def grader(skill: str) -> ModuleType:
-    path = SKILLS_DIR / skill / "evals" / "grade.py"
-    spec = importlib.util.spec_from_file_location(f"grade_{skill.replace('-', '_')}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks itself up there
-    spec.loader.exec_module(module)
-    return module
-
-
-def answers() -> list[tuple[str, str, str, str, str | None]]:
-    """(skill, task, answer name, answer dir, miss it must name) of every graded answer."""
-    out = []
-    for skill in SKILL_NAMES:
-        for task in evals(skill)["evals"]:
-            if "grade" not in task:
-                continue
-            graded = task["grade"]["answers"]
-            out.append((skill, task["id"], "reference", graded["reference"], None))
-            out += [(skill, task["id"], name, w["dir"], w["miss"]) for name, w in graded["wrong"].items()]
-    return out
 
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
@@ -69,7 +42,18 @@ def test_eval_set_shape_and_counts(skill: str) -> None:
     graded = [t for t in positive if "grade" in t]
     assert len(graded) >= 6
     for task in graded:
-        assert task["grade"]["answers"]["wrong"], f"{task['id']}: no wrong answer"
+        answers = task["grade"]["answers"]
+        assert (SKILLS_DIR / skill / "evals" / answers["reference"]).is_dir(), task["id"]
+        assert len(answers["wrong"]) >= 4, f"{task['id']}: {len(answers['wrong'])} wrong answers, not 4"
+        for name, wrong in answers["wrong"].items():
+            assert set(wrong) == {"dir", "why", "miss"} and wrong["why"] and wrong["miss"], (task["id"], name)
+            assert wrong["dir"] == f"answers/{task['id']}/wrong-{name}", (task["id"], name)
+            assert (SKILLS_DIR / skill / "evals" / wrong["dir"]).is_dir(), (task["id"], name)
+    listed = {t["grade"]["answers"]["reference"] for t in graded}
+    listed |= {w["dir"] for t in graded for w in t["grade"]["answers"]["wrong"].values()}
+    evals_dir = SKILLS_DIR / skill / "evals"
+    on_disk = {str(p.relative_to(evals_dir)) for p in (evals_dir / "answers").glob("*/*")}
+    assert on_disk == listed, f"answer folders not in evals.json: {sorted(on_disk - listed)}"
 
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
@@ -84,21 +68,17 @@ def test_trigger_queries(skill: str) -> None:
         assert any(CJK.search(q) for q in side) and any(not CJK.search(q) for q in side)
 
 
-@pytest.fixture(scope="module")
-def graders() -> dict[str, ModuleType]:
-    return {skill: grader(skill) for skill in SKILL_NAMES}
-
-
-@pytest.mark.parametrize(("skill", "task", "name", "answer", "miss"), answers(), ids=lambda v: str(v))
-def test_grader_judges_answer(
-    graders: dict[str, ModuleType], skill: str, task: str, name: str, answer: str, miss: str | None
+@pytest.mark.parametrize("skill", SKILL_NAMES)
+def test_check_all_passes_references_and_fails_each_wrong_answer_for_its_reason(
+    graders: dict[str, ModuleType], skill: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    misses = graders[skill].grade(task, SKILLS_DIR / skill / "evals" / answer)
-    if miss is None:
-        assert misses == [], f"{task}: the reference answer fails: {misses}"
-    else:
-        assert misses, f"{task}: the wrong answer '{name}' passes"
-        assert any(miss in m for m in misses), f"{task}/{name}: no message names '{miss}': {misses}"
+    """What CI and a reviewer run: ``grade.py --check-all`` prints one line per answer, ``ok`` when a
+    reference passes or a wrong answer fails with a message holding its stated miss."""
+    code = graders[skill].main(["--check-all"])
+    lines = capsys.readouterr().out.splitlines()
+    graded = [t for t in evals(skill)["evals"] if "grade" in t]
+    assert len(lines) == sum(1 + len(t["grade"]["answers"]["wrong"]) for t in graded)
+    assert [line for line in lines if not line.startswith("ok ")] == [] and code == 0
 
 
 def test_grader_command_line(tmp_path: Path) -> None:

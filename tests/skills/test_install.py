@@ -1,6 +1,7 @@
 """Installability, as users install skills: ``npx skills add <checkout>`` lists both skills, and installing
 one for Claude Code in a fresh project copies exactly the skill folder (less the names the installer
-skips), which the reference validator still accepts.
+skips), which the reference validator still accepts, and its grader runs there alone (the shared grading
+engine, a link in the checkout, is copied in as a file).
 
 skills@1.7.0 is the newest release of the installer that runs on Node 20. Telemetry is off: the installer
 reports to a public host otherwise. Skipped, with the reason, only where ``npx`` is absent; it needs the npm
@@ -9,6 +10,7 @@ registry once (then the npm cache): unreachable, it fails in CI and skips elsewh
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -73,6 +75,21 @@ def test_install_copies_the_skill(tmp_path: Path, skill: str) -> None:
     source, copy = tree(SKILLS_DIR / skill), tree(installed)
     assert sorted(copy) == sorted(source)
     assert [k for k in source if source[k] != copy[k]] == []
+    grading = installed / "evals" / "grading.py"
+    assert grading.is_file() and not grading.is_symlink(), "the shared grading engine is not copied in"
+    task = next(
+        t for t in json.loads((installed / "evals" / "evals.json").read_text())["evals"] if "grade" in t
+    )
+    answer = installed / "evals" / task["grade"]["answers"]["reference"]
+    graded = subprocess.run(
+        [sys.executable, str(installed / "evals" / "grade.py"), task["id"], str(answer)],
+        capture_output=True,
+        text=True,
+        cwd=project,
+    )
+    assert (graded.returncode, graded.stdout.strip()) == (0, f"PASS {task['id']}"), (
+        graded.stdout + graded.stderr
+    )
     other = set(SKILL_NAMES) - {skill}
     assert not any((project / ".claude" / "skills" / name).exists() for name in other)
     validator = shutil.which("agentskills", path=str(Path(sys.executable).parent))

@@ -118,10 +118,19 @@ def test_no_command_destroys_anything(skill: str) -> None:
                 pytest.fail(f"{cmd.where}: an example must not overwrite (rollback keeps old results)")
 
 
-def test_one_grader_shipped_in_every_skill() -> None:
-    """Each skill folder is installed on its own, so each carries the grader; the copies must not drift."""
-    copies = {(SKILLS_DIR / s / "evals" / "grade.py").read_bytes() for s in SKILL_NAMES}
-    assert len(copies) == 1
+def test_skills_share_one_grading_engine() -> None:
+    """The engine both graders run is one file (``skills/shared/grading.py``); each skill's
+    ``evals/grading.py`` links to it, and the installer copies what the link names (test_install), so a
+    skill folder installed alone carries it. Each ``grade.py`` holds only its own skill's checks."""
+    shared = (SKILLS_DIR / "shared" / "grading.py").resolve()
+    for skill in SKILL_NAMES:
+        link = SKILLS_DIR / skill / "evals" / "grading.py"
+        assert link.is_symlink() and link.resolve() == shared, (
+            f"{skill}: evals/grading.py is not the shared one"
+        )
+        assert not link.readlink().is_absolute(), f"{skill}: the link must be relative (the checkout moves)"
+        grader = (SKILLS_DIR / skill / "evals" / "grade.py").read_text(encoding="utf-8")
+        assert "import grading" in grader and "def check_doctor" not in grader, skill
 
 
 def test_license_is_the_one_pyproject_names() -> None:

@@ -10,9 +10,10 @@ import typer
 
 from seqpack._ranges import RANKS, TOKEN_ID
 from seqpack.cli._common import number_option
+from seqpack.data.samples import formats_help
 from seqpack.data.samples.text import TextOptions
 
-INPUTS_HELP = "JSONL/Parquet files or datasets save_to_disk dirs."
+INPUTS_HELP = f"Input files or directories: {formats_help()}."
 #: ``--messages-field``'s default (a plan's suggested command repeats any other).
 DEFAULT_MESSAGES_FIELD = TextOptions().messages_field
 

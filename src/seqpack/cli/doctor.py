@@ -28,6 +28,7 @@ from seqpack.doctor import (
     known_versions,
     load_config,
     parse_stack,
+    stack_summary,
     suggest_fixes,
 )
 from seqpack.env import env_findings, installed_packages
@@ -64,12 +65,6 @@ def _env_findings(allowed: list[str]) -> list[Finding]:
     return [replace(f, allowed=f.id in allowed) for f in env_findings()]
 
 
-def _stack(given: list[str] | None) -> dict[str, str]:
-    """The versions the atlas checks: the installed ones (read as `seqpack env` reads them, from distribution
-    metadata only, nothing imported), with ``--stack`` entries on top."""
-    return {**known_versions(installed_packages()), **parse_stack(given or [])}
-
-
 def _launcher(config: Path | None, mlm_flags: object) -> str | None:
     """Which launcher runs the config: a Bridge YAML alone -> Bridge, Megatron-LM flags alone -> Megatron-LM,
     both or neither -> unknown (the atlas then applies the defects of either)."""
@@ -82,6 +77,7 @@ def _launcher(config: Path | None, mlm_flags: object) -> str | None:
 
 def _print_text(report: Report, fixes: list[str] | None) -> None:
     out_console.print(f"config era: {report.config_era}")
+    out_console.print(f"stack: {stack_summary(report.stack)}", markup=False)
     if not report.findings:
         out_console.print("no findings: every rule passes")
     else:
@@ -182,6 +178,12 @@ def doctor(
         help="Versions for the known-defect atlas, e.g. megatron-bridge==0.6.2,megatron-core==0.19.2 "
         "(default: the installed ones).",
     ),
+    gpu: str | None = typer.Option(
+        None,
+        "--gpu",
+        help="GPU architecture of the training machine for the atlas: ampere, ada, hopper, blackwell or "
+        "blackwell-rtx (sm_120) (default: unknown, taken for a data-centre GPU).",
+    ),
     fix: bool = typer.Option(False, "--fix", help="Print the corrected overrides."),
     lang: str | None = typer.Option(None, "--lang", help="Message language: en or zh (default: the locale)."),
     env: bool = typer.Option(
@@ -201,8 +203,6 @@ def doctor(
         config = None
     if dataset_kind is not None and dataset_kind not in _DATASET_KINDS:
         raise UsageError(f"--dataset-kind {dataset_kind!r}: expected one of {', '.join(_DATASET_KINDS)}")
-    if world_size is not None and dp is not None:
-        raise UsageError("give --world-size or --dp, not both")
     options = {
         "tp": tp,
         "pp": pp,
@@ -238,7 +238,9 @@ def doctor(
         packed=packed,
         allow=[a for a in allow or [] if not a.startswith(_ENV_PREFIX)],
         lang=lang or default_lang(),
-        stack=_stack(stack),
+        stack=parse_stack(stack or []),
+        installed=known_versions(installed_packages()),
+        gpu=gpu,
         launcher=_launcher(config, mlm_args or model_config),
     )
     report = check(loaded, doctor_options)

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 import seqpack.cli._pack_options as shared
+from seqpack._pack import pack as pack_samples
 from seqpack._ranges import SEED, SIZE
 from seqpack.cli._common import (
     FormatOption,
@@ -20,31 +21,10 @@ from seqpack.cli._common import (
     out_console,
 )
 from seqpack.data.format import SPLITS, TRAINING, PackRecord
-from seqpack.data.pipeline import (
-    PackOptions,
-    TooLong,
-    overrides_for_result,
-    pack_files,
-)
+from seqpack.data.pipeline import TooLong
 from seqpack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
-from seqpack.engine import pack_on_ray
 from seqpack.errors import UsageError
-from seqpack.packing import MAX_PAD_MULTIPLE, CostModel, ModelDims, pad_multiple
-
-
-def _pad_multiple(mult: int | None, cp: int | None, tp: int | None, sequence_parallel: bool) -> int:
-    topology = cp is not None or tp is not None or sequence_parallel
-    if mult is not None and topology:
-        raise UsageError("give either --pad-seq-to-mult or --cp/--tp/--sequence-parallel, not both")
-    if topology:
-        derived = pad_multiple(cp or 1, tp or 1, sequence_parallel)
-        if derived > MAX_PAD_MULTIPLE:
-            raise UsageError(
-                f"--cp {cp or 1} --tp {tp or 1} need a pre-padding multiple of {derived}, larger than "
-                f"{MAX_PAD_MULTIPLE}, the largest seqpack writes"
-            )
-        return derived
-    return 1 if mult is None else mult
+from seqpack.packing import CostModel, ModelDims
 
 
 def _cost_model(model: str | None) -> CostModel | None:
@@ -208,7 +188,7 @@ def pack(
             eos_id = EXAMPLE_EOS_ID
     if not inputs:
         raise UsageError("give input files (or --example for the shipped dataset)")
-    opts = PackOptions.from_flat(
+    result = pack_samples(
         inputs,
         out,
         pack_size,
@@ -216,7 +196,6 @@ def pack(
         eos_id=eos_id,
         chat_template=chat_template,
         tool_schemas=tool_schemas,
-        chunk_rows=chunk_rows,
         prompt_field=prompt_field,
         completion_field=completion_field,
         messages_field=messages_field,
@@ -230,27 +209,26 @@ def pack(
         add_sep=add_sep,
         add_eos=add_eos,
         truncation_method=truncation_method,
-        pad_seq_to_mult=_pad_multiple(pad_seq_to_mult, cp, tp, sequence_parallel),
+        bridge_compat=bridge_compat,
         algorithm=algorithm,
         cost_model=_cost_model(model),
         seed=seed,
+        pad_seq_to_mult=pad_seq_to_mult,
+        cp=cp,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        max_seq_length=max_seq_length,
+        too_long=too_long,
         split=split,
         layout=layout,
         workers=workers,
+        chunk_rows=chunk_rows,
         scratch_dir=scratch_dir,
         overwrite=overwrite,
         quiet=quiet or output_format is OutputFormat.json,
-        max_seq_length=max_seq_length,
-        too_long=too_long,
-        bridge_compat=bridge_compat,
-    )
-    if engine not in ("local", "ray"):
-        raise UsageError(f"--engine must be local or ray, got {engine!r}")
-    if engine == "local" and (ray_address is not None or shards is not None):
-        raise UsageError("--ray-address and --shards go with --engine ray")
-    result = pack_files(opts) if engine == "local" else pack_on_ray(opts, address=ray_address, shards=shards)
-    result.overrides = overrides_for_result(
-        result, cp=cp or 1, tp=tp or 1, sequence_parallel=sequence_parallel
+        engine=engine,  # type: ignore[arg-type]  # checked by pack_samples, like every value
+        ray_address=ray_address,
+        shards=shards,
     )
     if output_format is OutputFormat.json:
         emit_json(result)

@@ -20,13 +20,22 @@ from seqpack.curves._compare import (
 )
 from seqpack.curves._export import golden_document, write_golden
 from seqpack.curves._names import LOSS, canonical, parse_metric_map, rename_metrics
-from seqpack.curves._read import detect_format, one_run, read_curves, read_runs
+from seqpack.curves._read import (
+    CURVE_FORMATS,
+    FORMATS,
+    CurvesFormat,
+    detect_format,
+    one_run,
+    read_curves,
+    read_runs,
+)
 from seqpack.curves._report import curves_figure, render_html, render_png
 from seqpack.curves._results import SCHEMA_VERSION, CompareReport, ExportReport, ShowReport, run_notes
-from seqpack.curves._series import FORMATS, Curves, Segment, Series, find_segments, resolve
+from seqpack.curves._series import Curves, Segment, Series, find_segments, resolve
 
 __all__ = [
     "ALL_METRICS",
+    "CURVE_FORMATS",
     "DEFAULT_PROFILE",
     "DEFAULT_ULPS",
     "FORMATS",
@@ -36,6 +45,7 @@ __all__ = [
     "CompareReport",
     "Comparison",
     "Curves",
+    "CurvesFormat",
     "ExportReport",
     "Profile",
     "Segment",

@@ -1,6 +1,7 @@
 """The numba kernel that turns the bytes of a training log into record and field arrays.
 
-One pass over the bytes finds every record header ``iteration <N>/<M> |`` wherever it sits on a line
+One pass over the bytes finds every record header ``<word> <N>/<M> |`` (the word is the line format's,
+:mod:`._log_lines`: ``iteration`` for Megatron and NeMo) wherever it sits on a line
 (after a timestamp, a launcher prefix, or glued to the previous record) and splits its body into
 ``key: value`` fields up to the end of the line, a ``[`` (a glued ``[Rank N]`` line) or the next header::
 
@@ -15,13 +16,14 @@ gives); anything else is flagged for Python's ``float`` (``status`` 2) or as not
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 import numpy.typing as npt
 
 _SPACE, _TAB, _CR, _NL = 32, 9, 13, 10
 _PIPE, _COLON, _BRACKET, _SLASH = 124, 58, 91, 47
-HEADER_WORD = np.frombuffer(b"iteration", dtype=np.uint8)  # passed in: numba reads globals as constants
 POW10 = np.array([10.0**k for k in range(23)], dtype=np.float64)  # exact doubles up to 1e22
 _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
@@ -39,13 +41,15 @@ def _is_space(c: int) -> bool:
 
 @numba.njit(cache=True)
 def _header(buf: npt.NDArray[np.uint8], i: int, n: int, word: npt.NDArray[np.uint8]) -> tuple[int, int]:
-    """If a record header starts at ``i``, return (body start, iteration); else (-1, 0)."""
-    if i + 9 > n:
+    """If a record header (``word``, the iteration, ``/``, the total, ``|``) starts at ``i``, return (body
+    start, iteration); else (-1, 0)."""
+    length = word.size
+    if i + length > n:
         return -1, 0
-    for k in range(9):
+    for k in range(length):
         if buf[i + k] != word[k]:
             return -1, 0
-    j = i + 9
+    j = i + length
     if j >= n or not (_is_space(buf[j])):
         return -1, 0
     while j < n and _is_space(buf[j]):
@@ -156,8 +160,60 @@ def _parse_float(
     return sign * (float(mantissa) / pow10[-exponent]), STATUS_OK
 
 
+class ScanResult(NamedTuple):
+    """What :func:`scan_records` found in a block: its records, their fields, the block's distinct keys."""
+
+    iterations: npt.NDArray[np.int64]  #: of each record, the line format's offset added
+    positions: npt.NDArray[np.int64]  #: byte offset of each record's header
+    closed: npt.NDArray[np.bool_]  #: the record ended with ``|`` (a whole Megatron line)
+    field_record: npt.NDArray[np.int64]  #: the record each field belongs to
+    field_key: npt.NDArray[np.int16]  #: key id of each field (:data:`TOO_MANY_KEYS`: the table overflowed)
+    value_start: npt.NDArray[np.int64]  #: byte span of each field's value
+    value_end: npt.NDArray[np.int64]
+    value: npt.NDArray[np.float64]  #: the parsed value (when ``status`` is :data:`STATUS_OK`)
+    status: npt.NDArray[np.int8]  #: STATUS_OK, STATUS_SLOW (for Python's float) or STATUS_BAD
+    key_hash: npt.NDArray[np.uint64]  #: FNV-1a hash of each key id's bytes
+    key_span: npt.NDArray[np.int64]  #: (n, 2) byte span of one sample of each key id
+    newlines: int
+
+    def records(self, keep: int) -> ScanResult:
+        """The first ``keep`` records and their fields only."""
+        fields = self.field_record < keep
+        return self._replace(
+            iterations=self.iterations[:keep],
+            positions=self.positions[:keep],
+            closed=self.closed[:keep],
+            field_record=self.field_record[fields],
+            field_key=self.field_key[fields],
+            value_start=self.value_start[fields],
+            value_end=self.value_end[fields],
+            value=self.value[fields],
+            status=self.status[fields],
+        )
+
+
+def scan_records(block: bytes, header: bytes, iteration_offset: int) -> ScanResult:
+    """Scan ``block`` once for records whose header word is ``header`` (see :class:`ScanResult`)."""
+    if not header or header[0] in b" \t\r\n|":
+        raise ValueError(f"a record header word must start with a visible character, got {header!r}")
+    return ScanResult(
+        *_scan(
+            np.frombuffer(block, dtype=np.uint8),
+            iteration_offset,
+            len(block) // (len(header) + MIN_BODY_BYTES) + 1,
+            block.count(b":"),
+            np.frombuffer(header, dtype=np.uint8),
+            POW10,
+        )
+    )
+
+
+#: The fewest bytes a record has beyond its header word: `` 1/1|``.
+MIN_BODY_BYTES = 5
+
+
 @numba.njit(cache=True)
-def scan_records(
+def _scan(
     buf: npt.NDArray[np.uint8],
     offset: int,
     max_records: int,
@@ -178,12 +234,7 @@ def scan_records(
     npt.NDArray[np.int64],
     int,
 ]:
-    """Scan ``buf`` once.
-
-    Returns records (iteration, header position, closed by ``|``), fields (record, key id, value span,
-    value, status), the distinct keys of the block (hash and byte span of each key id; a key id of
-    :data:`TOO_MANY_KEYS` means the table overflowed) and the number of newlines.
-    """
+    """Scan ``buf`` once: the arrays of :class:`ScanResult`, in its order."""
     n = buf.size
     rec_iter = np.empty(max_records, dtype=np.int64)
     rec_pos = np.empty(max_records, dtype=np.int64)
@@ -202,9 +253,10 @@ def scan_records(
     newlines = 0
     nr = 0
     nf = 0
+    first = word[0]
     i = 0
     while i < n:
-        if buf[i] != 105:  # 'i'
+        if buf[i] != first:
             if buf[i] == _NL:
                 newlines += 1
             i += 1
@@ -226,7 +278,7 @@ def scan_records(
                 j += 1
             if j >= n or buf[j] == _NL or buf[j] == _BRACKET:
                 break
-            if buf[j] == 105 and _header(buf, j, n, word)[0] >= 0:
+            if buf[j] == first and _header(buf, j, n, word)[0] >= 0:
                 break
             last_pipe = False
             key_start = j
@@ -237,7 +289,7 @@ def scan_records(
                 c = buf[j]
                 if c == _COLON or c == _PIPE or c == _NL or c == _BRACKET:  # noqa: SIM109
                     break
-                if c == 105 and _header(buf, j, n, word)[0] >= 0:
+                if c == first and _header(buf, j, n, word)[0] >= 0:
                     stop = True
                     break
                 if not _is_space(c):
@@ -260,7 +312,7 @@ def scan_records(
                 c = buf[j]
                 if c == _PIPE or c == _NL or c == _BRACKET:  # noqa: SIM109
                     break
-                if c == 105 and _header(buf, j, n, word)[0] >= 0:
+                if c == first and _header(buf, j, n, word)[0] >= 0:
                     break
                 if not _is_space(c):
                     value_end = j + 1

@@ -37,16 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from seqpack._io import unreadable
-from seqpack.curves._kernel import (
-    HEADER_WORD,
-    MAX_KEYS,
-    POW10,
-    STATUS_BAD,
-    STATUS_SLOW,
-    TOO_MANY_KEYS,
-    scan_records,
-)
+from seqpack.curves._kernel import MAX_KEYS, STATUS_BAD, STATUS_SLOW, TOO_MANY_KEYS, scan_records
+from seqpack.curves._log_lines import LOG_LINES, MEGATRON, LogLine, detect_line, log_line
 from seqpack.curves._names import GPU_UTILIZATION, LOG_KEYS, LOSS, NAN_ITERS, SKIPPED, STEP_TIME
 from seqpack.curves._series import Curves, FloatArray, IntArray, Segment, resolve
 from seqpack.errors import InputError, param
@@ -63,9 +55,6 @@ _VALIDATION_AT = re.compile(rb"iteration\s+(\d+)(.*)")
 _FLOAT = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"  # what float() reads, so a match always converts
 _STEP_TIME = re.compile(rb"Step Time :\s*(" + _FLOAT + rb")s(?:\s+GPU utilization:\s*(" + _FLOAT + rb"))?")
 _DROPPED = -2  # key id given to fields whose value is not a number
-MIN_RECORD_BYTES = 14  # "iteration 1/1|": bounds the number of records in a block
-_HEAD_BYTES = 1 << 20  # NeMo detection looks at the first MiB
-_NEMO_HINT = re.compile(rb"reduced_train_loss|Training epoch \d+, iteration \d+/")
 
 
 @dataclass
@@ -84,7 +73,7 @@ class _Columns:
 
 @dataclass
 class _State:
-    nemo: bool
+    line: LogLine
     key_names: dict[int, tuple[str, float]] = field(default_factory=dict)  # key hash -> canonical, scale
     iteration_chunks: list[IntArray] = field(default_factory=list)
     records: int = 0
@@ -121,58 +110,37 @@ def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> int:
 
     Returns the number of newlines in the block (counted by the kernel on its way).
     """
-    buf = np.frombuffer(block, dtype=np.uint8)
-    (
-        rec_iter,
-        rec_pos,
-        rec_closed,
-        f_rec,
-        f_key,
-        f_vs,
-        f_ve,
-        f_value,
-        f_status,
-        key_hash,
-        key_span,
-        newlines,
-    ) = scan_records(
-        buf,
-        1 if state.nemo else 0,
-        len(block) // MIN_RECORD_BYTES + 1,
-        block.count(b":"),
-        HEADER_WORD,
-        POW10,
-    )
-    if np.any(f_key == TOO_MANY_KEYS):
+    scan = scan_records(block, state.line.header, state.line.iteration_offset)
+    if np.any(scan.field_key == TOO_MANY_KEYS):
         raise InputError(
             f"{source}: more than {MAX_KEYS} different field names in one block: not a training log"
         )
-    n = rec_iter.size
+    n = scan.iterations.size
     # A last line without its newline is cut off unless it ends as Megatron ends every line (" |") and holds
     # a loss: a line cut inside a value ("lm loss: 9.1E+") or before it ("iteration 30/ 100 |") would
     # otherwise read as a loss Megatron left off (a NaN), silently.
     tail_line = block[block.rfind(b"\n") + 1 :].rstrip()
-    cut_short = bool(n) and (not rec_closed[-1] or not tail_line.endswith(b"|") or b"loss" not in tail_line)
-    if at_eof and n and not state.nemo and not block.endswith(b"\n") and cut_short:
-        last = int(rec_pos[-1])
+    cut_short = bool(n) and (not scan.closed[-1] or not tail_line.endswith(b"|") or b"loss" not in tail_line)
+    if at_eof and n and state.line.closed_by_pipe and not block.endswith(b"\n") and cut_short:
+        last = int(scan.positions[-1])
         if block.find(b"\n", last) < 0:
             cut = (
                 f"{source}:{_line_of(state, block, last)}: last line is cut off; "
-                f"record of iteration {int(rec_iter[-1])} ignored"
+                f"record of iteration {int(scan.iterations[-1])} ignored"
             )
             state.note(cut)
             state.damaged.append(cut)
             n -= 1
-            keep = f_rec < n
-            rec_iter, rec_pos = rec_iter[:n], rec_pos[:n]
-            f_rec, f_key, f_vs, f_ve = f_rec[keep], f_key[keep], f_vs[keep], f_ve[keep]
-            f_value, f_status = f_value[keep], f_status[keep]
+            scan = scan.records(n)
+    rec_iter, rec_pos = scan.iterations, scan.positions
+    f_rec, f_key, f_vs, f_ve = scan.field_record, scan.field_key, scan.value_start, scan.value_end
+    f_value, f_status, key_hash, key_span = scan.value, scan.status, scan.key_hash, scan.key_span
     if b"Step Time :" in block or (state.pending_step_time is not None and n):
         _collect_step_times(state, block, rec_pos)
     if b"validation loss at" in block:
         _scan_validation(state, block)
     if n == 0:
-        return int(newlines)
+        return scan.newlines
     _track_segments(state, block, rec_iter, rec_pos)
     base = state.records
     state.records += n
@@ -216,7 +184,7 @@ def _scan_block(state: _State, block: bytes, source: str, at_eof: bool) -> int:
             has_loss[ids] = True
     if not has_loss.all():
         state.no_loss.append(np.flatnonzero(~has_loss) + base)
-    return int(newlines)
+    return scan.newlines
 
 
 def _track_segments(state: _State, block: bytes, iters: IntArray, positions: IntArray) -> None:
@@ -277,66 +245,60 @@ def _scan_validation(state: _State, block: bytes) -> None:
             state.validation.add(f"{base} {label}", iteration, value)
 
 
-def looks_like_nemo(head: bytes) -> bool:
-    """Does this text hold NeMo 2.x Lightning lines (``reduced_train_loss``, ``Training epoch``)?"""
-    sample = head[:_HEAD_BYTES]
-    if b"reduced_train_loss" not in sample and b"Training epoch" not in sample:
-        return False  # cheap substring tests first: the regex has no literal prefix to search for
-    return _NEMO_HINT.search(sample) is not None
-
-
 def read_log(
     path: str | os.PathLike[str], input_format: str | None = None, *, progress: Any = None
 ) -> Curves:
-    """Read a Megatron-LM / Bridge / NeMo 2.x stdout log into :class:`Curves`.
+    """Read a training log of any line format of :data:`LOG_LINES` (Megatron-LM / Bridge / NeMo 2.x
+    stdout) into :class:`Curves`.
 
-    ``input_format`` forces ``mlm``, ``bridge`` or ``nemo``; ``None`` detects it from the text.
+    ``input_format`` forces a line format by name; ``None`` detects it from the text
+    (:func:`~seqpack.curves._log_lines.detect_line`).
     ``progress`` (from :func:`seqpack._progress.progress`) gets one task advanced by the bytes read.
     Raises :class:`InputError` for an unreadable or empty file, or one without any iteration line.
     """
     source = os.fspath(path)
+    forced = None if input_format is None else log_line(input_format)
+    if input_format is not None and forced is None:
+        raise ValueError(f"{input_format!r} is no line format (seqpack.curves._log_lines.LOG_LINES)")
     state: _State | None = None
     tail = b""
     total = 0
-    try:
-        with open(path, "rb") as handle:
-            task = None
-            if progress is not None:
-                task = progress.add_task(
-                    f"reading {os.path.basename(source)}", total=os.fstat(handle.fileno()).st_size
-                )
-            while True:
-                raw = handle.read(BLOCK_BYTES)
-                if task is not None:
-                    progress.advance(task, len(raw))
-                at_eof = len(raw) < BLOCK_BYTES
-                if not raw and not tail:
-                    break
-                total += len(raw)
-                data = tail + raw
-                if at_eof:
-                    block, tail = data, b""
-                else:
-                    cut = data.rfind(b"\n") + 1
-                    block, tail = data[:cut], data[cut:]
-                    if len(tail) > MAX_LINE_BYTES:  # no newline for that long: not a log, stop reading
-                        line = (state.lines_before if state is not None else 0) + block.count(b"\n") + 1
-                        raise InputError(f"{source}:{line}: line longer than {MAX_LINE_BYTES} bytes")
-                if state is None:
-                    nemo = input_format == "nemo" or (input_format is None and looks_like_nemo(block))
-                    state = _State(nemo=nemo)
-                state.lines_before += _scan_block(state, block, source, at_eof)
-                if at_eof:
-                    break
-    except OSError as exc:
-        raise unreadable(source, exc) from None
+    # an OSError is worded by the caller, as every reader's (seqpack.curves._read.read_runs)
+    with open(path, "rb") as handle:
+        task = None
+        if progress is not None:
+            task = progress.add_task(
+                f"reading {os.path.basename(source)}", total=os.fstat(handle.fileno()).st_size
+            )
+        while True:
+            raw = handle.read(BLOCK_BYTES)
+            if task is not None:
+                progress.advance(task, len(raw))
+            at_eof = len(raw) < BLOCK_BYTES
+            if not raw and not tail:
+                break
+            total += len(raw)
+            data = tail + raw
+            if at_eof:
+                block, tail = data, b""
+            else:
+                cut = data.rfind(b"\n") + 1
+                block, tail = data[:cut], data[cut:]
+                if len(tail) > MAX_LINE_BYTES:  # no newline for that long: not a log, stop reading
+                    line = (state.lines_before if state is not None else 0) + block.count(b"\n") + 1
+                    raise InputError(f"{source}:{line}: line longer than {MAX_LINE_BYTES} bytes")
+            if state is None:
+                state = _State(line=detect_line(block) if forced is None else forced)
+            state.lines_before += _scan_block(state, block, source, at_eof)
+            if at_eof:
+                break
     if total == 0 or state is None:
         raise InputError(f"{source}: empty file")
     if not state.segments:
         raise InputError(
-            f"{source}: no training iteration line found (tried formats: mlm, bridge, nemo; "
-            "expected e.g. ' iteration 10/ 100 | ... | lm loss: 9.87E+00 |'); "
-            f"force another with {param('input_format')} golden|csv|jsonl|tensorboard"
+            f"{source}: no training iteration line found (tried formats: "
+            f"{', '.join(line.name for line in LOG_LINES)}; expected e.g. {state.line.example}); "
+            f"force another format with {param('input_format')}"
         )
     return _finish(state, source, input_format)
 
@@ -364,19 +326,19 @@ def _finish(state: _State, source: str, input_format: str | None) -> Curves:
             metrics[GPU_UTILIZATION] = resolve(record_iterations[util_ids], utils)
     for name, (its, vals) in state.validation.data.items():
         metrics[name] = resolve(its, vals)
-    if state.nemo:
-        fmt = "nemo"
-    elif input_format in ("mlm", "bridge"):
-        fmt = input_format
-    else:
-        fmt = "bridge" if state.saw_step_time else "mlm"
+    fmt = state.line.name
+    if input_format is None and state.line is MEGATRON and state.saw_step_time:
+        fmt = "bridge"  # Bridge prints Megatron's line, and its own Step Time line before it
     segments = [Segment(a, b, c, d) for a, b, c, d in state.segments]
     for seg in reversed(segments[1:]):
         state.notes.insert(
             0, f"{source}:{seg.line}: restart: iterations go back to {seg.first_iteration} (new segment)"
         )
-    if state.nemo:
-        state.notes.append(f"{source}: NeMo iterations count from 0; shown as Megatron iterations (+1)")
+    if state.line.iteration_offset:
+        state.notes.append(
+            f"{source}: {state.line.label} iterations count from {1 - state.line.iteration_offset}; shown "
+            f"as Megatron iterations ({state.line.iteration_offset:+d})"
+        )
     return Curves(
         source=source,
         format=fmt,

@@ -1,56 +1,123 @@
-"""One entry point, :func:`read_curves`: detect the format of an input (or take the forced one) and read it.
+"""One entry point, :func:`read_curves`, over one table of the formats ``seqpack curves`` reads
+(:data:`CURVE_FORMATS`): each entry names the files it is chosen by (suffix, name, directory) or how its
+first bytes look, and its reader; an OS error of any reader is worded here once.
 
-Detection, cheapest first: a Hugging Face Trainer run (``trainer_state.json``, or a directory holding one
-directly or in a ``checkpoint-N``) is ``hf``; another directory or an ``events.out.tfevents*`` name is
-TensorBoard; ``.csv`` is CSV; ``.jsonl`` is JSONL; a file starting with ``{`` is golden JSON when it parses
-as one object (``hf`` when it has a ``log_history``), JSONL otherwise; anything else is a text log
-(Megatron-LM, Bridge or NeMo, told apart by the lines themselves).
+Detection, cheapest first: by path in table order (a Hugging Face Trainer run -- ``trainer_state.json`` or
+a directory holding one -- is ``hf``; another directory or an ``events.out.tfevents*`` name is
+TensorBoard; ``.csv`` is CSV; ``.jsonl`` is JSONL), then by the first bytes (one JSON object a line is
+JSONL; a JSON object with a ``log_history`` is ``hf``, another golden JSON), then a text file is a training
+log, read as the line format its text names (:mod:`._log_lines`). A file that is none of these (binary) is
+refused naming the formats; a format forced by name must be one of the table's.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seqpack._io import unreadable
 from seqpack.curves._hf import is_trainer_run, read_trainer_state
+from seqpack.curves._log_lines import LOG_LINES, detect_line, log_line
 from seqpack.curves._logs import read_log
-from seqpack.curves._series import FORMATS, Curves
+from seqpack.curves._series import Curves
 from seqpack.curves._tables import read_csv, read_golden, read_jsonl, read_tensorboard
-from seqpack.errors import UsageError, param
+from seqpack.errors import InputError, UsageError, param
 
 _HEAD_BYTES = 4096
 
+#: ``(path, the format the user forced or None, progress) -> runs by name`` (``None``: the file's one run).
+Reader = Callable[[str, "str | None", Any], Mapping["str | None", Curves]]
+
+
+@dataclass(frozen=True)
+class CurvesFormat:
+    """One input format of ``seqpack curves``: how a path or its first bytes are told to be of it, and its
+    reader."""
+
+    name: str  #: ``--input-format``
+    read: Reader
+    suffixes: tuple[str, ...] = ()
+    path_is: Callable[[Path], bool] | None = None  #: chosen by the path alone (a directory, a name)
+    head_is: Callable[[bytes], bool] | None = None  #: chosen by the first 4 KiB of a file
+
+
+def _one_run(read: Callable[[str], Curves]) -> Reader:
+    """A reader of a format that holds one run, as the table calls readers."""
+    return lambda path, _forced, _progress: {None: read(path)}
+
+
+def _runs(read: Callable[[str], Mapping[str | None, Curves]]) -> Reader:
+    """A reader of a format that may hold several runs (a W&B panel export), as the table calls readers."""
+    return lambda path, _forced, _progress: read(path)
+
+
+def _log(path: str, forced: str | None, progress: Any) -> Mapping[str | None, Curves]:
+    return {None: read_log(path, forced, progress=progress)}
+
+
+def _json_object(head: bytes) -> bool:
+    return head.lstrip().startswith(b"{")
+
+
+def _object_per_line(head: bytes) -> bool:
+    """JSONL: the first line is a whole object (a golden file's one-line object holds ``"values"``)."""
+    first_line = head.lstrip().split(b"\n", 1)[0].strip()
+    return _json_object(head) and first_line.endswith(b"}") and b'"values"' not in first_line
+
+
+def _trainer_state(head: bytes) -> bool:
+    """A renamed ``trainer_state.json`` (its keys are sorted: ``log_history`` comes early)."""
+    return _json_object(head) and b'"log_history"' in head
+
+
+#: Every format ``seqpack curves`` reads, in the order a path and then a file's first bytes are matched.
+CURVE_FORMATS: tuple[CurvesFormat, ...] = (
+    CurvesFormat("hf", _one_run(read_trainer_state), path_is=is_trainer_run, head_is=_trainer_state),
+    CurvesFormat(
+        "tensorboard",
+        _one_run(read_tensorboard),
+        path_is=lambda p: p.is_dir() or p.name.startswith("events.out.tfevents"),
+    ),
+    CurvesFormat("csv", _runs(read_csv), suffixes=(".csv",)),
+    CurvesFormat("jsonl", _runs(read_jsonl), suffixes=(".jsonl", ".ndjson"), head_is=_object_per_line),
+    CurvesFormat("golden", _one_run(read_golden), head_is=_json_object),
+    *(CurvesFormat(line.name, _log) for line in LOG_LINES),  # a text file: a training log
+)
+FORMATS: tuple[str, ...] = tuple(f.name for f in CURVE_FORMATS)
+_BY_NAME = {f.name: f for f in CURVE_FORMATS}
+
+
+def _format(name: str) -> CurvesFormat | None:
+    """The format called ``name`` (a line format of :data:`~._log_lines.LOG_LINES` as it is now)."""
+    return _BY_NAME.get(name) or (CurvesFormat(name, _log) if log_line(name) is not None else None)
+
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """Guess the format of ``path`` from its name and first bytes (text logs: ``mlm``, refined on reading)."""
+    """The format of ``path`` by its name, else its first bytes (a text log: the line format its first
+    block names); an :class:`InputError` for a file that is none (binary)."""
     p = Path(path)
-    if is_trainer_run(p):
-        return "hf"
-    if p.is_dir() or p.name.startswith("events.out.tfevents"):
-        return "tensorboard"
-    suffix = p.suffix.lower()
-    if suffix == ".csv":
-        return "csv"
-    if suffix in (".jsonl", ".ndjson"):
-        return "jsonl"
+    for fmt in CURVE_FORMATS:
+        if (fmt.path_is is not None and fmt.path_is(p)) or (
+            fmt.suffixes and p.suffix.lower() in fmt.suffixes
+        ):
+            return fmt.name
     try:
         with open(p, "rb") as handle:
             head = handle.read(_HEAD_BYTES)
     except OSError as exc:
         raise unreadable(path, exc) from None
-    stripped = head.lstrip()
-    if stripped.startswith(b"{"):
-        first_line = stripped.split(b"\n", 1)[0].strip()
-        # One object per line -> JSONL; a pretty-printed or single-line object of metrics -> golden.
-        if first_line.endswith(b"}") and b'"values"' not in first_line:
-            return "jsonl"
-        if b'"log_history"' in head:  # a renamed trainer_state.json (its keys are sorted: it comes early)
-            return "hf"
-        return "golden"
-    return "mlm"
+    found = next((f for f in CURVE_FORMATS if f.head_is is not None and f.head_is(head)), None)
+    if found is not None:
+        return found.name
+    if b"\0" in head:
+        raise InputError(
+            f"{os.fspath(path)}: binary, and of no format seqpack curves detects ({', '.join(FORMATS)}); "
+            f"force one with {param('input_format')}"
+        )
+    return detect_line(head).name
 
 
 def read_runs(
@@ -64,19 +131,14 @@ def read_runs(
     panel export of several runs (named ``"file (run 'a')"``). ``runs`` keeps the named ones, in that order;
     a name the file does not hold is a usage error listing the runs it does hold.
     """
-    if input_format is not None and input_format not in FORMATS:
+    fmt = _format(input_format or detect_format(path))
+    if fmt is None:
         expected = ", ".join(FORMATS)
         raise UsageError(f"{param('input_format')}: expected one of {expected}, found {input_format!r}")
-    fmt = input_format or detect_format(path)
-    if fmt in ("mlm", "bridge", "nemo"):
-        return [read_log(path, input_format, progress=progress)]
-    if fmt == "golden":
-        return [read_golden(path)]
-    if fmt == "tensorboard":
-        return [read_tensorboard(path)]
-    if fmt == "hf":
-        return [read_trainer_state(path)]
-    by_run = read_csv(path) if fmt == "csv" else read_jsonl(path)
+    try:
+        by_run = fmt.read(os.fspath(path), input_format, progress)
+    except OSError as exc:  # every reader's, in one set of words
+        raise unreadable(path, exc) from None
     if not runs or list(by_run) == [None]:
         return list(by_run.values())
     unknown = [r for r in runs if r not in by_run]

@@ -28,9 +28,6 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-# Formats a reader can report (and ``--input-format`` can force).
-FORMATS: tuple[str, ...] = ("mlm", "bridge", "nemo", "tensorboard", "golden", "csv", "jsonl", "hf")
-
 
 @dataclass(frozen=True)
 class Series:

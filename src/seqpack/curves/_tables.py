@@ -8,7 +8,8 @@
   :data:`STEP_COLUMNS` present; every other column whose values are numbers is a metric. An empty cell is a
   step without that metric; ``nan``/``inf`` are real values; a word in a numeric column is an error.
   Columns named ``"<run> - <metric>"`` (a W&B panel of several runs) are read as one run each.
-* TensorBoard: read through ``tbparse`` (the ``tensorboard`` extra), imported only when needed.
+* TensorBoard: read through ``tbparse`` (the ``tensorboard`` extra), imported only when needed; every
+  record's framing and checksums are checked too (:func:`event_file_damage`).
 """
 
 from __future__ import annotations
@@ -353,6 +354,7 @@ def read_tensorboard(path: str | os.PathLike[str]) -> Curves:
     if not Path(path).exists():
         raise InputError(f"{source}: no such file or directory")
     try:
+        import google_crc32c  # noqa: F401  # the record checksums (event_file_damage)
         from tbparse import SummaryReader
     except ImportError:
         raise InputError(
@@ -381,28 +383,25 @@ def _event_files(path: Path) -> list[Path]:
     return [path]
 
 
-def _crc32c(data: bytes) -> int:
-    """CRC-32C (Castagnoli), bit by bit: TFRecord frames checksum their 8 length bytes with it."""
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
+def _masked_crc32c(data: bytes) -> int:
+    """TFRecord's masked CRC-32C (Castagnoli) of ``data``: the CRC rotated right by 15 bits plus a constant,
+    mod 2^32. The CRC is ``google-crc32c``'s (the ``tensorboard`` extra; C, the CPU's CRC instruction where
+    it has one): ~10 GB/s here, where TensorBoard's own Python table loop does 6.7 MB/s and a bit-by-bit
+    loop 1 MB/s, so every record's data can be checked, not only its 8 length bytes."""
+    import google_crc32c  # the tensorboard extra: read_tensorboard checks it is installed
 
-
-def _masked(crc: int) -> int:
-    """TFRecord's masked CRC: rotated right by 15 bits plus a constant, mod 2^32."""
+    crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def event_file_damage(path: Path) -> str | None:
-    """What is wrong with the framing of a TensorBoard event file, in words, or ``None`` when every record
-    is whole. tbparse (and TensorBoard) stop at the first broken record without a word, so a file cut
-    short (a job killed while writing, a partial copy) read as a shorter run; the curves readers note it.
+    """What is wrong with a TensorBoard event file, in words, or ``None`` when every record is whole.
+    tbparse (and TensorBoard) stop at the first broken record without a word, so a file cut short (a job
+    killed while writing, a partial copy) or with a flipped byte read as a shorter run; the curves readers
+    note it.
 
     A record is ``length (8 bytes LE) | masked CRC-32C of those 8 bytes | data | masked CRC-32C of data``;
-    the framing is walked without reading the data.
+    both checksums are checked, one record in memory at a time.
     """
     try:
         size = path.stat().st_size
@@ -415,13 +414,16 @@ def event_file_damage(path: Path) -> str | None:
                     return f"{path}: cut short inside record {records + 1} ({stray} stray bytes at the end)"
                 (length,) = struct.unpack("<Q", header[:8])
                 (crc,) = struct.unpack("<I", header[8:])
-                if _masked(_crc32c(header[:8])) != crc:
-                    where_ = f"record {records + 1} at byte {offset}"
+                where_ = f"record {records + 1} at byte {offset}"
+                if _masked_crc32c(header[:8]) != crc:
                     return f"{path}: {where_} is damaged; later records are not read"
                 end = offset + 12 + length + 4
                 if end > size:
                     return f"{path}: cut short inside record {records + 1} (it needs {end - size} more bytes)"
-                handle.seek(end)
+                data = handle.read(length)
+                (data_crc,) = struct.unpack("<I", handle.read(4))
+                if _masked_crc32c(data) != data_crc:
+                    return f"{path}: {where_} fails its data checksum; later records are not read"
                 offset, records = end, records + 1
     except OSError as exc:
         return f"{path}: cannot be read whole ({exc.strerror or exc})"

@@ -22,7 +22,7 @@ from seqpack.doctor._doctor import (
 from seqpack.doctor._findings import Rule
 from seqpack.doctor._load import LoadedConfig, LoadProblem, load_config, parse_override, range_problem
 from seqpack.doctor._rules import RULES
-from seqpack.doctor._versions import known_versions, parse_stack
+from seqpack.doctor._versions import known_versions, parse_stack, stack_summary
 from seqpack.doctor._view import ConfigView, DatasetKind
 
 __all__ = [
@@ -51,5 +51,6 @@ __all__ = [
     "parse_override",
     "parse_stack",
     "range_problem",
+    "stack_summary",
     "suggest_fixes",
 ]

@@ -7,20 +7,23 @@ Where the version comes from decides the finding::
     component version unknown                   ->  warning "... if your megatron-bridge is older than 0.5.0"
 
 Versions are the installed ones (what ``seqpack env`` reads) overlaid by ``--stack``; the Python API takes
-them in :attr:`DoctorOptions.stack`. A defect is skipped for a launch that does not run its code
+them in :attr:`DoctorOptions.stack` (and :attr:`DoctorOptions.installed`). A further release or the GPU
+architecture an entry needs (:attr:`Defect.also`, :attr:`Defect.gpus`) clears it when known and outside,
+and is named in a warning when unknown. A defect is skipped for a launch that does not run its code
 (:attr:`Defect.launchers`: Bridge's entries under Megatron-LM, Megatron-LM's under Bridge).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from seqpack.doctor._context import Context
 from seqpack.doctor._defect_facts import DefectContext
 from seqpack.doctor._defect_model import EFFECTS, Defect
 from seqpack.doctor._defects import DEFECTS
 from seqpack.doctor._findings import ERROR, WARNING, Finding
-from seqpack.doctor._versions import BRIDGE, Affected, release
+from seqpack.doctor._versions import BRIDGE, DATACENTRE_GPUS, GPU_NAMES, Affected, release
 
 _VERSION_CLAUSE = {
     "en": {
@@ -47,6 +50,12 @@ _ALSO = {
     "en": "; only with {component} {range} (your {component} version is unknown)",
     "zh": "；仅当 {component} 为 {range} 时（未知你的 {component} 版本）",
 }
+#: The GPU architectures the defect needs (:attr:`Defect.gpus`): said always, and that the GPU is unknown.
+_GPUS = {
+    "en": "; only on {gpus} GPUs{unknown}",
+    "zh": "；仅在 {gpus} GPU 上{unknown}",
+}
+_GPU_UNKNOWN = {"en": " (your GPU architecture is unknown: --gpu)", "zh": "（未知你的 GPU 架构：--gpu）"}
 _UPGRADE = {
     "en": " Upgrade {component} to {fixed} or newer.",
     "zh": " 升级 {component} 至 {fixed} 或更新版本。",
@@ -114,20 +123,30 @@ def _applies(defect: Defect, launcher: str | None) -> bool:
     return launcher is None or launcher in defect.launchers
 
 
+def _gpu_ok(defect: Defect, gpu: str | None) -> bool:
+    """A known GPU architecture outside :attr:`Defect.gpus` rules the defect out; an unknown one is taken for
+    a data-centre part (:data:`DATACENTRE_GPUS`)."""
+    if defect.gpus is None:
+        return True
+    return gpu in defect.gpus if gpu is not None else bool(defect.gpus & DATACENTRE_GPUS)
+
+
 def atlas_findings(
     ctx: Context,
     raw: dict,
     *,
     stack: Mapping[str, str],
     launcher: str | None = None,
+    mlm_flags: Mapping[str, Any] | None = None,
+    gpu: str | None = None,
     allow: frozenset[str] | set[str] = frozenset(),
     lang: str = "en",
 ) -> list[Finding]:
     """The findings of every defect whose trigger holds and whose range covers the stack (or is unknown)."""
-    dctx = DefectContext(ctx=ctx, raw=raw)
+    dctx = DefectContext(ctx=ctx, raw=raw, launcher=launcher, mlm_flags=mlm_flags or {})
     findings = []
     for defect in DEFECTS:
-        if not _applies(defect, launcher):
+        if not _applies(defect, launcher) or not _gpu_ok(defect, gpu):
             continue
         version = stack.get(defect.component)
         if version is not None and not defect.affected.covers(version):
@@ -137,11 +156,15 @@ def atlas_findings(
         unknown_also = _also(defect, stack)
         if unknown_also is None or not defect.trigger(dctx):
             continue
-        known = version is not None and not unknown_also
+        gpu_unknown = defect.gpus is not None and gpu is None
+        known = version is not None and not unknown_also and not gpu_unknown
         severity = ERROR if known and defect.effect == "silent" else WARNING
         message = _message(defect, version, lang)
         for component, affected in unknown_also:
             message += _ALSO[lang].format(component=component, range=affected.describe())
+        if defect.gpus is not None:
+            names = ", ".join(GPU_NAMES[a] for a in sorted(defect.gpus))
+            message += _GPUS[lang].format(gpus=names, unknown=_GPU_UNKNOWN[lang] if gpu_unknown else "")
         scan = dctx.eos_scan() if "packed data" in defect.fields else None
         if scan is not None and scan.hits:
             message += f" [{scan.hits} x EOS id {scan.eos_id}; {scan.first}]"
@@ -174,10 +197,13 @@ def atlas_markdown() -> str:
         workaround = "<br>".join(f"`{w}`" for w in d.workaround) or "-"
         if d.affected.fixed:
             workaround += f"<br>upgrade to {d.affected.fixed}"
+        needs = "".join(f"<br>with {c} {a.describe()}" for c, a in d.also)
+        if d.gpus is not None:
+            needs += "<br>on " + "/".join(sorted(d.gpus))
         cells = [
             d.id,
             d.component,
-            d.affected.describe() + "".join(f"<br>with {c} {a.describe()}" for c, a in d.also),
+            d.affected.describe() + needs,
             EFFECTS[d.effect]["en"],
             ", ".join(f"`{f}`" for f in d.fields),
             workaround,

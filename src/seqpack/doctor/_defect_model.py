@@ -71,8 +71,13 @@ class Defect:
     established: str
     #: ``{"en": (title, why), "zh": (...)}``: what goes wrong, and the way round it in words.
     text: dict[str, tuple[str, str]]
-    fingerprint: WheelMarker | None = None
+    #: The line of code that tells this defect's affected wheels from its fixed ones (re-checked against the
+    #: released wheels by ``tests/doctor/test_defect_wheels.py``).
+    wheel_marker: WheelMarker | None = None
     #: Further releases the defect needs besides :attr:`component`'s, e.g. ``(("cudnn", Affected(None,
     #: "9.18")),)``: a known version outside one of them clears the entry; an unknown one is named in the
     #: warning.
     also: tuple[tuple[str, Affected], ...] = ()
+    #: The GPU architectures the defect needs (``--gpu``), ``None`` for every one: a known architecture
+    #: outside them clears the entry, an unknown one is named in the warning.
+    gpus: frozenset[str] | None = None

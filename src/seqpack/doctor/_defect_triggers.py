@@ -1,27 +1,41 @@
 """The triggers of the known-defect atlas: small named predicates on a :class:`DefectContext`.
 
-Pieces first (what packing, CP, chat data ... mean in a config), then one trigger per entry, named for
-the condition it tests, so an entry reads ``trigger=cp_packing`` and a reviewer checks the condition once.
+Each trigger is named for the condition it tests, so an entry reads ``trigger=cp_packing`` and a reviewer
+checks the condition once. The features they combine (packing, FP8 attention, MLA, ...) are read every way
+a config can express them in ``_defect_config``.
 """
 
 from __future__ import annotations
 
-import re
-
 from seqpack._bridge_keys import CHAT, LOSS_MODE
-from seqpack.doctor._defect_facts import DefectContext
+from seqpack.doctor._defect_config import (
+    cp,
+    cp_comm,
+    field,
+    fp8,
+    fp8_attention,
+    gdn,
+    head_dim_v,
+    hybrid,
+    is_true,
+    mla,
+    moe,
+    mrope,
+    names,
+    offline,
+    pack_rows,
+    packing,
+    pad_multiple,
+    padded_packs,
+    rope_fused,
+    softmax_type,
+    variable_packs,
+    window,
+)
+from seqpack.doctor._defect_facts import MLM_LAUNCHER, DefectContext
 from seqpack.doctor._rules import _full_iteration_graph
 
-# ---------------------------------------------------------------- trigger pieces
-
-
-def _offline(d: DefectContext) -> bool:
-    ds = d.ctx.view.dataset
-    return ds.enable_offline_packing or ds.offline_packing_specs is not None
-
-
-def _cp(d: DefectContext) -> int:
-    return d.ctx.view.model.context_parallel_size
+# ---------------------------------------------------------------- pieces
 
 
 def _chat(d: DefectContext) -> bool:
@@ -44,29 +58,27 @@ def _mtp(d: DefectContext) -> bool:
     return (d.ctx.view.model.mtp_num_layers or 0) > 0
 
 
-def _pad_multiple(d: DefectContext) -> int:
-    pad = d.ctx.view.offline_specs.pad_seq_to_mult
-    return pad if isinstance(pad, int) else 1
+def _pp(d: DefectContext) -> int:
+    return d.ctx.view.model.pipeline_model_parallel_size
 
 
-# ---------------------------------------------------------------- triggers, one per entry
+def _sinks(d: DefectContext) -> bool:
+    return softmax_type(d) in ("off-by-one", "learnable")
+
+
+# ---------------------------------------------------------------- Bridge's step and data
 
 
 def middle_stage_packing(d: DefectContext) -> bool:
-    return d.ctx.view.model.pipeline_model_parallel_size > 2 and d.ctx.view.packing
-
-
-def mlm_middle_stage_tp(d: DefectContext) -> bool:
-    m = d.ctx.view.model
-    return m.pipeline_model_parallel_size > 2 and m.tensor_model_parallel_size > 1 and d.ctx.view.packing
+    return _pp(d) > 2 and d.ctx.view.packing
 
 
 def cp_offline_packing(d: DefectContext) -> bool:
-    return _offline(d) and _cp(d) > 1
+    return offline(d) and cp(d) > 1
 
 
 def eos_in_trained_spans(d: DefectContext) -> bool:
-    if not (_offline(d) and _chat(d)):
+    if not (offline(d) and _chat(d)):
         return False
     scan = d.eos_scan()
     return scan.hits > 0 if scan is not None else _full_loss(d)
@@ -76,108 +88,61 @@ def chat_data(d: DefectContext) -> bool:
     return _chat(d)
 
 
-def cp_dense_mask(d: DefectContext) -> bool:
-    mask_from_data = d.get("dataset.skip_getting_attention_mask_from_dataset", True) is False
-    return (
-        _offline(d) and _cp(d) > 1 and (mask_from_data or d.ctx.view.model.pipeline_model_parallel_size > 2)
-    )
+def cp_mask_from_data(d: DefectContext) -> bool:
+    """Packed CP with the dataset's attention mask loaded (``skip_getting_attention_mask_from_dataset``
+    false): the packed collate's placeholder mask reaches the CP partitioning on every stage."""
+    return cp_offline_packing(d) and d.get("dataset.skip_getting_attention_mask_from_dataset", True) is False
+
+
+def cp_middle_stages(d: DefectContext) -> bool:
+    """Packed CP with middle pipeline stages, which load the whole batch (the mask included) from 0.5.0."""
+    return cp_offline_packing(d) and _pp(d) > 2
 
 
 def mxfp8_full_graph(d: DefectContext) -> bool:
-    recipe = f"{d.ctx.view.mixed_precision or ''} {d.get('mixed_precision.fp8_recipe', '')}"
-    param_gather = d.truthy(
-        "mixed_precision.fp8_param_gather",
-        "mixed_precision.fp8_param",
-        "model.fp8_param",
-        "ddp.fp8_param_gather",
+    setting = fp8(d)
+    return (
+        _full_iteration_graph(d.ctx)
+        and setting is not None
+        and setting.recipe == "mxfp8"
+        and setting.param_gather
     )
-    return _full_iteration_graph(d.ctx) and "mxfp8" in recipe.lower() and param_gather
 
 
 def moe_packed_padding(d: DefectContext) -> bool:
     ds = d.ctx.view.dataset
-    moe = (d.get("model.num_moe_experts") or 0) > 0
-    padded = (_offline(d) and (_pad_multiple(d) > 1 or ds.fixed_width)) or (
+    padded = (offline(d) and (pad_multiple(d) > 1 or ds.fixed_width)) or (
         ds.enable_in_batch_packing and ds.in_batch_packing_pad_to_multiple_of > 1
     )
-    return moe and padded
-
-
-def mtp_cp_packing(d: DefectContext) -> bool:
-    return _mtp(d) and _cp(d) > 1 and d.ctx.view.packing
+    return moe(d) and padded
 
 
 def in_batch_packing(d: DefectContext) -> bool:
     return d.ctx.view.dataset.enable_in_batch_packing
 
 
-def mtp_full_recompute_packing(d: DefectContext) -> bool:
-    return _mtp(d) and d.ctx.view.packing and d.get("model.recompute_granularity") == "full"
-
-
-def cp_packing(d: DefectContext) -> bool:
-    return _cp(d) > 1 and d.ctx.view.packing
-
-
-def p2p_cp_packing(d: DefectContext) -> bool:
-    """Packed CP with point-to-point communication (Megatron-Core's default ``cp_comm_type``)."""
-    return cp_packing(d) and d.get("model.cp_comm_type", "p2p") == "p2p"
-
-
 def chat_prepadding(d: DefectContext) -> bool:
-    return _offline(d) and _chat(d) and (_pad_multiple(d) > 1 or _cp(d) > 1)
+    return offline(d) and _chat(d) and (pad_multiple(d) > 1 or cp(d) > 1)
 
 
 def qwen3_vl_cp_packing(d: DefectContext) -> bool:
-    m = d.ctx.view.model
-    names = f"{m.target or ''} {m.hf_model_id or ''} {d.ctx.family or ''}".lower().replace("-", "_")
-    model = any(key in names for key in ("qwen3_vl", "qwen3vl", "exaone4_5", "exaone45"))
-    return model and _cp(d) > 1 and d.ctx.view.packing
+    flat = names(d)
+    model = any(key in flat for key in ("qwen3vl", "exaone45"))
+    return model and cp(d) > 1 and d.ctx.view.packing
 
 
-# ---------------------------------------------------------------- pieces of the surveyed entries (SP216 on)
-
-
-def _packing(d: DefectContext) -> bool:
-    return d.ctx.view.packing
-
-
-def _comm(d: DefectContext) -> str:
-    """``model.cp_comm_type`` as one lower-case string (a per-layer list is joined), ``p2p`` when unset."""
-    value = d.get("model.cp_comm_type", "p2p")
-    return " ".join(map(str, value)).lower() if isinstance(value, list) else str(value).lower()
-
-
-def _names(d: DefectContext) -> str:
-    """The model's names (target, HF id, inferred family) lower-cased with punctuation removed."""
-    m = d.ctx.view.model
-    return re.sub(r"[^a-z0-9]", "", f"{m.target or ''} {m.hf_model_id or ''} {d.ctx.family or ''}".lower())
-
-
-def _padded_pack(d: DefectContext) -> bool:
-    """Packs whose sequences carry alignment padding (pre-padding for CP or ``pad_seq_to_mult``)."""
-    ds = d.ctx.view.dataset
-    return _packing(d) and (
-        _cp(d) > 1
-        or _pad_multiple(d) > 1
-        or (ds.enable_in_batch_packing and ds.in_batch_packing_pad_to_multiple_of > 1)
-    )
-
-
-def _moe(d: DefectContext) -> bool:
-    return (d.get("model.num_moe_experts") or 0) > 0
-
-
-# ---------------------------------------------------------------- triggers of the surveyed entries
+def qwen3_vl_fused_rope_packing(d: DefectContext) -> bool:
+    """Qwen3-VL packed with RoPE fusion asked for explicitly (its provider's default is off)."""
+    return "qwen3vl" in names(d) and d.ctx.view.packing and is_true(d.get("model.apply_rope_fusion"))
 
 
 def a2a_p2p_without_hierarchy(d: DefectContext) -> bool:
-    return _cp(d) > 1 and "a2a+p2p" in _comm(d) and not d.get("model.hierarchical_context_parallel_sizes")
+    return cp(d) > 1 and "a2a+p2p" in cp_comm(d) and not d.get("model.hierarchical_context_parallel_sizes")
 
 
 def evaluation_on_packed_data(d: DefectContext) -> bool:
     """Offline-packed data with validation on (``train.eval_iters`` not set to 0)."""
-    return _offline(d) and d.get("train.eval_iters", 1) != 0
+    return offline(d) and d.get("train.eval_iters", 1) != 0
 
 
 def mimo_dataset(d: DefectContext) -> bool:
@@ -191,8 +156,8 @@ def epoch_padding_rows(d: DefectContext) -> bool:
 
 
 def nemotron_omni_in_batch(d: DefectContext) -> bool:
-    names = _names(d)
-    return "nemotron" in names and "omni" in names and d.ctx.view.dataset.enable_in_batch_packing
+    flat = names(d)
+    return "nemotron" in flat and "omni" in flat and d.ctx.view.dataset.enable_in_batch_packing
 
 
 def vlm_cp_sp_wide_tp(d: DefectContext) -> bool:
@@ -200,98 +165,187 @@ def vlm_cp_sp_wide_tp(d: DefectContext) -> bool:
     m = d.ctx.view.model
     return (
         d.ctx.view.dataset.enable_in_batch_packing
-        and _cp(d) > 1
+        and cp(d) > 1
         and m.sequence_parallel
         and m.tensor_model_parallel_size > 2
     )
 
 
 def ministral_gemma_vl_cp_sp(d: DefectContext) -> bool:
-    names = _names(d)
-    model = "ministral3" in names or ("gemma3" in names and "vl" in names)
-    return model and _cp(d) > 1 and d.ctx.view.model.sequence_parallel
+    flat = names(d)
+    model = "ministral3" in flat or ("gemma3" in flat and "vl" in flat)
+    return model and cp(d) > 1 and d.ctx.view.model.sequence_parallel
 
 
 def in_batch_packing_pp(d: DefectContext) -> bool:
-    return d.ctx.view.dataset.enable_in_batch_packing and d.ctx.view.model.pipeline_model_parallel_size > 1
+    return d.ctx.view.dataset.enable_in_batch_packing and _pp(d) > 1
 
 
-def qwen35_vl_in_batch(d: DefectContext) -> bool:
-    names = _names(d)
-    return ("qwen35" in names or "qwen3p5" in names) and d.ctx.view.dataset.enable_in_batch_packing
+def prepadded_offline_packing(d: DefectContext) -> bool:
+    """Offline packing that pre-pads each document (CP, or ``pad_seq_to_mult`` > 1)."""
+    return offline(d) and (cp(d) > 1 or pad_multiple(d) > 1)
+
+
+# ---------------------------------------------------------------- Megatron-LM's training loop
+
+
+def mlm_middle_stage_tp(d: DefectContext) -> bool:
+    m = d.ctx.view.model
+    return m.pipeline_model_parallel_size > 2 and m.tensor_model_parallel_size > 1 and pack_rows(d)
+
+
+def mlm_packing_mbs_above_one(d: DefectContext) -> bool:
+    return pack_rows(d) and (d.ctx.view.train.micro_batch_size or 1) > 1
+
+
+def mlm_inter_document_cp(d: DefectContext) -> bool:
+    """Inter-document masking (not ``--sft``) with CP: Megatron-LM shards the row as one sequence."""
+    return cp(d) > 1 and bool(d.flag("--dataloader-inter-document-masking")) and not d.flag("--sft")
+
+
+# ---------------------------------------------------------------- Megatron-Core
+
+
+def mtp_cp_packing(d: DefectContext) -> bool:
+    return _mtp(d) and cp(d) > 1 and packing(d)
+
+
+def mtp_cp(d: DefectContext) -> bool:
+    return _mtp(d) and cp(d) > 1
+
+
+def mtp_full_recompute_packing(d: DefectContext) -> bool:
+    return _mtp(d) and packing(d) and d.get("model.recompute_granularity") == "full"
 
 
 def mla_packing(d: DefectContext) -> bool:
-    target = str(d.ctx.view.model.target or "").lower()
-    return _packing(d) and (d.truthy("model.multi_latent_attention") or "mla" in target)
+    return mla(d) and packing(d)
 
 
 def gdn_packing(d: DefectContext) -> bool:
     """Gated DeltaNet layers (Qwen3-Next, Qwen3.5) with packed sequences."""
-    variant = " ".join(
-        str(d.get(f"model.{key}", "")) for key in ("experimental_attention_variant", "linear_attention_type")
-    )
-    names = _names(d)
-    gdn = "gated_delta_net" in variant or "qwen3next" in names or "qwen35" in names
-    return gdn and _packing(d)
+    return gdn(d) and packing(d)
+
+
+def gdn_cp(d: DefectContext) -> bool:
+    return gdn(d) and cp(d) > 1
+
+
+def gdn_cp_with_comm_type(d: DefectContext) -> bool:
+    """GDN with CP where ``TransformerLayer`` hands the mixer a ``cp_comm_type`` (set in the config, or
+    Megatron-LM's default ``p2p``)."""
+    return gdn_cp(d) and (d.get("model.cp_comm_type") is not None or d.launcher == MLM_LAUNCHER)
+
+
+def hybrid_packing(d: DefectContext) -> bool:
+    return hybrid(d) and packing(d)
+
+
+def mrope_unfused_packing(d: DefectContext) -> bool:
+    return mrope(d) and packing(d) and not rope_fused(d)
 
 
 def seq_aux_loss_packing(d: DefectContext) -> bool:
     balancing = d.get("model.moe_router_load_balancing_type", "")
     text = " ".join(map(str, balancing)) if isinstance(balancing, list) else str(balancing)
-    return _moe(d) and "seq_aux_loss" in text and _packing(d)
+    return moe(d) and "seq_aux_loss" in text and packing(d)
 
 
 def capacity_with_padded_packs(d: DefectContext) -> bool:
-    return _moe(d) and d.get("model.moe_expert_capacity_factor") is not None and _padded_pack(d)
+    return moe(d) and d.get("model.moe_expert_capacity_factor") is not None and padded_packs(d)
+
+
+def hybridep_variable_packing(d: DefectContext) -> bool:
+    """HybridEP dispatch (flex dispatcher, hybridep backend) with packed rows whose token counts differ
+    across ranks, without the uneven-input padding megatron-core 0.19 added as an opt-in."""
+    return (
+        str(d.get("model.moe_token_dispatcher_type", "")).lower() == "flex"
+        and str(d.get("model.moe_flex_dispatcher_backend", "")).lower() == "hybridep"
+        and variable_packs(d)
+        and not d.truthy("model.moe_hybridep_pad_uneven_dispatch_inputs")
+    )
+
+
+def pp4_variable_lengths_batched_p2p(d: DefectContext) -> bool:
+    """PP >= 4 exchanging shapes (variable sequence lengths: set, or Bridge's in-batch packing with PP)
+    with batched P2P (Megatron-Core's default unless P2P overlap is on)."""
+    variable = d.truthy("model.variable_seq_lengths") or d.ctx.view.dataset.enable_in_batch_packing
+    batched = d.get("model.batch_p2p_comm", True) is not False and not d.truthy("model.overlap_p2p_comm")
+    return _pp(d) >= 4 and variable and batched
+
+
+def cp_masked_loss_per_microbatch(d: DefectContext) -> bool:
+    """CP with packed (masked) SFT losses averaged per micro-batch (``calculate_per_token_loss`` off)."""
+    return cp(d) > 1 and packing(d) and not d.ctx.view.model.calculate_per_token_loss
+
+
+# ---------------------------------------------------------------- Transformer Engine and cuDNN
+
+
+def thd_packing(d: DefectContext) -> bool:
+    return packing(d)
+
+
+def cp_packing(d: DefectContext) -> bool:
+    return cp(d) > 1 and packing(d)
+
+
+def p2p_cp_packing(d: DefectContext) -> bool:
+    """Packed CP with point-to-point communication (Megatron-Core's default ``cp_comm_type``)."""
+    return cp_packing(d) and cp_comm(d) == "p2p"
 
 
 def attention_sink_packing(d: DefectContext) -> bool:
-    return d.get("model.softmax_type", "vanilla") in ("off-by-one", "learnable") and _packing(d)
+    return _sinks(d) and packing(d)
+
+
+def sink_cp_outside_a2a(d: DefectContext) -> bool:
+    return _sinks(d) and cp(d) > 1 and cp_comm(d) != "a2a"
+
+
+#: Value head widths cuDNN's specialised sink-backward kernels cover (TE PR #3470).
+SINK_KERNEL_HEAD_DIMS = (64, 128, 256)
+
+
+def learnable_sink_generic_head_dim(d: DefectContext) -> bool:
+    """Learnable sinks on packed sequences with a value head width outside :data:`SINK_KERNEL_HEAD_DIMS`
+    (or one the config does not give)."""
+    return softmax_type(d) == "learnable" and packing(d) and head_dim_v(d) not in SINK_KERNEL_HEAD_DIMS
 
 
 def hierarchical_cp_packing(d: DefectContext) -> bool:
-    return _cp(d) > 1 and "a2a+p2p" in _comm(d) and _packing(d)
+    return cp(d) > 1 and "a2a+p2p" in cp_comm(d) and packing(d)
 
 
 def allgather_cp_packing(d: DefectContext) -> bool:
-    comm = _comm(d).replace("_", "")
-    return _cp(d) > 1 and "allgather" in comm and _packing(d)
+    return cp(d) > 1 and "allgather" in cp_comm(d).replace("_", "") and packing(d)
 
 
 def swa_cp_packing(d: DefectContext) -> bool:
-    return d.get("model.window_size") is not None and _cp(d) > 1 and _packing(d)
+    return window(d) and cp(d) > 1 and packing(d)
 
 
 def swa_cp_packing_outside_a2a(d: DefectContext) -> bool:
-    return swa_cp_packing(d) and _comm(d) != "a2a"
+    return swa_cp_packing(d) and cp_comm(d) != "a2a"
 
 
 def fp8_attention_padded_packs(d: DefectContext) -> bool:
-    recipe = f"{d.ctx.view.mixed_precision or ''} {d.get('mixed_precision.fp8_recipe', '')}".lower()
-    scaled = any(key in recipe for key in ("delayed", "blockwise", "subchannel"))
-    dpa = d.truthy("model.fp8_dot_product_attention", "mixed_precision.fp8_dot_product_attention")
-    return scaled and dpa and _padded_pack(d)
+    setting = fp8_attention(d)
+    return setting is not None and setting.recipe in ("delayed", "blockwise") and padded_packs(d)
+
+
+def fp8_attention_thd_without_kernel(d: DefectContext) -> bool:
+    """FP8 attention on packed sequences where Transformer Engine has no FP8 THD kernel: with CP, or
+    with MXFP8."""
+    setting = fp8_attention(d)
+    return setting is not None and packing(d) and (cp(d) > 1 or setting.recipe == "mxfp8")
 
 
 def wide_head_packing(d: DefectContext) -> bool:
     """Head dimensions above 256, outside the fused and flash kernels' list (Gemma 4's 512)."""
-    return (d.get("model.kv_channels") or 0) > 256 and _packing(d)
-
-
-def unaligned_offline_packing(d: DefectContext) -> bool:
-    """Offline packing with nothing padded for alignment (no CP, ``pad_seq_to_mult`` 1)."""
-    return _offline(d) and _cp(d) <= 1 and _pad_multiple(d) <= 1
-
-
-def mlm_packing_mbs_above_one(d: DefectContext) -> bool:
-    return _packing(d) and (d.ctx.view.train.micro_batch_size or 1) > 1
+    kv = field(d, "model.kv_channels")
+    return isinstance(kv, int) and kv > 256 and packing(d)
 
 
 def mla_cp_p2p(d: DefectContext) -> bool:
-    return mla_packing(d) and _cp(d) > 1 and _comm(d) == "p2p"
-
-
-def prepadded_offline_packing(d: DefectContext) -> bool:
-    """Offline packing that pre-pads each document (CP, or ``pad_seq_to_mult`` > 1)."""
-    return _offline(d) and (_cp(d) > 1 or _pad_multiple(d) > 1)
+    return mla_packing(d) and cp(d) > 1 and cp_comm(d) == "p2p"

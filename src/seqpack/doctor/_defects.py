@@ -1,5 +1,5 @@
-"""The known-defect atlas: upstream bugs in Megatron-Bridge, Megatron-Core and Transformer Engine that a
-valid packing / context-parallel / THD / CUDA-graph / MTP / loss-mask config can walk into.
+"""The known-defect atlas: upstream bugs in Megatron-Bridge, Megatron-Core, Transformer Engine and cuDNN that
+a valid packing / context-parallel / THD / CUDA-graph / MTP / loss-mask config can walk into.
 
 One :class:`~seqpack.doctor._defect_model.Defect` per upstream bug, built by keyword in the module of its
 component (``_defects_bridge``, ``_defects_mcore``, ``_defects_te``), with its trigger a named predicate
@@ -7,11 +7,12 @@ component (``_defects_bridge``, ``_defects_mcore``, ``_defects_te``), with its t
 fixed; ``None`` where it is not established), the trigger on the config (and the packed data where that
 decides it), the effect, the workaround overrides, the source (repository, issue and fix PR) and how the
 range was established. The doctor turns a triggered entry into a finding (``_atlas``); ``docs/doctor.md``
-lists the table (``_atlas.atlas_markdown``) and the survey the entries came from.
+lists the table (``_atlas.atlas_markdown``) and the survey the entries came from (``_defect_survey``).
 
 Ranges were read from the release artifacts, not only the trackers: Bridge entries from the wheels' code
-(``tests/doctor/test_defect_wheels.py`` re-checks each fingerprint on every wheel it can download),
-Megatron-Core entries from the ``core_v*`` tags of Megatron-LM, Transformer Engine entries from its tags.
+(``tests/doctor/test_defect_wheels.py`` re-checks each wheel marker on every wheel it can download),
+Megatron-Core entries from the ``core_v*`` tags of Megatron-LM and the wheels (0.15.3-0.19.2), Transformer
+Engine entries from its tags.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The atlas entries of Megatron-Bridge: one keyword block per upstream bug, in id order.
 
 Ranges were read from the wheels 0.3.0-0.6.2
-(``tests/doctor/test_defect_wheels.py`` re-checks each fingerprint). Find an entry by its upstream number
+(``tests/doctor/test_defect_wheels.py`` re-checks each wheel marker). Find an entry by its upstream number
 (``find_defects("#2952")`` in ``_defects``) or by a text search of this file.
 """
 
@@ -25,7 +25,8 @@ from seqpack.doctor._defect_triggers import (
     a2a_p2p_without_hierarchy,
     chat_data,
     chat_prepadding,
-    cp_dense_mask,
+    cp_mask_from_data,
+    cp_middle_stages,
     cp_offline_packing,
     eos_in_trained_spans,
     epoch_padding_rows,
@@ -40,7 +41,7 @@ from seqpack.doctor._defect_triggers import (
     nemotron_omni_in_batch,
     prepadded_offline_packing,
     qwen3_vl_cp_packing,
-    unaligned_offline_packing,
+    qwen3_vl_fused_rope_packing,
     vlm_cp_sp_wide_tp,
 )
 from seqpack.doctor._findings import override
@@ -74,7 +75,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "报告中各基准下降 10-20 分。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/training/gpt_step.py",), "_middle_pp_stage_needs_batch", "fixed"
         ),
     ),
@@ -109,7 +110,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "该修复源于一次实际出现的故障。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/training/gpt_step.py",),
             "_trim_padded_cu_seqlens_for_cp",
             "fixed",
@@ -147,7 +148,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "不打包训练，或使用包含 PR #5213 的 Bridge。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/data/packing/gpt_sft.py", "megatron/bridge/data/datasets/sft.py"),
             "loss_mask[tokens == self.tokenizer.eos_id] = 0",
             "affected",
@@ -179,7 +180,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "3）每段对话多出一个计入损失的目标词元，推理时并不存在。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/data/datasets/utils.py",), "input_ids += [tokenizer.eos_id]", "affected"
         ),
     ),
@@ -189,30 +190,33 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
         launchers=ON_BRIDGE,
         affected=Affected("0.3.0", "0.5.1"),
         effect="crash",
-        fields=(CP, OFFLINE, PP, "dataset.skip_getting_attention_mask_from_dataset"),
-        trigger=cp_dense_mask,
-        workaround=(),
+        fields=(CP, OFFLINE, "dataset.skip_getting_attention_mask_from_dataset"),
+        trigger=cp_mask_from_data,
+        workaround=(override("dataset.skip_getting_attention_mask_from_dataset", True),),
         source=f"{BRIDGE_REPO}#4228 (fixes: PR #4519, PR #4354)",
         established=(
-            "the packed collate of the wheels 0.3.0-0.5.0 emits a dense attention_mask placeholder that the "
-            "CP partitioning slices along dim 1; 0.5.1 emits None (PR #4519), 0.6.0 also skips the key (PR "
-            "#4354); middle PP stages load the mask from 0.5.0 on (PR #3926)"
+            "the packed collate of the wheels 0.3.0-0.5.0 emits a dense attention_mask placeholder (shape "
+            "[1]) that the CP partitioning slices along dim 1; 0.5.1 emits None (PR #4519), 0.6.0 also skips "
+            "the key (PR #4354); get_batch loads the mask only when skip_getting_attention_mask_from_dataset "
+            "is false or on a middle pipeline stage (SP253), so PP 1 and 2 with the default are not affected "
+            "(run on CPU by tests/doctor/test_defect_wheels.py)"
         ),
         text={
             "en": (
                 "packed THD context parallelism tries to partition the placeholder attention_mask",
-                "When the batch carries the packed collate's attention_mask (middle PP stages, or "
-                "skip_getting_attention_mask_from_dataset false), CP slicing indexes its missing sequence "
-                "dimension and raises IndexError.",
+                "With skip_getting_attention_mask_from_dataset false the batch carries the packed collate's "
+                "attention_mask placeholder, whose missing sequence dimension the CP slicing indexes: "
+                "IndexError before the first step.",
             ),
             "zh": (
                 "打包 THD 上下文并行试图切分占位的 attention_mask",
-                "当批次带有打包 collate 的 attention_mask（流水线中间阶段，或 "
-                "skip_getting_attention_mask_from_dataset "
-                "为 false）时，CP 切分访问其不存在的序列维度并抛出 IndexError。",
+                "skip_getting_attention_mask_from_dataset 为 false 时批次带有打包 collate 的 attention_mask "
+                "占位"
+                ""
+                "张量，CP 切分访问其不存在的序列维度，在第一步之前抛出 IndexError。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/data/packing/gpt_sft.py", "megatron/bridge/data/datasets/sft.py"),
             '"attention_mask": None',
             "fixed",
@@ -268,7 +272,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "或定宽行加入的填充词元像真实词元一样参与路由，扭曲负载均衡损失和专家使用统计。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/data/packing/gpt_sft.py", "megatron/bridge/data/datasets/sft.py"),
             '"padding_mask"',
             "fixed",
@@ -302,7 +306,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "序列末尾 id 为 0 的真实词元连同其损失被截掉。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/training/vlm_step.py",),
             "length = int(padding_mask[i].sum().item())",
             "fixed",
@@ -340,7 +344,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "短，打包报错或生成不规则数组。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/data/packing/offline.py", "megatron/bridge/data/datasets/packed_sequence.py"),
             "_pre_pad_data_point",
             "fixed",
@@ -372,7 +376,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "第一个 CP 块按填充坐标从有效词元中切取；行的有效长度小于填充时切片为空，赋值失败。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/models/qwen_vl/modelling_qwen3_vl/utils.py",),
             "first_end = min(half_seqlen * (cp_rank + 1)",
             "fixed",
@@ -408,7 +412,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "偏高。请设置 hierarchical_context_parallel_sizes 或换用其他 cp_comm_type。",
             ),
         },
-        fingerprint=WheelMarker(("megatron/bridge/training/config.py",), "a2a+p2p", "fixed"),
+        wheel_marker=WheelMarker(("megatron/bridge/training/config.py",), "a2a+p2p", "fixed"),
     ),
     Defect(
         id="SP217",
@@ -492,7 +496,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "请使用有独立 pad 词元的分词器。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/data/megatron_mimo/dataset.py",),
             "loss_mask[labels == pad_token_id] = 0.0",
             "affected",
@@ -527,7 +531,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "请让样本数为全局批大小的整数倍。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/data/datasets/gpt_sft.py", "megatron/bridge/data/datasets/sft.py"),
             "auto_gen_idx = idx < 0",
             "fixed",
@@ -561,7 +565,7 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "表现为 Transformer Engine / cuDNN 参数错误。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/data/energon/nemotron_omni_task_encoder.py",),
             "cu_seqlens_unpadded_argmin",
             "fixed",
@@ -653,32 +657,6 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
         },
     ),
     Defect(
-        id="SP225",
-        component=BRIDGE,
-        launchers=ON_BRIDGE,
-        affected=Affected(None, "0.3.0"),
-        effect="slowdown",
-        fields=(OFFLINE, PAD_MULT, CP),
-        trigger=unaligned_offline_packing,
-        workaround=(),
-        source=f"{BRIDGE_REPO} PR #2039",
-        established=(
-            "every wheel from 0.3.0 computes cu_seqlens_unpadded only when pad_seq_to_mult > 1 (PR #2039, "
-            "merged 2026-01-22, before tag v0.3.0); releases before always passed it"
-        ),
-        text={
-            "en": (
-                "packed runs without CP padding take Transformer Engine's slower padded-boundary kernel path",
-                "Passing unpadded boundaries when nothing is padded selects the padded-sequence path in "
-                "Transformer Engine for every layer.",
-            ),
-            "zh": (
-                "不做 CP 填充的打包训练走了 Transformer Engine 较慢的填充边界内核路径",
-                "在没有任何填充时仍传入未填充边界，会让 Transformer Engine 每一层都选用带填充序列的路径。",
-            ),
-        },
-    ),
-    Defect(
         id="SP242",
         component=BRIDGE,
         launchers=ON_BRIDGE,
@@ -707,10 +685,84 @@ BRIDGE_DEFECTS: tuple[Defect, ...] = (
                 "长度之间的文档运行时长度不能被 2*CP 整除，THD CP 分区失败。CP 下的长文档数据集会遇到。",
             ),
         },
-        fingerprint=WheelMarker(
+        wheel_marker=WheelMarker(
             ("megatron/bridge/data/packing/offline.py", "megatron/bridge/data/datasets/packed_sequence.py"),
             "max_runtime_pad_cap",
             "fixed",
         ),
+    ),
+    Defect(
+        id="SP249",
+        component=BRIDGE,
+        launchers=ON_BRIDGE,
+        affected=Affected(None, "0.4.0"),
+        effect="silent",
+        fields=("model", "model.apply_rope_fusion", OFFLINE, IN_BATCH),
+        trigger=qwen3_vl_fused_rope_packing,
+        workaround=(override("model.apply_rope_fusion", False),),
+        source=f"{BRIDGE_REPO}#1776 (fixes: PR #1868, PR #1943; generic vlm_step: PR #4532)",
+        established=(
+            "Qwen3-VL computes per-token MRoPE positions; with apply_rope_fusion the packed (THD) path runs "
+            "Transformer Engine's fused RoPE, which indexes the table by each sequence's own positions "
+            "from 0, so every sequence after the first takes the first one's positions; the wheels 0.3.0 and "
+            "0.3.1 accept apply_rope_fusion for Qwen3-VL, from 0.4.0 rope.py refuses it (assert, PR #1943, "
+            "first tag v0.4.0) and PR #1868 (first tag v0.3.0) builds the indices from the packed rows; the "
+            "issue stays open for the generic vlm_step path (PR #4532, first tag v0.6.0)"
+        ),
+        text={
+            "en": (
+                "Qwen3-VL packed with RoPE fusion: every packed sequence after the first gets the first "
+                "one's "
+                "MRoPE positions",
+                "The fused THD RoPE kernel reads the position table from 0 for each sequence, but Qwen3-VL's "
+                "table holds one 3-axis position per token of the whole row; image and text positions of "
+                "later sequences are wrong. Turn RoPE fusion off.",
+            ),
+            "zh": (
+                "打包的 Qwen3-VL 开启 RoPE 融合：第一个之后的每个打包序列都用了第一个序列的 MRoPE 位置",
+                "融合的 THD RoPE 内核按每个序列从 0 开始读取位置表，而 Qwen3-VL 的表为整行每个词元保存一个三"
+                "轴"
+                ""
+                "位置；后续序列的图像与文本位置都是错的。请关闭 RoPE 融合。",
+            ),
+        },
+        wheel_marker=WheelMarker(
+            ("megatron/bridge/models/qwen_vl/modelling_qwen3_vl/rope.py",),
+            "assert not config.apply_rope_fusion",
+            "fixed",
+        ),
+    ),
+    Defect(
+        id="SP253",
+        component=BRIDGE,
+        launchers=ON_BRIDGE,
+        affected=Affected("0.5.0", "0.5.1"),
+        effect="crash",
+        fields=(CP, OFFLINE, PP),
+        trigger=cp_middle_stages,
+        workaround=(override(PP, 2),),
+        source=f"{BRIDGE_REPO}#4228 (fix: PR #4519; middle stages load the batch since PR #3926)",
+        established=(
+            "from 0.5.0 (PR #3926) middle pipeline stages load the whole packed batch, the collate's "
+            "attention_mask placeholder included, and the CP partitioning indexes its missing sequence "
+            "dimension (the #4228 traceback: include_full_batch_fields); 0.5.1 collates None (PR #4519, "
+            "cherry-picked into r0.5.0); before 0.5.0 middle stages received no batch at all (SP201)"
+        ),
+        text={
+            "en": (
+                "packed THD context parallelism with PP > 2: middle stages partition the placeholder "
+                "attention_mask",
+                "Middle pipeline stages load the whole packed batch, the collate's placeholder mask "
+                "included, and the CP slicing indexes its missing sequence dimension: IndexError before "
+                "the first step.",
+            ),
+            "zh": (
+                "打包 THD 上下文并行且 PP > 2：中间阶段切分占位的 attention_mask",
+                "流水线中间阶段加载整个打包批次（包括 collate 的占位掩码），CP 切分访问其不存在的序列维度，"
+                "在第"
+                ""
+                "一步之前抛出 IndexError。",
+            ),
+        },
     ),
 )

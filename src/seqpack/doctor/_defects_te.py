@@ -12,15 +12,19 @@ from seqpack.doctor._defect_triggers import (
     allgather_cp_packing,
     attention_sink_packing,
     fp8_attention_padded_packs,
+    fp8_attention_thd_without_kernel,
     hierarchical_cp_packing,
+    learnable_sink_generic_head_dim,
     mla_cp_p2p,
     p2p_cp_packing,
+    sink_cp_outside_a2a,
     swa_cp_packing,
     swa_cp_packing_outside_a2a,
+    thd_packing,
     wide_head_packing,
 )
 from seqpack.doctor._findings import override
-from seqpack.doctor._versions import CUDNN, TE, Affected
+from seqpack.doctor._versions import BLACKWELL_RTX, CUDNN, HOPPER, TE, Affected
 
 TE_DEFECTS: tuple[Defect, ...] = (
     Defect(
@@ -249,7 +253,7 @@ TE_DEFECTS: tuple[Defect, ...] = (
         launchers=ON_BOTH,
         affected=Affected(None, None),
         effect="crash",
-        fields=("model.fp8_dot_product_attention", "mixed_precision", CP, PAD_MULT),
+        fields=("model.fp8_dot_product_attention", "model.fp8", "mixed_precision", CP, PAD_MULT),
         trigger=fp8_attention_padded_packs,
         workaround=(override("model.fp8_dot_product_attention", False),),
         source=f"{TE_REPO}#2892 (open)",
@@ -330,28 +334,168 @@ TE_DEFECTS: tuple[Defect, ...] = (
         launchers=ON_BOTH,
         affected=Affected(None, "2.18"),
         effect="silent",
-        fields=(CP, "model.cp_comm_type", OFFLINE, IN_BATCH),
+        fields=(CP, "model.cp_comm_type", OFFLINE, IN_BATCH, "cudnn", "gpu"),
         trigger=p2p_cp_packing,
         workaround=(),
         source=f"{TE_REPO}#2186 (closed; dQ/dK/dV tail zeroing: PR #2898)",
         established=(
-            "reported on v2.6 (unit test: cu_seqlens_q [0, 9, ...] padded to multiples of 2*CP); the issue "
-            "closed without a linked PR; commit 4cd705b7 (PR #2898, first tag v2.18) zeroes the THD dQ/dK/dV "
-            "tails of padded chunks (#3487 describes it), so the fixed release is read from that tag"
+            "reported on v2.6 (unit test: cu_seqlens_q [0, 9, ...] padded to multiples of 2*CP); the "
+            "maintainer traces it to cuDNN's fused-attention backward workspace on Hopper, fixed in cuDNN "
+            "9.18, Blackwell unaffected; commit 4cd705b7 (PR #2898, first tag v2.18) also zeroes the THD "
+            "dQ/dK/dV tails of padded chunks (#3487 describes it), so either Transformer Engine 2.18 or "
+            "cuDNN 9.18 avoids it"
         ),
         text={
             "en": (
-                "fused attention with THD P2P context parallelism returns huge dK/dV for very short "
-                "documents whose CP half-chunk is all padding",
-                "A document much shorter than 2*CP leaves a rank's second chunk entirely padding; the "
-                "backward pass wrote unbounded values into dK/dV there, and the run went to NaN. Filter "
-                "documents shorter than 2*CP or upgrade.",
+                "fused attention with THD P2P context parallelism returns huge dK/dV on Hopper for very "
+                "short documents whose CP half-chunk is all padding",
+                "A document much shorter than 2*CP leaves a rank's second chunk entirely padding; on Hopper "
+                "GPUs cuDNN's backward wrote unbounded values into dK/dV there, and the run went to NaN "
+                "(Blackwell is not affected). Filter documents shorter than 2*CP, or upgrade cuDNN to 9.18 "
+                "or Transformer Engine to 2.18.",
             ),
             "zh": (
-                "THD P2P 上下文并行下的融合注意力对很短的文档（其 CP 半块全是填充）给出巨大的 dK/dV",
-                "远短于 2*CP 的文档使某个 rank 的第二块全是填充；反向传播在那里写入无界的 dK/dV，训练最终变"
-                "成 NaN。请过滤短于 2*CP 的文档或升级。",
+                "Hopper 上 THD P2P 上下文并行的融合注意力对很短的文档（其 CP 半块全是填充）给出巨大的 dK/dV",
+                "远短于 2*CP 的文档使某个 rank 的第二块全是填充；在 Hopper GPU 上 cuDNN 的反向传播在那里写入"
+                "无界"
+                ""
+                "的 dK/dV，训练最终变成 NaN（Blackwell 不受影响）。请过滤短于 2*CP 的文档，或把 cuDNN 升级到 "
+                "9.18、Transformer Engine 升级到 2.18。",
             ),
         },
+        also=((CUDNN, Affected(None, "9.18")),),
+        gpus=frozenset({HOPPER}),
+    ),
+    Defect(
+        id="SP244",
+        component=CUDNN,
+        launchers=ON_BOTH,
+        affected=Affected(None, "9.26"),
+        effect="silent",
+        fields=("model.softmax_type", "model.kv_channels", "model.v_head_dim", OFFLINE, IN_BATCH, "cudnn"),
+        trigger=learnable_sink_generic_head_dim,
+        workaround=(),
+        source=f"{TE_REPO}#3249 (guards: PR #3470, PR #2964)",
+        established=(
+            "the maintainer's analysis on #3249 (2026-08, H100, TE 2.14.1 with cuDNN 9.21-9.25) finds a "
+            "wrong dSink against an unfused reference; cuDNN before 9.26 runs the generic F16/BF16 sink "
+            "backward for value head widths other than 64, 128 and 256, which indexes the ragged THD softmax "
+            "statistics as dense; cuDNN 9.26 fixes it (the reproducer passes with 9.26.0.37); the guards "
+            "that "
+            "refuse the fused path on older cuDNN (PR #3470, PR #2964) are in no Transformer Engine tag up "
+            "to "
+            "v2.18; Transformer Engine routes THD sink attention to cuDNN from 2.13 (SP233)"
+        ),
+        text={
+            "en": (
+                "learnable attention sinks on packed sequences: cuDNN before 9.26 computes a wrong sink "
+                "gradient for value head widths other than 64, 128 and 256",
+                "The generic sink-backward kernel reads the ragged THD softmax statistics as if dense, so "
+                "dSink is wrong (and can read out of bounds) while the forward looks right. Upgrade cuDNN "
+                "to 9.26, or use a head width of 64, 128 or 256.",
+            ),
+            "zh": (
+                "打包序列上的可学习注意力汇：cuDNN 9.26 之前对 64、128、256 以外的值头宽度算出错误的汇梯度",
+                "通用的汇反向内核把不规则 THD softmax 统计量当作稠密读取，dSink 错误（还可能越界读取），而前"
+                "向看"
+                ""
+                "起来正常。请把 cuDNN 升级到 9.26，或使用 64、128 或 256 的头宽度。",
+            ),
+        },
+        also=((TE, Affected("2.13", None)),),
+    ),
+    Defect(
+        id="SP245",
+        component=TE,
+        launchers=ON_BOTH,
+        affected=Affected(None, None),
+        effect="crash",
+        fields=("model.fp8_dot_product_attention", "mixed_precision", CP, OFFLINE, IN_BATCH),
+        trigger=fp8_attention_thd_without_kernel,
+        workaround=(override("model.fp8_dot_product_attention", False),),
+        source=f"{TE_REPO}#923 (open; PR #2994)",
+        established=(
+            "get_attention_backend disables FusedAttention for FP8 attention with context parallelism and "
+            "qkv_format thd in every tag from v2.4 to v2.18, and for MXFP8 with thd from v2.16 (MXFP8 "
+            "attention, PR #2719); no other backend runs FP8 attention in training; PR #2994 (FP8 THD, "
+            "Blackwell only) is on a branch after v2.18"
+        ),
+        text={
+            "en": (
+                "FP8 attention on packed (THD) sequences with context parallelism or MXFP8 has no attention "
+                "backend",
+                "Transformer Engine turns fused attention off for FP8 THD attention under CP (and for "
+                "MXFP8 THD attention), and no other backend trains FP8 attention. Keep attention in BF16.",
+            ),
+            "zh": (
+                "上下文并行或 MXFP8 下打包（THD）序列上的 FP8 注意力没有可用的注意力后端",
+                "CP 下（以及 MXFP8 下）Transformer Engine 对 FP8 THD 注意力关闭融合注意力，而没有其他后端能"
+                "训练 "
+                ""
+                "FP8 注意力。请让注意力保持 BF16。",
+            ),
+        },
+    ),
+    Defect(
+        id="SP256",
+        component=TE,
+        launchers=ON_BOTH,
+        affected=Affected(None, None),
+        effect="crash",
+        fields=("model.softmax_type", CP, "model.cp_comm_type"),
+        trigger=sink_cp_outside_a2a,
+        workaround=(override("model.cp_comm_type", "a2a"),),
+        source=f"{TE_REPO}#2541 (open; PR #3551 open)",
+        established=(
+            "attn_forward_func_with_cp asserts softmax_type == 'vanilla' or cp_comm_type == 'a2a' in every "
+            "tag up to v2.18; PR #3551 (open) threads the sink through the P2P path, which also ignored "
+            "the sink offset"
+        ),
+        text={
+            "en": (
+                "attention sinks (softmax_type learnable / off-by-one) with context parallelism run only "
+                "with "
+                "cp_comm_type a2a",
+                "The P2P and all-gather context-parallel paths assert a vanilla softmax; behind the "
+                "assertion the P2P kernels also dropped the sink.",
+            ),
+            "zh": (
+                "注意力汇（softmax_type 为 learnable / off-by-one）与上下文并行只能用 cp_comm_type a2a",
+                "P2P 与 all-gather 上下文并行路径断言 softmax 为 vanilla；在断言之后 P2P 内核还会丢掉汇。",
+            ),
+        },
+    ),
+    Defect(
+        id="SP259",
+        component=TE,
+        launchers=ON_BOTH,
+        affected=Affected(None, "2.18"),
+        effect="silent",
+        fields=(OFFLINE, IN_BATCH, "gpu"),
+        trigger=thd_packing,
+        workaround=(),
+        source=f"{TE_REPO}#3333 (closed; fix: PR #3186)",
+        established=(
+            "reported on Transformer Engine 2.17.0 with cuDNN 9.25 on an RTX 5090 (sm_120): fused-attention "
+            "THD backward gradients disagree with the unfused backend while the forward matches, with or "
+            "without CP; the maintainer names commit 70957ad5 (PR #3186, cu_seqlens and token-unit ragged "
+            "offsets passed to cuDNN directly) as the fix, first in tag v2.18"
+        ),
+        text={
+            "en": (
+                "fused attention on packed (THD) sequences computes wrong gradients on sm_120 GPUs (RTX "
+                "5090, "
+                "RTX PRO 6000)",
+                "The forward pass is right and the backward is not, so the loss looks plausible while the "
+                "model trains on wrong gradients. Upgrade Transformer Engine to 2.18.",
+            ),
+            "zh": (
+                "sm_120 GPU（RTX 5090、RTX PRO 6000）上打包（THD）序列的融合注意力梯度错误",
+                "前向正确而反向错误，损失看似正常，模型却按错误的梯度训练。请把 Transformer Engine 升级到 2."
+                "18。"
+                "",
+            ),
+        },
+        gpus=frozenset({BLACKWELL_RTX}),
     ),
 )

@@ -21,6 +21,7 @@ from seqpack.doctor._findings import ERROR, SEVERITY_ORDER, Finding, Hit
 from seqpack.doctor._load import LoadedConfig, _build_view, parse_override, set_key, to_plain
 from seqpack.doctor._packed_facts import packed_location_exists, read_packed_facts
 from seqpack.doctor._rules import RULES
+from seqpack.doctor._versions import Assumed, assumed_stack, checked_gpu
 from seqpack.errors import UsageError, param
 
 #: Rounds of "apply the fixes, check again" behind ``--fix`` (each round only adds keys not yet fixed).
@@ -39,13 +40,23 @@ class DoctorOptions:
     packed: str | None = None
     allow: Sequence[str] = ()
     lang: str = "en"
-    #: Versions of the training stack (``megatron-bridge`` / ``megatron-core`` / ``transformer-engine`` ->
-    #: version) the known-defect atlas is checked against; a component not named is unknown.
+    #: Versions of the training stack (``megatron-bridge`` / ``megatron-core`` / ``transformer-engine`` /
+    #: ``cudnn`` -> version) the known-defect atlas is checked against (``--stack``); they win over
+    #: :attr:`installed`; a component in neither is unknown.
     stack: Mapping[str, str] = field(default_factory=dict)
+    #: The versions installed where the doctor runs (the CLI reads them as ``seqpack env`` does); every report
+    #: says which versions it assumed and where each came from.
+    installed: Mapping[str, str] = field(default_factory=dict)
+    #: The training GPU's architecture (``--gpu``: ampere, ada, hopper, blackwell, blackwell-rtx), ``None``
+    #: when unknown (the atlas then takes it for a data-centre part).
+    gpu: str | None = None
     #: ``"bridge"`` or ``"mlm"`` when known: which launcher's defects apply (``None``: both).
     launcher: str | None = None
 
     def __post_init__(self) -> None:
+        if self.world_size is not None and self.dp is not None:  # which one the user meant is unknown
+            raise UsageError(f"give {param('world_size')} or {param('dp')}, not both")
+        self.gpu = checked_gpu(self.gpu)
         # Any other name would silently match no defect's launchers and hide every upstream defect.
         if self.launcher not in (None, BRIDGE_LAUNCHER, MLM_LAUNCHER):
             raise UsageError(
@@ -64,6 +75,8 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     #: The corrected overrides (:func:`suggest_fixes`, ``--fix``); ``None``: not asked for.
     fixes: list[str] | None = None
+    #: The versions (and GPU) the atlas assumed, with where each came from (``--stack``/installed/unknown).
+    stack: tuple[Assumed, ...] = ()
 
     @property
     def has_error(self) -> bool:
@@ -75,6 +88,7 @@ class Report:
             "schema_version": self.SCHEMA_VERSION,
             "config_era": self.config_era,
             "findings": [f.to_dict() for f in self.findings],
+            "stack": [row.to_dict() for row in self.stack],
         }
         if self.fixes is not None:
             doc["fix"] = self.fixes
@@ -175,13 +189,16 @@ def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
     findings += atlas_findings(
         ctx,
         loaded.raw,
-        stack=options.stack,
+        stack={**options.installed, **options.stack},
         launcher=options.launcher,
+        mlm_flags=loaded.mlm_flags,
+        gpu=options.gpu,
         allow=set(options.allow),
         lang=options.lang,
     )
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.id))
-    return Report(config_era=loaded.view.era, findings=findings)
+    stack = assumed_stack(options.stack, options.installed, options.gpu)
+    return Report(config_era=loaded.view.era, findings=findings, stack=stack)
 
 
 def _rule_findings(loaded: LoadedConfig, options: DoctorOptions) -> tuple[Context, list[Finding]]:
@@ -226,7 +243,9 @@ def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedCon
     problems = [p for p in loaded.problems if p.kind in ("contradiction",)]
     view = _build_view(raw, problems)
     view.dataset.kind = loaded.view.dataset.kind
-    return LoadedConfig(view=view, problems=problems, raw=raw, source=loaded.source)
+    return LoadedConfig(
+        view=view, problems=problems, raw=raw, source=loaded.source, mlm_flags=loaded.mlm_flags
+    )
 
 
 def _under_removed(key: str, chosen: dict[str, str]) -> bool:

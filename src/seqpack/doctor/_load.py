@@ -49,6 +49,7 @@ from seqpack._bridge_keys import (
     TP,
 )
 from seqpack._ranges import COUNT0, RANKS, SIZE, Range
+from seqpack._typed import Mismatch, conform
 from seqpack._yaml import load_yaml
 from seqpack.doctor import _bridge_fields as bf
 from seqpack.doctor._view import SECTION_CLASSES, ConfigView, DatasetKind, DatasetView, PackedSpecsView
@@ -158,6 +159,9 @@ class LoadedConfig:
     raw: dict[str, Any] = field(default_factory=dict)
     #: The file name, when a YAML was read (used in messages).
     source: str | None = None
+    #: The Megatron-LM flags no Bridge key expresses (``{"--sft": True, "--fp8-format": "hybrid"}``): the
+    #: known-defect atlas reads them (``_defect_facts``).
+    mlm_flags: dict[str, Any] = field(default_factory=dict)
 
 
 class _Delete:
@@ -312,7 +316,14 @@ def load_config(
             raise error(f"{where}: field '{problem.key}': {problem.detail}")
     if dataset_kind is not None:
         view.dataset.kind = dataset_kind
-    return LoadedConfig(view=view, problems=problems, raw=raw, source=source)
+    flags = dict(_untranslated_flag(item) for item in (mlm.untranslated if mlm is not None else ()))
+    return LoadedConfig(view=view, problems=problems, raw=raw, source=source, mlm_flags=flags)
+
+
+def _untranslated_flag(item: str) -> tuple[str, Any]:
+    """``"--fp8-format hybrid"`` -> ``("--fp8-format", "hybrid")``; ``"--sft"`` -> ``("--sft", True)``."""
+    flag, _, value = item.partition(" ")
+    return flag, value or True
 
 
 #: The key Bridge's performance scripts write around a whole config (``ConfigContainer: {model: ...}``).
@@ -490,7 +501,10 @@ def _read_section(path: str, body: dict[str, Any], cls: type, problems: list[Loa
             else:
                 problems.append(LoadProblem("wrong-type", key, f"expected a mapping, found {value!r}"))
             continue
-        ok, coerced = _coerce(value, hints[name])
+        try:
+            ok, coerced = True, conform(value, hints[name], numbers_as_text=True)
+        except Mismatch:
+            ok, coerced = False, value
         expected = f"expected {_type_name(hints[name])}, found {shown(value)}"
         out_of_range = range_problem(key, coerced) if ok else None
         if out_of_range is not None:
@@ -516,31 +530,6 @@ def _read_specs(key: str, value: Any, problems: list[LoadProblem]) -> PackedSpec
         return None
     specs: PackedSpecsView = _read_section(key, value, PackedSpecsView, problems)
     return specs
-
-
-def _coerce(value: Any, hint: Any) -> tuple[bool, Any]:
-    """Check ``value`` against a field's annotation; ints are accepted for floats, nothing else is cast."""
-    if hint is Any:
-        return True, value
-    options = (
-        typing.get_args(hint)
-        if typing.get_origin(hint) in (typing.Union, __import__("types").UnionType)
-        else (hint,)
-    )
-    if value is None:
-        return (type(None) in options), None
-    for option in options:
-        if option is bool and isinstance(value, bool):
-            return True, value
-        if option is int and isinstance(value, int) and not isinstance(value, bool):
-            return True, value
-        if option is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True, float(value)
-        if option is str and isinstance(value, str):
-            return True, value
-        if option is str and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True, str(value)
-    return False, value
 
 
 def range_problem(key: str, value: Any) -> str | None:

@@ -1,4 +1,5 @@
-"""Release numbers of the training stack and the half-open ranges a known defect covers.
+"""Release numbers of the training stack, the half-open ranges a known defect covers, and which versions (and
+GPU architecture) a report assumed and where each came from.
 
 A defect is present from its first affected release up to, not including, the first release with the fix::
 
@@ -6,15 +7,22 @@ A defect is present from its first affected release up to, not including, the fi
     first None,  fixed 0.5.0    ->   every release before 0.5.0
     first 2.18,  fixed None     ->   every release from 2.18 on (no release is known to fix it)
 
-Versions compare by their leading release numbers only (``0.18.0rc1+cu12`` -> ``(0, 18, 0)``): a release
-candidate already carries what its release carries. Missing trailing parts are zeros (``2.18`` == ``2.18.0``).
+Versions are read as PEP 440 (``packaging``) and compare by their release numbers only (``0.18.0rc1+cu12``
+-> ``(0, 18, 0)``): a release candidate already carries what its release carries. Missing trailing parts
+are zeros (``2.18`` == ``2.18.0``).
+
+Where a version comes from decides what a finding may claim, so every report names it::
+
+    megatron-bridge 0.6.2 (--stack)    megatron-core 0.16.1 (installed)    cudnn unknown    gpu hopper (--gpu)
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 from seqpack.env import parse_version
 from seqpack.errors import UsageError, param
@@ -27,30 +35,42 @@ TE = "transformer-engine"
 #: 9.18); read from the ``nvidia-cudnn-cu*`` distribution ``seqpack env`` reports, or given with ``--stack``.
 CUDNN = "cudnn"
 COMPONENTS = (BRIDGE, MCORE, TE, CUDNN)
+#: The GPU architecture a few kernel defects depend on (``--gpu``); never read from this machine, whose GPU
+#: (if any) is rarely the training cluster's. ``blackwell`` is the data-centre part (sm_100/sm_103: B200,
+#: GB200, B300), ``blackwell-rtx`` the workstation and GeForce one (sm_120/sm_121: RTX PRO 6000, RTX 5090).
+GPU = "gpu"
+HOPPER = "hopper"
+BLACKWELL_RTX = "blackwell-rtx"
+GPU_ARCHITECTURES = ("ampere", "ada", HOPPER, "blackwell", BLACKWELL_RTX)
+#: What an unknown GPU is taken to be: a data-centre part. An entry only a workstation GPU hits (sm_120)
+#: needs ``--gpu`` to fire; one a data-centre GPU hits fires with the architecture named.
+DATACENTRE_GPUS = frozenset({"ampere", HOPPER, "blackwell"})
+#: How findings name each architecture.
+GPU_NAMES = {
+    "ampere": "Ampere (sm_80)",
+    "ada": "Ada (sm_89)",
+    HOPPER: "Hopper (sm_90)",
+    "blackwell": "Blackwell (sm_100)",
+    BLACKWELL_RTX: "Blackwell RTX (sm_120)",
+}
+#: Where an assumed version came from.
+GIVEN, INSTALLED, UNKNOWN = "--stack", "installed", "unknown"
 
 Release = tuple[int, ...]
-
-#: A version as PEP 440 spells one (its separators and spellings included: ``1.0-rc1``, ``1.0.post2``,
-#: ``2.6.0+cu124``): epoch, release, pre-, post- and dev-release, local label. A typed version must be one
-#: whole: ``0.6.2garbage`` used to be read as 0.6.2.
-PEP440 = re.compile(
-    r"""v?(\d+!)?\d+(\.\d+)*
-        ([-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?
-        (-\d+|[-_.]?(post|rev|r)[-_.]?\d*)?
-        ([-_.]?dev[-_.]?\d*)?
-        (\+[a-z0-9]+([-_.][a-z0-9]+)*)?""",
-    re.IGNORECASE | re.VERBOSE | re.ASCII,
-)
 
 
 def is_version(text: str) -> bool:
     """Whether ``text`` (surrounding spaces allowed) is a version PEP 440 accepts."""
-    return PEP440.fullmatch(text.strip()) is not None
+    try:
+        Version(text.strip())
+    except InvalidVersion:
+        return False
+    return True
 
 
 def release(text: str) -> Release | None:
-    """``"0.16.1rc2+cu12"`` -> ``(0, 16, 1)`` (``seqpack env``'s reading); ``None`` when the text does not
-    start with a number."""
+    """``"0.16.1rc2+cu12"`` -> ``(0, 16, 1)`` (``seqpack env``'s reading); ``None`` when the text is not a
+    PEP 440 version."""
     parts = list(parse_version(text))
     if not parts:
         return None
@@ -110,6 +130,56 @@ def parse_stack(items: Iterable[str]) -> dict[str, str]:
     return stack
 
 
+def checked_gpu(name: str | None) -> str | None:
+    """``"Hopper"`` -> ``"hopper"``; ``None`` stays unknown; any other name is a usage error."""
+    if name is None:
+        return None
+    arch = name.strip().lower()
+    if arch not in GPU_ARCHITECTURES:
+        raise UsageError(f"{param('gpu')} {name!r}: expected one of {', '.join(GPU_ARCHITECTURES)}")
+    return arch
+
+
 def known_versions(packages: Mapping[str, str | None]) -> dict[str, str]:
     """The atlas components among ``packages`` (as ``seqpack env`` reads them) that are installed."""
     return {name: version for name, version in packages.items() if name in COMPONENTS and version}
+
+
+@dataclass(frozen=True)
+class Assumed:
+    """One component's version (or the GPU architecture) a report was checked against, and its source."""
+
+    component: str
+    version: str | None
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"component": self.component, "version": self.version, "source": self.source}
+
+    def describe(self) -> str:
+        """``megatron-core 0.16.1 (installed)``, ``cudnn unknown``."""
+        if self.version is None:
+            return f"{self.component} {UNKNOWN}"
+        return f"{self.component} {self.version} ({self.source})"
+
+
+def assumed_stack(
+    given: Mapping[str, str], installed: Mapping[str, str], gpu: str | None
+) -> tuple[Assumed, ...]:
+    """Every component in :data:`COMPONENTS` order, then the GPU: a given version wins over an installed one;
+    neither is unknown."""
+    rows = []
+    for component in COMPONENTS:
+        if component in given:
+            rows.append(Assumed(component, given[component], GIVEN))
+        elif component in installed:
+            rows.append(Assumed(component, installed[component], INSTALLED))
+        else:
+            rows.append(Assumed(component, None, UNKNOWN))
+    rows.append(Assumed(GPU, gpu, "--gpu" if gpu else UNKNOWN))
+    return tuple(rows)
+
+
+def stack_summary(rows: Iterable[Assumed]) -> str:
+    """One line for a report: ``megatron-bridge 0.6.2 (--stack), megatron-core unknown, ..., gpu unknown``."""
+    return ", ".join(row.describe() for row in rows)

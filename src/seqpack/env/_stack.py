@@ -17,11 +17,12 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import platform
-import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from packaging.version import InvalidVersion, Version
 
 from seqpack.findings import SEVERITIES, Finding, Severity
 
@@ -52,15 +53,16 @@ BRIDGE_OFFLINE_NAMES_FROM = (0, 6)
 
 
 def parse_version(text: str) -> tuple[int, ...]:
-    """The leading numeric release of a version string: ``"0.16.1rc2+cu12"`` -> ``(0, 16, 1)``.
+    """The release numbers of a PEP 440 version string: ``"0.16.1rc2+cu12"`` -> ``(0, 16, 1)``; ``()`` for
+    text PEP 440 does not read (``"dev"``).
 
     Only the release numbers matter for the rules here, so pre-release and local tags are dropped
     (``0.18.0rc1`` counts as 0.18: a release candidate already carries the feature).
     """
-    match = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
-    if match is None:
+    try:
+        return Version(text.strip()).release
+    except InvalidVersion:
         return ()
-    return tuple(int(part) for part in match.group(1).split("."))
 
 
 def _fmt(version: tuple[int, ...]) -> str:

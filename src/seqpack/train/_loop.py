@@ -12,6 +12,10 @@ and all-reduces gradients, loss sums and token counts, so all ranks take identic
 
 Ctrl-C (SIGINT) or SIGTERM asks the run to stop: the current step finishes, the ranks agree to stop (one
 all-reduce per step), the log is flushed and the result says ``interrupted=True``.
+
+:func:`train` reads as the recipe: :func:`_setup` (steps, memory check, model, optimizer, sampler, collator,
+log), :func:`_train_steps` (one :func:`_step` each: collate, all-reduce the counts, forward/backward,
+gradients summed, clipped, stepped), cleanup (the log closed, the process group left).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from types import FrameType
 from typing import TextIO
 
@@ -33,7 +38,7 @@ import torch.nn.functional as F
 from seqpack.batching import GlobalBatchSampler, PackedCollator
 from seqpack.errors import UsageError, param
 from seqpack.train._config import DataMode, StepRecord, TrainConfig, TrainResult
-from seqpack.train._data import check_pad_to, load_training_data
+from seqpack.train._data import TrainingData, check_pad_to, load_training_data
 from seqpack.train._log import RunLog
 from seqpack.train._model import available_memory, build_model, check_memory, estimate_memory
 from seqpack.train._steps import MicroBatch, rank_batches, rank_microbatches
@@ -185,7 +190,7 @@ def _check_outputs(config: TrainConfig) -> None:
 def train(
     config: TrainConfig, *, on_step: StepHook | None = None, stream: TextIO | None = None
 ) -> TrainResult:
-    """Run one reference training and return what it did.
+    """Run one reference training and return what it did: set up, take the steps, clean up.
 
     ``stream`` receives the Megatron-LM log lines (default: stdout unless ``config.quiet``); ``on_step`` is
     called on every rank after every optimizer step (progress bars, the demo). Raises
@@ -198,109 +203,159 @@ def train(
     )
     padded_length = check_pad_to(data, config.pad_to) if config.mode is DataMode.padded else None
     with _distributed(device) as (rank, world):
-        steps = _plan_steps(config, data.num_rows, world)
-        if padded_length is not None:
-            mb_rows, width = config.mbs * data.max_sequences_per_pack, padded_length
-        else:
-            mb_rows, width = config.mbs, data.pack_size
-        estimate = estimate_memory(config.model, rows=mb_rows, width=width)
-        available = config.memory_limit if config.memory_limit is not None else available_memory(device)
-        check_memory(estimate, available, what=f"micro-batches of {mb_rows} x {width} slots")
-        model = build_model(
-            config.model,
-            max_positions=max(width, data.pack_size),
-            seed=config.seed,
-        ).to(device)
-        model.train()
-        params = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(
-            params,
-            lr=config.lr,
-            betas=(config.adam_beta1, config.adam_beta2),
-            eps=config.adam_eps,
-            weight_decay=config.weight_decay,
-        )
-        logging_rank = rank == world - 1
-        console = stream if stream is not None else (None if config.quiet else sys.stdout)
-        log = RunLog(
-            stream=console if logging_rank else None,
-            path=config.log if logging_rank else None,
-            tensorboard=config.tensorboard if logging_rank else None,
-            interval=config.log_interval,
-        )
-        autocast: contextlib.AbstractContextManager[object] = (
-            torch.autocast(device.type, dtype=torch.bfloat16)
-            if config.dtype == "bfloat16"
-            else contextlib.nullcontext()
-        )
-        sampler = GlobalBatchSampler(
-            data.num_rows, config.gbs, rank, world, micro_batch_size=config.mbs, seed=config.seed
-        )
-        collator = PackedCollator(
-            data.eos_id,
-            data.pack_size,
-            pad_seq_length_to_mult=config.width_multiple,
-            pad_seq_to_mult=data.pad_multiple or 1,
-        )
-        flag = _StopFlag()
-        records: list[StepRecord] = []
-        consumed = 0
+        run = _setup(config, data, padded_length, device, rank, world, stream)
         try:
-            with _stop_on_signals(flag):
-                batches = rank_batches(sampler)
-                for step in range(steps):
-                    # The ranks agree before each step whether any of them was asked to stop.
-                    if step and _all_sum([float(flag.requested)], world, device)[0] > 0:
-                        break
-                    start = time.perf_counter()
-                    micro = rank_microbatches(
-                        [data.dataset[i] for i in next(batches)],
-                        collator,
-                        mbs=config.mbs,
-                        padded_length=padded_length,
-                    )
-                    local = [
-                        float(sum(m.loss_tokens for m in micro)),
-                        float(sum(m.positions for m in micro)),
-                        float(sum(m.real_tokens for m in micro)),
-                        float(sum(m.tokens.shape[0] for m in micro)),
-                    ]
-                    loss_tokens, positions, real, rows = _all_sum(local, world, device)
-                    denominator = max(loss_tokens, 1.0)
-                    optimizer.zero_grad(set_to_none=False)
-                    loss_sum = _forward_backward(model, micro, denominator, autocast, device)
-                    _reduce_gradients(params, world)
-                    max_norm = config.clip_grad if config.clip_grad > 0 else math.inf
-                    grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
-                    optimizer.step()
-                    (global_loss_sum,) = _all_sum([loss_sum], world, device)
-                    if device.type == "cuda":
-                        torch.cuda.synchronize(device)
-                    consumed += int(rows)
-                    record = StepRecord(
-                        iteration=step + 1,
-                        total_iterations=steps,
-                        loss=global_loss_sum / denominator,
-                        grad_norm=grad_norm,
-                        learning_rate=config.lr,
-                        rows=int(rows),
-                        consumed_samples=consumed,
-                        loss_tokens=int(loss_tokens),
-                        positions=int(positions),
-                        real_tokens=int(real),
-                        seconds=time.perf_counter() - start,
-                    )
-                    records.append(record)
-                    log.step(record)
-                    if on_step is not None:
-                        on_step(record)
-            log.flush_line()
-            interrupted = len(records) < steps
-            if interrupted:
-                log.note(f"# seqpack train: stopped on request after iteration {len(records)} of {steps}")
+            records = _train_steps(run, on_step)
         finally:
-            log.close()
-    return _result(config, records, steps, interrupted, world, estimate.parameters)
+            run.log.close()
+    return _result(config, records, run.steps, len(records) < run.steps, world, run.parameters)
+
+
+@dataclass
+class _Run:
+    """What every step uses, made once by :func:`_setup` on each rank."""
+
+    config: TrainConfig
+    data: TrainingData
+    padded_length: int | None  # rows padded to this width (padded mode), else packs of the pack size
+    device: torch.device
+    world: int
+    steps: int
+    parameters: int
+    model: torch.nn.Module
+    params: list[torch.nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    autocast: contextlib.AbstractContextManager[object]
+    sampler: GlobalBatchSampler
+    collator: PackedCollator
+    log: RunLog
+
+
+def _setup(
+    config: TrainConfig,
+    data: TrainingData,
+    padded_length: int | None,
+    device: torch.device,
+    rank: int,
+    world: int,
+    stream: TextIO | None,
+) -> _Run:
+    """The steps to take, the memory check, then the model, optimizer, sampler, collator and log."""
+    steps = _plan_steps(config, data.num_rows, world)
+    if padded_length is not None:
+        mb_rows, width = config.mbs * data.max_sequences_per_pack, padded_length
+    else:
+        mb_rows, width = config.mbs, data.pack_size
+    estimate = estimate_memory(config.model, rows=mb_rows, width=width)
+    available = config.memory_limit if config.memory_limit is not None else available_memory(device)
+    check_memory(estimate, available, what=f"micro-batches of {mb_rows} x {width} slots")
+    model = build_model(config.model, max_positions=max(width, data.pack_size), seed=config.seed).to(device)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(
+        params,
+        lr=config.lr,
+        betas=(config.adam_beta1, config.adam_beta2),
+        eps=config.adam_eps,
+        weight_decay=config.weight_decay,
+    )
+    logging_rank = rank == world - 1
+    console = stream if stream is not None else (None if config.quiet else sys.stdout)
+    log = RunLog(
+        stream=console if logging_rank else None,
+        path=config.log if logging_rank else None,
+        tensorboard=config.tensorboard if logging_rank else None,
+        interval=config.log_interval,
+    )
+    autocast: contextlib.AbstractContextManager[object] = (
+        torch.autocast(device.type, dtype=torch.bfloat16)
+        if config.dtype == "bfloat16"
+        else contextlib.nullcontext()
+    )
+    sampler = GlobalBatchSampler(
+        data.num_rows, config.gbs, rank, world, micro_batch_size=config.mbs, seed=config.seed
+    )
+    collator = PackedCollator(
+        data.eos_id,
+        data.pack_size,
+        pad_seq_length_to_mult=config.width_multiple,
+        pad_seq_to_mult=data.pad_multiple or 1,
+    )
+    return _Run(
+        config,
+        data,
+        padded_length,
+        device,
+        world,
+        steps,
+        estimate.parameters,
+        model,
+        params,
+        optimizer,
+        autocast,
+        sampler,
+        collator,
+        log,
+    )
+
+
+def _train_steps(run: _Run, on_step: StepHook | None) -> list[StepRecord]:
+    """Every step, until the last or until a rank is asked to stop (the ranks agree before each step)."""
+    flag = _StopFlag()
+    records: list[StepRecord] = []
+    with _stop_on_signals(flag):
+        batches = rank_batches(run.sampler)
+        for step in range(run.steps):
+            if step and _all_sum([float(flag.requested)], run.world, run.device)[0] > 0:
+                break
+            record = _step(run, step, next(batches), consumed=records[-1].consumed_samples if records else 0)
+            records.append(record)
+            run.log.step(record)
+            if on_step is not None:
+                on_step(record)
+    run.log.flush_line()
+    if len(records) < run.steps:
+        run.log.note(f"# seqpack train: stopped on request after iteration {len(records)} of {run.steps}")
+    return records
+
+
+def _step(run: _Run, step: int, batch: list[int], consumed: int) -> StepRecord:
+    """One optimizer step on this rank's share of a global batch (``batch``: its pack indices)."""
+    config, device, world = run.config, run.device, run.world
+    start = time.perf_counter()
+    micro = rank_microbatches(
+        [run.data.dataset[i] for i in batch], run.collator, mbs=config.mbs, padded_length=run.padded_length
+    )
+    local = [
+        float(sum(m.loss_tokens for m in micro)),
+        float(sum(m.positions for m in micro)),
+        float(sum(m.real_tokens for m in micro)),
+        float(sum(m.tokens.shape[0] for m in micro)),
+    ]
+    loss_tokens, positions, real, rows = _all_sum(local, world, device)
+    denominator = max(loss_tokens, 1.0)
+    run.optimizer.zero_grad(set_to_none=False)
+    loss_sum = _forward_backward(run.model, micro, denominator, run.autocast, device)
+    _reduce_gradients(run.params, world)
+    max_norm = config.clip_grad if config.clip_grad > 0 else math.inf
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(run.params, max_norm))
+    run.optimizer.step()
+    (global_loss_sum,) = _all_sum([loss_sum], world, device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return StepRecord(
+        iteration=step + 1,
+        total_iterations=run.steps,
+        loss=global_loss_sum / denominator,
+        grad_norm=grad_norm,
+        learning_rate=config.lr,
+        rows=int(rows),
+        consumed_samples=consumed + int(rows),
+        loss_tokens=int(loss_tokens),
+        positions=int(positions),
+        real_tokens=int(real),
+        seconds=time.perf_counter() - start,
+    )
 
 
 def _result(

@@ -4,7 +4,14 @@ the sharded run an engine maps (two phases around one plan).
 """
 
 from seqpack.data.pipeline._lengths import read_lengths
-from seqpack.data.pipeline._options import InputOptions, LengthPolicy, PackOptions, PackSize, RunSettings
+from seqpack.data.pipeline._options import (
+    InputOptions,
+    LengthPolicy,
+    PackOptions,
+    PackSize,
+    Parallelism,
+    RunSettings,
+)
 from seqpack.data.pipeline._pipeline import PackResult, overrides_for_result, pack_files
 from seqpack.data.pipeline._shape import TooLong
 from seqpack.data.pipeline._shard_tasks import read_slice, spool_is_intact, write_shard
@@ -34,6 +41,7 @@ __all__ = [
     "PackOptions",
     "PackResult",
     "PackSize",
+    "Parallelism",
     "RunSettings",
     "ShardJob",
     "ShardOutcome",

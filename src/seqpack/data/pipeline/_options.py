@@ -1,8 +1,10 @@
 """``PackOptions``: what ``pack_files`` takes, in four frozen groups (input, pack size, length policy, run).
 
-The Python API (``seqpack.pack``) and the CLI pass flat keywords -- one per flag -- and
-:meth:`PackOptions.from_flat` sorts each into its group. Errors name these parameters; the CLI shows
-their flags instead (:func:`seqpack.errors.param`).
+``seqpack.pack`` (the Python API and the CLI's one way to run a pack) builds the groups from its typed
+keywords; :meth:`PackOptions.from_flat` sorts flat keywords into them for tests and tools. Each group checks
+its fields against their declared types when it is made (:func:`seqpack._typed.conform_fields`: a path given
+as a string becomes a ``Path``, ``too_long="split"`` its :class:`TooLong`, ``eos_id=2.5`` a usage error).
+Errors name these parameters; the CLI shows their flags instead (:func:`seqpack.errors.param`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from seqpack._ranges import RANKS
+from seqpack._typed import conform_fields
 from seqpack.data.format import SPLITS, TRAINING, Layout, check_eos_id
 from seqpack.data.pipeline._shape import TooLong, check_lengths
 from seqpack.data.samples import default_workers
@@ -24,7 +28,9 @@ from seqpack.packing import (
     BRIDGE_DEFAULT_ALGORITHM,
     BRIDGE_DEFAULT_SEED,
     DEFAULT_ALGORITHM,
+    MAX_PAD_MULTIPLE,
     CostModel,
+    pad_multiple,
 )
 
 
@@ -39,6 +45,10 @@ class InputOptions:
     chat_template: Path | None = None  # Bridge's TokenizerConfig.chat_template_path
     tool_schemas: Path | None = None  # Bridge's dataset_kwargs.tool_schemas
     chunk_rows: int | None = None  # None: by the input's kind (seqpack.data.samples.chunk_rows_for)
+
+    def __post_init__(self) -> None:
+        conform_fields(self)
+        conform_fields(self.text)
 
     def check(self) -> None:
         """Usage errors of the input alone (``pack`` and the lengths ``plan`` reads)."""
@@ -64,6 +74,9 @@ class PackSize:
     cost_model: CostModel | None = None  # what the balanced algorithm evens out (None: 7B-like default)
     seed: int | None = None  # None: BRIDGE_DEFAULT_SEED with bridge_compat, else 0
 
+    def __post_init__(self) -> None:
+        conform_fields(self)
+
 
 @dataclass(frozen=True)
 class LengthPolicy:
@@ -71,6 +84,52 @@ class LengthPolicy:
 
     max_seq_length: int | None = None
     too_long: TooLong | None = None  # None: reject (bridge_compat decides as Bridge does)
+
+    def __post_init__(self) -> None:
+        conform_fields(self)
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """The model parallelism of the run that will train on the packs, when the user gives it instead of a
+    pre-padding multiple: context parallelism splits every sequence into ``2 CP`` chunks and sequence
+    parallelism over TP ranks into ``CP TP`` slices, so Bridge pads each sample to ``lcm(2 CP, CP TP)``
+    (bridge-format §7, :func:`seqpack.packing.pad_multiple`), and the overrides printed after a pack name
+    these sizes (:func:`seqpack.data.pipeline.overrides_for_result`)."""
+
+    cp: int | None = None
+    tp: int | None = None
+    sequence_parallel: bool = False
+
+    def __post_init__(self) -> None:
+        conform_fields(self)
+        for name in ("cp", "tp"):
+            value = getattr(self, name)
+            if value is not None:
+                RANKS.check(param(name), value)
+
+    @property
+    def given(self) -> bool:
+        return self.cp is not None or self.tp is not None or self.sequence_parallel
+
+    def pad_multiple(self, pad_seq_to_mult: int | None) -> int:
+        """The pre-padding multiple: ``pad_seq_to_mult`` (default 1), or the one these sizes need; a usage
+        error when both are given (which one was meant is unknown) or the derived one is too large."""
+        if not self.given:
+            return 1 if pad_seq_to_mult is None else pad_seq_to_mult
+        if pad_seq_to_mult is not None:
+            raise UsageError(
+                f"give either {param('pad_seq_to_mult')} or "
+                f"{param('cp')}/{param('tp')}/{param('sequence_parallel')}, not both"
+            )
+        cp, tp = self.cp or 1, self.tp or 1
+        derived = pad_multiple(cp, tp, self.sequence_parallel)
+        if derived > MAX_PAD_MULTIPLE:
+            raise UsageError(
+                f"{param('cp')} {cp} {param('tp')} {tp} need a pre-padding multiple of {derived}, "
+                f"larger than {MAX_PAD_MULTIPLE}, the largest seqpack writes"
+            )
+        return derived
 
 
 @dataclass(frozen=True)
@@ -86,48 +145,7 @@ class RunSettings:
     quiet: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layout", Layout.named(self.layout))
-
-
-#: Declared field types -> what a value must be (``None`` allowed where the type says so).
-_KINDS: dict[str, tuple[type, ...]] = {"int": (int,), "bool": (bool,), "str": (str,), "Path": (Path,)}
-_KINDS.update(TooLong=(TooLong,), CostModel=(CostModel,))
-_NAMES = {"int": "an integer", "bool": "True or False", "str": "a string", "Path": "a path"}
-
-
-def check_types(group: Any) -> None:
-    """A UsageError for a field of the dataclass ``group`` whose value is not of its declared type: the
-    CLI's parser guarantees the types, a Python caller does not (``eos_id=2.5`` or ``workers=1.5`` would
-    be used truncated or fail deep inside; ``True`` is no integer here)."""
-    for f in fields(group):
-        declared = str(f.type).replace(" | None", "")
-        kinds = _KINDS.get(declared)
-        value = getattr(group, f.name)
-        if kinds is None or (value is None and str(f.type).endswith("| None")):
-            continue
-        wrong = not isinstance(value, kinds) or (declared == "int" and isinstance(value, bool))
-        if wrong:
-            what = _NAMES.get(declared, f"a {declared}")
-            raise UsageError(f"{param(f.name)} must be {what}, got {value!r}")
-
-
-def _as_declared(given: dict[str, Any]) -> dict[str, Any]:
-    """Flat keywords as their fields declare them: a path given as a string becomes a ``Path``, a
-    ``too_long`` given by name its :class:`TooLong` (a wrong one is a UsageError naming the choices)."""
-    out = dict(given)
-    for name, value in given.items():
-        if isinstance(value, (str, os.PathLike)) and name in _PATH_FIELDS:
-            out[name] = Path(value)
-        elif name == "too_long" and isinstance(value, str):
-            try:
-                out[name] = TooLong(value)
-            except ValueError:
-                choices = ", ".join(t.value for t in TooLong)
-                raise UsageError(f"{param('too_long')} must be one of {choices}, got {value!r}") from None
-    return out
-
-
-_PATH_FIELDS = frozenset({"tokenizer", "chat_template", "tool_schemas", "scratch_dir"})
+        conform_fields(self)
 
 
 def resolve_workers(workers: int | None) -> int:
@@ -153,10 +171,20 @@ class PackOptions:
     length: LengthPolicy = LengthPolicy()
     bridge_compat: bool = False
 
+    def __post_init__(self) -> None:
+        conform_fields(self)
+
     @classmethod
-    def from_flat(cls, inputs: Sequence[Path], out_dir: Path, pack_size: int, **options: Any) -> PackOptions:
-        """The options from flat keywords, one per ``seqpack pack`` flag (``bridge_compat``, ``algorithm``,
-        ``pad_seq_to_mult``, ``tokenizer``, ``too_long``, ``layout``, the :class:`TextOptions`, ...)."""
+    def from_flat(
+        cls,
+        inputs: Sequence[str | os.PathLike[str]],
+        out_dir: str | os.PathLike[str],
+        pack_size: int,
+        **options: Any,
+    ) -> PackOptions:
+        """The options from flat keywords, each in its group: the keywords of ``seqpack.pack`` that name
+        fields (``bridge_compat``, ``algorithm``, ``pad_seq_to_mult``, ``tokenizer``, ``too_long``,
+        ``layout``, the :class:`TextOptions`, ...); an unknown one is a ``TypeError``."""
         given = dict(options)
 
         def take(kind: type[Any]) -> dict[str, Any]:
@@ -164,19 +192,24 @@ class PackOptions:
             names = [f.name for f in fields(kind) if f.name not in _NOT_FLAT]
             return {name: given.pop(name) for name in names if name in given}
 
-        made = cls(
-            InputOptions(
-                tuple(inputs), text=TextOptions(**take(TextOptions)), **_as_declared(take(InputOptions))
-            ),
-            PackSize(pack_size, **take(PackSize)),
-            RunSettings(out_dir, **_as_declared(take(RunSettings))),
-            LengthPolicy(**_as_declared(take(LengthPolicy))),
-            bridge_compat=given.pop("bridge_compat", False),
+        text, input_, size, run, length = (
+            take(TextOptions),
+            take(InputOptions),
+            take(PackSize),
+            take(RunSettings),
+            take(LengthPolicy),
         )
+        bridge_compat = given.pop("bridge_compat", False)
         if given:
             option = next(iter(given))
             raise TypeError(f"got an unexpected option {option!r} (see seqpack.data.pipeline.PackOptions)")
-        return made
+        return cls(
+            InputOptions(tuple(inputs), text=TextOptions(**text), **input_),  # type: ignore[arg-type]
+            PackSize(pack_size, **size),
+            RunSettings(out_dir, **run),  # type: ignore[arg-type]
+            LengthPolicy(**length),
+            bridge_compat=bridge_compat,
+        )
 
     @property
     def max_seq_length(self) -> int:
@@ -203,10 +236,6 @@ class PackOptions:
     def check(self) -> None:
         """Usage errors for values or combinations that cannot work, before anything is read."""
         size, run = self.size, self.run
-        for group in (self.input, self.input.text, size, self.length, run):
-            check_types(group)
-        if not isinstance(self.bridge_compat, bool):
-            raise UsageError(f"{param('bridge_compat')} must be True or False, got {self.bridge_compat!r}")
         if size.pack_size <= 0:
             raise UsageError(f"{param('pack_size')} must be a positive integer, got {size.pack_size}")
         if run.split not in SPLITS:

@@ -18,7 +18,8 @@ from typing import Any, Protocol, TypeVar
 
 from seqpack._ordered import WorkerLost, map_ordered
 from seqpack.data.samples._examples import Examples, location, pretokenized, records_of
-from seqpack.data.samples._readers import DEFAULT_CHUNK_ROWS, RawChunk, iter_chunks
+from seqpack.data.samples._formats import iter_chunks
+from seqpack.data.samples._readers import DEFAULT_CHUNK_ROWS, RawChunk
 from seqpack.data.samples.text import PROMPT_COMPLETION, TOKEN_IDS, ResolvedText, row_kind, tokenize_chunk
 from seqpack.errors import DataError
 

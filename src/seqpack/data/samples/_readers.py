@@ -1,14 +1,17 @@
-"""Input files in bounded chunks: JSONL lines, Parquet column batches, Hugging Face ``save_to_disk`` dirs.
+"""The readers of input files, in bounded chunks: JSONL lines, Parquet column batches, Hugging Face
+``save_to_disk`` dirs. Which reader reads which file, and how their errors are worded, is the table in
+:mod:`._formats`.
 
 A reader never holds a whole file: it yields :class:`RawChunk` objects of at most ``chunk_rows`` records,
 each knowing where it came from (input index and the first line/row), so every later error can name the
-file and line. JSONL lines are 1-based (as editors count them), Parquet/dataset rows 0-based.
+file and line. JSONL lines are 1-based (as editors count them), Parquet/dataset rows 0-based. An Arrow or
+OS error is left to the table's one wrapper (:func:`._formats.iter_chunks`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from seqpack._io import COMPRESSED_SUFFIXES, open_input, unreadable
-from seqpack._parquet import damage, open_parquet
+from seqpack._io import open_input
+from seqpack._parquet import open_parquet
 from seqpack.errors import InputError, where
 
 #: Records per chunk: big enough to amortise per-chunk costs, small enough to bound memory.
@@ -32,8 +35,6 @@ DEFAULT_CHUNK_ROWS = 1024
 #: under 4 GB. A 1M-token pre-tokenized sample is ~8 MiB. A table row (Parquet, datasets) gets the same bound
 #: on the text it holds (:func:`check_row_text`).
 MAX_LINE_BYTES = 16 << 20
-_JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
-_PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 @dataclass
@@ -67,55 +68,14 @@ class RawChunk:
         return len(self.locs)
 
 
-def input_kind(path: Path) -> str:
-    """``jsonl``, ``parquet`` or ``hf`` (a ``datasets`` ``save_to_disk`` directory), else an InputError."""
-    if path.is_dir():
-        if (path / "dataset_info.json").exists() or (path / "state.json").exists():
-            return "hf"
-        raise InputError(f"{path}: a directory, but not a Hugging Face datasets save_to_disk directory")
-    if not path.exists():
-        raise unreadable(path)
-    name = path.name.lower()
-    if name.endswith(COMPRESSED_SUFFIXES):  # data.jsonl.gz: read through open_input
-        name = name.rsplit(".", 1)[0]
-    if name.endswith(_JSONL_SUFFIXES):
-        return "jsonl"
-    if name.endswith(_PARQUET_SUFFIXES):
-        return "parquet"
-    raise InputError(f"{path}: unknown input format (expected .jsonl, .parquet or a datasets directory)")
-
-
-def iter_chunks(
-    paths: list[Path], chunk_rows: int = DEFAULT_CHUNK_ROWS, sources: Sequence[int] | None = None
-) -> Iterator[RawChunk]:
-    """Chunks of every input, in input order then file order (the order samples are numbered in).
-
-    ``sources``: read only these inputs (indices into ``paths``, which messages keep naming): a shard of a
-    distributed run reads its own files.
-    """
-    for source, path in enumerate(paths):
-        if sources is not None and source not in sources:
-            continue
-        kind = input_kind(path)
-        if kind == "jsonl":
-            yield from _jsonl_chunks(source, path, chunk_rows)
-        elif kind == "parquet":
-            yield from _parquet_chunks(source, path, chunk_rows)
-        else:
-            yield from _hf_chunks(source, path, chunk_rows)
-
-
 #: Bytes read from a JSONL file at a time (a buffer that grows only for a longer line).
 _READ_BLOCK = 16 << 20
 
 
-def _jsonl_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
+def jsonl_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
     """JSON lines in chunks, read in large blocks; blank lines are skipped but keep their line numbers."""
-    try:
-        with open_input(path) as handle:
-            yield from _line_chunks(source, handle, chunk_rows, os.fspath(path))
-    except OSError as exc:  # a truncated .gz says so here
-        raise unreadable(path, exc) from None
+    with open_input(path) as handle:
+        yield from _line_chunks(source, handle, chunk_rows, os.fspath(path))
 
 
 def _line_chunks(source: int, handle: Any, chunk_rows: int, name: str) -> Iterator[RawChunk]:
@@ -203,20 +163,58 @@ def _take_rows(
     return chunk, pending, remaining
 
 
-def _parquet_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
-    reader = open_parquet(path)
+def parquet_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
+    """Column batches of a Parquet file, page checksums verified (a corrupt page is found when decoded)."""
+    yield from table_chunks(source, path, open_parquet(path).iter_batches(batch_size=chunk_rows))
+
+
+def parquet_rows(path: Path) -> int:
+    """Rows of a Parquet file, from its footer."""
+    return int(pq.ParquetFile(path).metadata.num_rows)
+
+
+#: How an Arrow IPC file starts (a stream starts with a message), and how a stream writer ends a stream.
+_IPC_FILE_MAGIC = b"ARROW1"
+_IPC_END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
+def arrow_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
+    """Record batches of an Arrow IPC file or stream, memory-mapped and cut to ``chunk_rows``: the
+    ``.arrow`` files ``datasets`` writes (its cache files and a ``save_to_disk`` directory's shards) are
+    streams. IPC has no checksums, so every batch is validated in full (an offset pointing outside its
+    buffer would be read as tokens), and a stream must end with its end-of-stream marker: one cut at a
+    batch boundary reads without an error, as a shorter dataset."""
+    with pa.memory_map(os.fspath(path)) as mapped:
+        is_file = mapped.read(len(_IPC_FILE_MAGIC)) == _IPC_FILE_MAGIC
+        mapped.seek(0)
+        if is_file:
+            reader = pa.ipc.open_file(mapped)
+            batches: Iterator[pa.RecordBatch] = (
+                reader.get_batch(i) for i in range(reader.num_record_batches)
+            )
+        else:
+            batches = iter(pa.ipc.open_stream(mapped))
+        yield from table_chunks(source, path, _validated(batches, chunk_rows))
+        if not is_file and (mapped.size() < 8 or mapped.read_at(8, mapped.size() - 8) != _IPC_END_OF_STREAM):
+            raise pa.ArrowInvalid("the stream has no end-of-stream marker: it was cut short")
+
+
+def _validated(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """Each batch validated in full, in slices of at most ``rows`` (zero-copy)."""
+    for batch in batches:
+        batch.validate(full=True)
+        for start in range(0, batch.num_rows, rows):
+            yield batch.slice(start, rows)
+
+
+def table_chunks(source: int, path: Path, batches: Iterator[pa.RecordBatch]) -> Iterator[RawChunk]:
+    """Arrow batches as chunks numbered by row, each row's text bounded (:func:`check_row_text`)."""
     row = 0
-    batches = reader.iter_batches(batch_size=chunk_rows)
-    while True:
-        try:
-            batch = next(batches, None)
-        except (pa.ArrowException, OSError) as exc:  # a corrupt page is found only when it is decoded
-            raise InputError(f"{os.fspath(path)} row {row}: damaged ({damage(exc)})") from None
-        if batch is None:
-            return
-        check_row_text(os.fspath(path), batch, row)
-        yield RawChunk(source, np.arange(row, row + batch.num_rows, dtype=np.int64), batch=batch)
-        row += batch.num_rows
+    for batch in batches:
+        if batch.num_rows:
+            check_row_text(os.fspath(path), batch, row)
+            yield RawChunk(source, np.arange(row, row + batch.num_rows, dtype=np.int64), batch=batch)
+            row += batch.num_rows
 
 
 _TEXT_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
@@ -273,7 +271,14 @@ def check_row_text(path: str, batch: pa.RecordBatch, first_row: int) -> None:
         )
 
 
-def _hf_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
+def is_datasets_dir(path: Path) -> bool:
+    """A Hugging Face ``datasets`` ``save_to_disk`` directory (one split: ``state.json``; a DatasetDict:
+    ``dataset_dict.json``, refused by the reader with the split to pass)."""
+    return any((path / name).exists() for name in ("dataset_info.json", "state.json", "dataset_dict.json"))
+
+
+def datasets_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
+    """The rows of one split saved by ``Dataset.save_to_disk``, loaded by ``datasets`` (memory-mapped)."""
     try:
         import datasets
     except ImportError:  # pragma: no cover - optional extra
@@ -282,25 +287,10 @@ def _hf_chunks(source: int, path: Path, chunk_rows: int) -> Iterator[RawChunk]:
         ) from None
     try:
         dataset = datasets.load_from_disk(os.fspath(path))
-    except Exception as exc:
+    except (pa.ArrowException, OSError):
+        raise  # worded by the format table, as every reader's
+    except Exception as exc:  # datasets' own: a state.json it cannot use, ...
         raise InputError(f"{path}: cannot load the datasets directory ({exc})") from None
     if isinstance(dataset, datasets.DatasetDict):
         raise InputError(f"{path}: a DatasetDict; pass one split's directory (e.g. {path}/train)")
-    table = dataset.data.table
-    row = 0
-    for batch in table.to_batches(max_chunksize=chunk_rows):
-        if batch.num_rows:
-            check_row_text(os.fspath(path), batch, row)
-            yield RawChunk(source, np.arange(row, row + batch.num_rows, dtype=np.int64), batch=batch)
-            row += batch.num_rows
-
-
-def known_rows(paths: list[Path]) -> int | None:
-    """Samples in ``paths`` when every input says so without being read (Parquet footers), else None:
-    a JSONL file's line count is only known once it is read, so its progress shows no total."""
-    if not all(input_kind(p) == "parquet" for p in paths):
-        return None
-    try:
-        return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
-    except (OSError, pa.ArrowException):
-        return None  # the reader reports it with its row
+    yield from table_chunks(source, path, iter(dataset.data.table.to_batches(max_chunksize=chunk_rows)))
