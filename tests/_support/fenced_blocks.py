@@ -49,10 +49,12 @@ Example page fragment::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -406,6 +408,29 @@ def _warm_text(cmd: Command) -> str:
     return "seqpack-py" + cmd.text[len("python") :] if cmd.text.startswith(cold) else cmd.text
 
 
+def _run_bash(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float) -> tuple[int, str]:
+    """One command line: its exit status and output (stdout and stderr together). It runs in a session of
+    its own, so a timeout kills all of it -- background jobs and the warm clients (whose commands the warm
+    server then ends) -- instead of leaving them to hold the output pipe open."""
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # something left the session and holds the pipe: stop reading
+            proc.kill()
+            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        return -1, f"timed out after {timeout:g} s"
+    return proc.returncode, out.decode("utf-8", "replace")
+
+
 def run(
     cmds: Sequence[Command],
     cwd: Path,
@@ -425,13 +450,9 @@ def run(
         text = _warm_text(cmd) if server is not None else cmd.text
         parse_only = bool(cmd.needs or cmd.pinned)
         argv = ["bash", "-n", "-c", text] if parse_only else ["bash", "-c", text]
-        try:
-            proc = subprocess.run(
-                argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout
-            )
-            returncode, output = proc.returncode, proc.stdout.decode("utf-8", "replace")
-        except subprocess.TimeoutExpired:
-            returncode, output = -1, f"timed out after {timeout} s"
+        if server is not None:
+            server.check()  # a server that died is reported here, not as each command's failure
+        returncode, output = _run_bash(argv, cwd, env, timeout)
         result = Result(cmd, returncode, output, syntax_only=parse_only)
         expected = 0 if parse_only else cmd.exit_code
         if returncode != expected:
