@@ -120,8 +120,12 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+    if not Path("/proc/self/stat").exists():  # not Linux: kill(pid, 0) said it runs
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:  # it ended while the file was read
+        return False
 
 
 def _within(seconds: float, condition: Callable[[], bool]) -> bool:
