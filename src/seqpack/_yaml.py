@@ -8,10 +8,11 @@ Python's recursion in the composer), no alias pointing into its own anchor (a cy
 grow to gigabytes when the document is merged into an OmegaConf config).
 
 Alongside the document, :func:`load_yaml` returns the 1-based line of
-every mapping key, by dotted path, so later findings can point at the line a field was written on::
+every mapping key, by dotted path, so later findings can point at the line a field was written on (and,
+into ``columns`` when given, its 1-based column: ``file:line:col`` as linters print it)::
 
-    model:                 -> lines["model"] == 1
-      seq_length: 4096     -> lines["model.seq_length"] == 2
+    model:                 -> lines["model"] == 1             columns["model"] == 1
+      seq_length: 4096     -> lines["model.seq_length"] == 2  columns["model.seq_length"] == 3
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ class _Loader(yaml.SafeLoader):
 
 
 def load_yaml(
-    path: str | os.PathLike[str], duplicates: list[tuple[str, int, int]] | None = None
+    path: str | os.PathLike[str],
+    duplicates: list[tuple[str, int, int]] | None = None,
+    *,
+    columns: dict[str, int] | None = None,
 ) -> tuple[Any, dict[str, int]]:
     """Read ``path`` as YAML; return ``(document, {dotted key path: line})``."""
     raw = read_bytes(path)
@@ -50,11 +54,15 @@ def load_yaml(
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{os.fspath(path)}: not UTF-8 text (byte {exc.start})") from None
-    return parse_yaml(text, os.fspath(path), duplicates)
+    return parse_yaml(text, os.fspath(path), duplicates, columns=columns)
 
 
 def parse_yaml(
-    text: str, name: str = "<string>", duplicates: list[tuple[str, int, int]] | None = None
+    text: str,
+    name: str = "<string>",
+    duplicates: list[tuple[str, int, int]] | None = None,
+    *,
+    columns: dict[str, int] | None = None,
 ) -> tuple[Any, dict[str, int]]:
     """Parse YAML ``text`` (named ``name`` in messages) with the safe loader.
 
@@ -83,7 +91,7 @@ def parse_yaml(
     lines: dict[str, int] = {}
     found: list[tuple[str, int, int]] = [] if duplicates is None else duplicates
     if node is not None:
-        _collect_lines(node, "", lines, found)
+        _collect_lines(node, "", lines, found, {} if columns is None else columns)
     if duplicates is None and found:
         key, line, first = found[0]
         raise InputError(f"{name}:{line}: key '{key}' is given twice (first at line {first})")
@@ -133,7 +141,11 @@ def _check_bounds(text: str, name: str) -> None:
 
 
 def _collect_lines(
-    node: yaml.Node, prefix: str, lines: dict[str, int], duplicates: list[tuple[str, int, int]]
+    node: yaml.Node,
+    prefix: str,
+    lines: dict[str, int],
+    duplicates: list[tuple[str, int, int]],
+    columns: dict[str, int],
 ) -> None:
     if not isinstance(node, yaml.MappingNode):
         return
@@ -147,4 +159,5 @@ def _collect_lines(
             duplicates.append((path, line, here[key_node.value]))
         here[key_node.value] = line
         lines[path] = line
-        _collect_lines(value_node, path, lines, duplicates)
+        columns[path] = key_node.start_mark.column + 1
+        _collect_lines(value_node, path, lines, duplicates, columns)

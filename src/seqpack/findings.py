@@ -3,7 +3,8 @@ conclusions about the installed stack, and what blocks a correlation plan.
 
 A finding names what is wrong (``message``), why it matters (``why``) and what to change (``fix``: a list,
 e.g. overrides, empty when nothing mechanical fixes it); doctor's also carry the fields they read, the
-upstream behaviour they mirror and whether ``--allow`` accepted them. Every JSON report lists findings as
+upstream behaviour they mirror, whether ``--allow`` accepted them and, for a config read from a file, where
+in it (:class:`Location`, ``sft.yaml:12:5`` as linters print it). Every JSON report lists findings as
 :meth:`Finding.to_dict` writes them.
 """
 
@@ -20,6 +21,23 @@ SEVERITIES: tuple[Severity, ...] = (ERROR, WARNING, INFO)
 SEVERITY_ORDER: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
 
 
+@dataclass(frozen=True)
+class Location:
+    """Where in a file a finding points: the file as the user named it, and the 1-based line and column of
+    the key it is about (``None`` when it is about the file as a whole)."""
+
+    file: str
+    line: int | None = None
+    col: int | None = None
+
+    def __str__(self) -> str:
+        """``file:line:col`` (``file:line``, ``file`` when less is known)."""
+        return ":".join(str(part) for part in (self.file, self.line, self.col) if part is not None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "col": self.col}
+
+
 @dataclass
 class Finding:
     """What a check found, in the words of the chosen language."""
@@ -32,6 +50,7 @@ class Finding:
     fields: list[str] = field(default_factory=list)
     upstream: str = ""
     allowed: bool = False
+    location: Location | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -43,4 +62,5 @@ class Finding:
             "fix": self.fix,
             "upstream": self.upstream,
             "allowed": self.allowed,
+            "location": None if self.location is None else self.location.to_dict(),
         }

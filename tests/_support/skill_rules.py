@@ -7,14 +7,13 @@ the tool: ``tests/skills/test_rules_reference.py`` holds the files to it, and af
 
     python tests/_support/skill_rules.py        # rewrites the tables and the ranges in place
 
-brings them back. :func:`catalog` is the one place that reads seqpack's public names (``RULES``,
-``CATALOG``, ``DEFECTS`` of ``seqpack.doctor``); a public catalog with a listing command replaces its body.
+brings them back. :func:`catalog` is the one place that reads seqpack: ``seqpack.doctor.CATALOG``, the
+catalog ``seqpack doctor --list-rules`` and ``--explain`` print.
 """
 
 from __future__ import annotations
 
 import re
-import string
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,32 +41,20 @@ class RuleRow:
 
 
 def catalog(lang: str) -> list[RuleRow]:
-    """Every rule the doctor can report, by id: the config rules (severity and message from the rule table)
-    and the known upstream defects (an error when a silent wrong training, else a warning, on an affected
-    stack)."""
-    from seqpack.doctor import CATALOG, DEFECTS, RULES
+    """Every id the doctor can report, from its one public catalog (``seqpack.doctor.CATALOG``, the one
+    ``seqpack doctor --list-rules`` prints): a rule's title is its message with each value the finding fills
+    in shown by its name (⟨mbs⟩); a known defect's title is followed by the releases it affects."""
+    from seqpack.doctor import CATALOG
 
-    rows = [RuleRow(r.id, r.severity, template(CATALOG[r.id][lang][0]), False) for r in RULES]
-    rows += [
+    return [
         RuleRow(
-            d.id,
-            "error" if d.effect == "silent" else "warning",
-            f"{d.text[lang][0]} ({d.component} {d.affected.describe()})",
-            True,
+            e.id,
+            e.severity,
+            e.title(lang) if e.kind == "rule" else f"{e.title(lang)} ({e.versions})",
+            e.kind == "defect",
         )
-        for d in DEFECTS
+        for e in CATALOG
     ]
-    return sorted(rows, key=lambda r: r.id)
-
-
-def template(message: str) -> str:
-    """A message template as a reader sees it: each value the finding fills in shown by its name, ⟨mbs⟩."""
-    parts = []
-    for literal, field, _spec, _conv in string.Formatter().parse(message):
-        parts.append(literal)
-        if field is not None:
-            parts.append(f"⟨{field}⟩")
-    return "".join(parts)
 
 
 def table(lang: str) -> str:

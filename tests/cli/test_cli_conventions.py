@@ -4,12 +4,15 @@
   never 1, which means a finding;
 - a usage error is one line on stderr, the ``--help`` hint on it, not click's four (``Usage:``, ``Try``, a
   blank, ``Error:``); ``--debug`` works after the command name too;
-- ``-q`` is taken by every command and drops progress and log lines only: the report prints all the same.
+- ``-q`` is taken by every command and drops progress and log lines only: the report prints all the same;
+- ``--help`` through a pipe is plain text with every option name whole, the same at any ``COLUMNS`` (Rich's
+  panels, drawn to ``COLUMNS``, cut ``--max-seq-length`` to ``--max-seq-leng…`` at 80): panels on a terminal.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -48,6 +51,7 @@ STRICT = [
     for path, cmd in _paths()
     if not cmd.context_settings.get("ignore_unknown_options")
 ]
+ALL = [pytest.param(path, cmd, id=" ".join(path)) for path, cmd in _paths()]
 LEAVES = [
     pytest.param(path, cmd, id=" ".join(path)) for path, cmd in _paths() if not hasattr(cmd, "commands")
 ]
@@ -67,6 +71,46 @@ def closed_stdout() -> Iterator[None]:
         sys.stdout = saved
         with suppress(BrokenPipeError):
             stream.close()
+
+
+def _option_names(command: Any) -> list[str]:
+    """Every name of every visible option of ``command`` (``-q``, ``--quiet``, ``--no-fix`` ...), the help
+    option (click adds it to each run's context) included."""
+    return ["-h", "--help"] + [
+        name
+        for param in command.params
+        if param.param_type_name == "option" and not getattr(param, "hidden", False)
+        for name in (*param.opts, *param.secondary_opts)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "command"), [pytest.param((), typer.main.get_command(app), id="seqpack"), *ALL]
+)
+def test_piped_help_names_every_option_whole(
+    path: tuple[str, ...], command: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown = []
+    for columns in ("40", "80"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert main([*path, "--help"]) == 0
+        shown.append(capsys.readouterr().out)
+    assert shown[0] == shown[1], "piped --help depends on COLUMNS"
+    names = _option_names(command)
+    cut = [n for n in names if not re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", shown[0])]
+    assert not cut, f"seqpack {' '.join(path)} --help: not shown whole: {cut}\n{shown[0]}"
+    assert "╭" not in shown[0] and "…" not in shown[0]
+
+
+def test_a_terminal_gets_the_help_panels(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import seqpack.cli
+
+    monkeypatch.setattr(seqpack.cli, "stdout_is_terminal", lambda: True)
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["plan", "--help"]) == 0
+    assert "╭─ Options" in capsys.readouterr().out
 
 
 @pytest.fixture(scope="module")

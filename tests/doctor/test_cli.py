@@ -9,7 +9,7 @@ import pytest
 
 from seqpack.cli import main
 
-FINDING_KEYS = {"id", "severity", "fields", "message", "why", "fix", "upstream", "allowed"}
+FINDING_KEYS = {"id", "severity", "fields", "message", "why", "fix", "upstream", "allowed", "location"}
 
 
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict]:
@@ -21,7 +21,7 @@ def test_json_schema_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _json(capsys, ["doctor", "--cp", "2", "--seq-length", "510", "--format", "json"])
     assert code == 1
     assert set(doc) == {"schema_version", "config_era", "findings", "stack"}
-    assert doc["schema_version"] == 1 and doc["config_era"] == "neutral"
+    assert doc["schema_version"] == 2 and doc["config_era"] == "neutral"
     assert [set(f) for f in doc["findings"]] == [FINDING_KEYS]
     assert doc["findings"][0]["id"] == "SP011" and doc["findings"][0]["severity"] == "error"
 
@@ -242,8 +242,8 @@ def test_unknown_section_suggests_the_real_one(
     config.write_text(f"{section}:\n  micro_batch_size: 1\n")
     _, doc = _json(capsys, ["doctor", str(config), "--format", "json"])
     (finding,) = [f for f in doc["findings"] if f["id"] == "SP100"]
-    expected = f"unknown config section '{section}' ({config}:1) (did you mean '{suggested}'?)"
-    assert finding["message"] == expected
+    assert finding["message"] == f"unknown config section '{section}' (did you mean '{suggested}'?)"
+    assert finding["location"] == {"file": str(config), "line": 1, "col": 1}
     assert finding["upstream"] == "skipped at merge (YAML), refused as an override"
 
 
@@ -272,3 +272,92 @@ def test_a_config_container_wrapper_is_read_as_the_config_inside(
     code_plain, doc_plain = _json(capsys, ["doctor", str(plain), "--format", "json"])
     assert code_wrapped == code_plain == 1
     assert [f["id"] for f in doc_wrapped["findings"]] == [f["id"] for f in doc_plain["findings"]] == ["SP011"]
+
+
+# ---------------------------------------------------------------- rule lookup, linter conventions (#40)
+
+
+def test_list_rules_and_explain_read_the_one_catalog(capsys: pytest.CaptureFixture[str]) -> None:
+    from seqpack.doctor import CATALOG
+
+    _, doc = _json(capsys, ["doctor", "--list-rules", "--format", "json", "--lang", "zh"])
+    assert doc["schema_version"] == 1 and doc["lang"] == "zh"
+    assert [r["id"] for r in doc["rules"]] == [e.id for e in CATALOG]
+    assert [r["title"] for r in doc["rules"]] == [e.title("zh") for e in CATALOG]
+    _, doc = _json(capsys, ["doctor", "--explain", "SP201", "--format", "json"])
+    (entry,) = doc["rules"]
+    assert entry["kind"] == "defect" and entry["versions"] == "megatron-bridge < 0.5.0"
+    assert entry["links"] == [
+        "https://github.com/NVIDIA-NeMo/Megatron-Bridge/issues/2952",
+        "https://github.com/NVIDIA-NeMo/Megatron-Bridge/pull/3926",
+    ]
+    assert main(["doctor", "--explain", "SP011", "--lang", "zh"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "SP011 error: seq_length ⟨seq⟩ 不能被 2*CP = ⟨mult⟩ 整除（context_parallel_size ⟨cp⟩）"
+    assert "example: seqpack doctor model.context_parallel_size=2 model.seq_length=510" in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--explain", "SP999"],
+        ["--explain", "SP005", "--list-rules"],
+        ["--list-rules", "cfg.yaml"],
+        ["--list-rules", "--format", "github"],
+    ],
+)
+def test_catalog_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert main(["doctor", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ")
+
+
+def test_github_annotations_point_at_the_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("model:\n  seq_length: 510\n  context_parallel_size: 2\n  context_paralel_size: 2\n")
+    assert main(["doctor", str(cfg), "--format", "github", "--allow", "SP101"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"::error file={cfg},line=2,col=3,title=SP011::seq_length 510 is not divisible by 2*CP = 4 "
+        "(context_parallel_size 2)%0Afix: model.seq_length=512%0Afix: dataset.seq_length=512",
+        f"::notice file={cfg},line=4,col=3,title=SP101::unknown field 'model.context_paralel_size' "
+        "(did you mean 'model.context_parallel_size'?) (allowed)",
+    ]
+    assert main(["doctor", "--cp", "2", "--seq-length", "510", "--format", "github"]) == 1
+    assert capsys.readouterr().out.startswith("::error title=SP011::seq_length 510")
+
+
+def test_github_escapes_what_would_end_a_property_or_a_line() -> None:
+    from seqpack.cli._doctor_view import github_annotation
+    from seqpack.findings import Finding, Location
+
+    finding = Finding("SP101", "warning", "100% a, b\nc", location=Location("a,b:c.yaml", 3, 1))
+    assert (
+        github_annotation(finding)
+        == "::warning file=a%2Cb%3Ac.yaml,line=3,col=1,title=SP101::100%25 a, b%0Ac"
+    )
+
+
+def test_several_configs_are_checked_one_by_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("model:\n  seq_length: 512\n  context_parallel_size: 2\n")
+    bad.write_text("model:\n  seq_length: 510\n  context_parallel_size: 2\n")
+    assert main(["doctor", str(good), str(bad)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [f"config: {good}", "config era: neutral"] and out[2].startswith("stack: ")
+    assert out[3] == "no findings: every rule passes"
+    assert f"config: {bad}" in out and any(line.startswith(f"{bad}:2:3: SP011 error") for line in out)
+    assert main(["doctor", str(good), str(good), "model.seq_length=510"]) == 1  # the overrides apply to each
+    assert main(["doctor", str(good), str(bad), "--format", "json"]) == 2
+    assert main(["doctor", "model.seq_length=512", str(good)]) == 2  # files come first
+    capsys.readouterr()
+
+
+def test_a_terminal_gets_the_table(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import seqpack.cli._doctor_view as view
+
+    monkeypatch.setattr(view, "stdout_is_terminal", lambda: True)
+    assert main(["doctor", "--cp", "2", "--seq-length", "510"]) == 1
+    out = capsys.readouterr().out
+    assert "┃ id" in out and "model.seq_length=512" in out

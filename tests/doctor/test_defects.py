@@ -349,7 +349,7 @@ def test_cli_stack_json_and_allow(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["doctor", "--pp", "4", "--pack-size", "4096", "--seq-length", "4096", "--mbs", "1", "--gbs", "8"]
     assert main([*argv, "--stack", "megatron-bridge==0.4.2", "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema_version"] == 1 and [f["id"] for f in doc["findings"]] == ["SP201"]
+    assert doc["schema_version"] == 2 and [f["id"] for f in doc["findings"]] == ["SP201"]
     assert doc["findings"][0]["upstream"] == "NVIDIA-NeMo/Megatron-Bridge#2952 (fix: PR #3926)"
     assert main([*argv, "--stack", "megatron-bridge==0.5.0"]) == 0
     assert main([*argv, "--stack", "megatron-bridge==0.4.2", "--allow", "SP201"]) == 0

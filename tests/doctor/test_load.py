@@ -9,6 +9,7 @@ import pytest
 from seqpack._yaml import load_yaml
 from seqpack.doctor import DoctorOptions, check, load_config
 from seqpack.errors import InputError, UsageError
+from seqpack.findings import Location
 from seqpack.translate import mlm_to_bridge
 
 DRY_RUN_V06 = """\
@@ -171,7 +172,7 @@ def test_wrong_type_names_the_field(tmp_path: Path) -> None:
 
 def test_a_count_that_is_not_a_number_is_unusable_input(tmp_path: Path) -> None:
     with pytest.raises(
-        InputError, match=r"cfg\.yaml:3: field 'model\.context_parallel_size': .* found 'two'"
+        InputError, match=r"cfg\.yaml:3:3: field 'model\.context_parallel_size': .* found 'two'"
     ):
         load_config(_write(tmp_path, 'model:\n  seq_length: 4096\n  context_parallel_size: "two"\n'))
     with pytest.raises(UsageError, match=r"^override 'train\.global_batch_size=\[8\]': field 'train\.global"):
@@ -199,7 +200,8 @@ def test_a_count_out_of_range_is_an_error_finding_naming_the_field(
 ) -> None:
     loaded = load_config(_write(tmp_path, text))
     (finding,) = [f for f in check(loaded, DoctorOptions(world_size=8)).findings if f.id == "SP106"]
-    assert finding.severity == "error" and finding.fields == [field] and "cfg.yaml:2" in finding.message
+    assert finding.severity == "error" and finding.fields == [field]
+    assert str(finding.location) == f"{tmp_path / 'cfg.yaml'}:2:3" and "cfg.yaml" not in finding.message
 
 
 def test_a_key_given_twice_in_a_yaml_is_an_error_finding(tmp_path: Path) -> None:
@@ -207,7 +209,8 @@ def test_a_key_given_twice_in_a_yaml_is_an_error_finding(tmp_path: Path) -> None
     loaded = load_config(_write(tmp_path, text))
     (finding,) = [f for f in check(loaded).findings if f.id == "SP107"]
     assert finding.severity == "error" and finding.fields == ["model.seq_length"]
-    assert "cfg.yaml:4) is given twice (lines 2 and 4)" in finding.message
+    assert finding.message == "field 'model.seq_length' is given twice (lines 2 and 4); YAML keeps the last"
+    assert finding.location is not None and (finding.location.line, finding.location.col) == (4, 3)
     # other YAML inputs (a model_config.yaml) refuse it outright
     with pytest.raises(
         InputError, match=r"cfg\.yaml:4: key 'model\.seq_length' is given twice \(first at line 2\)"
@@ -221,10 +224,11 @@ def test_contradictory_plain_option_and_override() -> None:
     assert "--cp" in finding.message
 
 
-def test_findings_point_at_the_yaml_line(tmp_path: Path) -> None:
+def test_findings_point_at_the_yaml_line_and_column(tmp_path: Path) -> None:
     loaded = load_config(_write(tmp_path, "model:\n  seq_length: 4096\n  context_paralel_size: 2\n"))
     (finding,) = [f for f in check(loaded).findings if f.id == "SP101"]
-    assert "cfg.yaml:3)" in finding.message and "model.context_parallel_size" in finding.message
+    assert finding.location == Location(str(tmp_path / "cfg.yaml"), 3, 3)
+    assert "model.context_parallel_size" in finding.message
 
 
 def test_real_scheduler_fields_are_known_and_typos_suggested(tmp_path: Path) -> None:
@@ -260,3 +264,32 @@ def test_checkpoint_directory_reads_the_newest_run_config(tmp_path: Path) -> Non
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"without run_config\.yaml"):
         load_config(tmp_path / "empty")
+
+
+def test_a_finding_points_at_the_key_its_fix_sets_and_only_at_what_the_file_still_decides(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "model:\n  context_parallel_size: 2\n  seq_length: 4096\ndataset:\n  enable_offline_packing: true\n"
+    )
+    text += "ddp:\n  average_in_collective: true\n"
+    path = _write(tmp_path, text)
+    found = {f.id: f.location for f in check(load_config(path, dataset_kind="sft")).findings}
+    # SP013's fix sets ddp.average_in_collective: that line, not the CP line the rule also reads
+    assert found["SP013"] == Location(str(path), 7, 3)
+    # SP012's fix key is not in the file: the first field it reads that is
+    assert found["SP012"] == Location(str(path), 2, 3)
+    # a key an override replaced is no longer the file's: CP now comes from the command line
+    loaded = load_config(path, ["model.context_parallel_size=4"], dataset_kind="sft")
+    assert {f.id: f.location for f in check(loaded).findings}["SP012"] == Location(str(path))
+
+
+def test_locations_follow_legacy_names_and_the_container_wrapper(tmp_path: Path) -> None:
+    v05 = "dataset:\n  packed_sequence_specs:\n    packed_sequence_size: 2048\n    pad_seq_to_mult: 0\n"
+    (finding,) = [f for f in check(load_config(_write(tmp_path, v05))).findings if f.id == "SP021"]
+    assert finding.location == Location(str(tmp_path / "cfg.yaml"), 4, 5)
+    wrapped = _write(
+        tmp_path, "ConfigContainer:\n  model:\n    seq_length: 510\n    context_parallel_size: 2\n"
+    )
+    (finding,) = check(load_config(wrapped)).findings
+    assert finding.id == "SP011" and finding.location == Location(str(wrapped), 3, 5)

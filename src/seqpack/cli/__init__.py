@@ -19,12 +19,13 @@ from pathlib import Path
 from types import FrameType
 
 import typer
+from typer.core import MarkupMode
 
 from seqpack import __version__
 from seqpack._console import styled
 from seqpack._io import TEMP_PREFIX
 from seqpack.cli import _commands
-from seqpack.cli._common import ClickException, err_console, flag, state
+from seqpack.cli._common import ClickException, err_console, flag, state, stdout_is_terminal
 from seqpack.cli._exit import exit_process, silence_stdout
 from seqpack.cli._repeats import refuse_repeated
 from seqpack.errors import SeqpackError
@@ -48,19 +49,46 @@ def _root(
     state.debug = debug
 
 
+#: The width of ``--help`` when stdout is not a terminal: wide enough that click wraps no line, so an option
+#: name, its help and an example command each stay whole on one line whatever ``COLUMNS`` says.
+PLAIN_HELP_WIDTH = 10_000
+
+
+class _App(typer.Typer):
+    """The ``seqpack`` Typer app. Its help is Rich's panels on a terminal only: Rich draws them to the width
+    of ``COLUMNS`` (80 in most CI jobs and agents' shells, or less) and cuts what does not fit, an option
+    name included (``--max-seq-leng…``). Anywhere else the help is click's plain text, unwrapped
+    (:data:`PLAIN_HELP_WIDTH`).
+
+    Typer copies ``rich_markup_mode`` into the click commands it builds for every run, so reading stdout
+    here decides each run's help as it starts, for subcommands and command groups alike."""
+
+    @property
+    def rich_markup_mode(self) -> MarkupMode:
+        return "rich" if stdout_is_terminal() else None
+
+    @rich_markup_mode.setter
+    def rich_markup_mode(self, value: MarkupMode) -> None:
+        """Typer's constructor sets it; the terminal decides instead."""
+
+
 _APPS: dict[tuple[str, ...], typer.Typer] = {}
 
 
 def build_app(commands: tuple[str, ...] = _commands.COMMAND_MODULES) -> typer.Typer:
     """The ``seqpack`` app with ``commands`` registered (built once per set: registering imports them)."""
     if commands not in _APPS:
-        built = typer.Typer(
+        built = _App(
             name="seqpack",
             help="Sequence packing and long-context training checks for Megatron-Bridge users.",
             no_args_is_help=True,
             add_completion=False,
             pretty_exceptions_enable=False,
-            context_settings={"help_option_names": ["-h", "--help"]},
+            context_settings={
+                "help_option_names": ["-h", "--help"],
+                "terminal_width": PLAIN_HELP_WIDTH,
+                "max_content_width": PLAIN_HELP_WIDTH,
+            },
         )
         built.callback()(_root)
         _commands.register(built, commands)

@@ -2,6 +2,9 @@
 
 * ``--format text|json`` is always the output format (:data:`FormatOption`); JSON goes to stdout,
   carries ``"schema_version"`` and never mixes with progress text (:func:`emit_json`).
+* Text is a table only on a terminal (:func:`stdout_is_terminal`); through a pipe or into a log it is plain,
+  stable text that is never wrapped or cut, whatever ``COLUMNS`` says: one record per block, ``key: value``
+  lines (:func:`print_blocks`), so an agent or a CI job copies whole keys.
 * Progress and logs go to stderr (:data:`err_console`); ``--quiet`` silences them (:data:`QuietOption`), and
   only them: a command's report, its warnings and its errors print all the same. Every command takes it.
 * Every numeric option is a :func:`number_option`: its range is in --help and checked at parse time.
@@ -12,7 +15,9 @@ from __future__ import annotations
 
 import enum
 import importlib
+import os
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,9 +42,10 @@ def _click_exception_type() -> type[Exception]:
 
 ClickException = _click_exception_type()
 
-#: stdout and stderr; user text in them is printed literally (seqpack._console), styles come as Text.
+#: stdout and stderr; user text in them is printed literally (seqpack._console), styles come as Text. Neither
+#: wraps a line at the terminal's width: a path or a key cut in two is a wrong path or key for a reader.
 out_console = literal_console(soft_wrap=True)
-err_console = literal_console(stderr=True)
+err_console = literal_console(stderr=True, soft_wrap=True)
 
 
 @dataclass
@@ -63,6 +69,35 @@ QuietOption = typer.Option(
 )
 
 
+def stdout_is_terminal() -> bool:
+    """Whether stdout is an interactive terminal. The file descriptor decides, not ``FORCE_COLOR`` or
+    ``COLUMNS``: a table folded to the width a CI job pretends to have would cut keys in two."""
+    try:
+        return os.isatty(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # replaced by a test runner, closed, or not a real file
+        return False
+
+
+def print_lines(lines: Iterable[str]) -> None:
+    """Plain lines to stdout, as they are (no markup, no wrapping, no styles)."""
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    sys.stdout.flush()
+
+
+def print_blocks(blocks: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> None:
+    """Records as plain text: per record its heading line, then one ``key: value`` line per field, a blank
+    line between records::
+
+        pack size 1024 (recommended)
+        packs: 44
+        efficiency: 98.75%
+    """
+    lines: list[str] = []
+    for n, (heading, fields) in enumerate(blocks):
+        lines += ([""] if n else []) + [heading] + [f"{key}: {value}" for key, value in fields]
+    print_lines(lines)
+
+
 def emit_json(result: JsonResult) -> None:
     """Write ``result.to_dict()`` to stdout as one JSON document, as it is: the library owns its shape and
     its ``schema_version`` (:mod:`seqpack.results`), the CLI only prints it."""
@@ -81,6 +116,7 @@ _FLAGS = {
     "count": "--dump-batches",
     "variant": "--collate-variant",
     "sequences": "--decode",
+    "rule_id": "--explain",
 }
 
 

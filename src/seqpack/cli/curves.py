@@ -21,6 +21,9 @@ from seqpack.cli._common import (
     err_console,
     number_option,
     out_console,
+    print_blocks,
+    print_lines,
+    stdout_is_terminal,
 )
 from seqpack.curves import (
     DEFAULT_PROFILE,
@@ -46,7 +49,7 @@ from seqpack.curves import (
 )
 from seqpack.errors import DataError, UsageError
 
-TABLE_WIDTH = 160  # tables are wide; do not fold them into 80 columns when stdout is a pipe
+TABLE_WIDTH = 160  # tables are wide: on a terminal narrower than this, print past its edge, not folded
 
 app = typer.Typer(
     help="Loss curves from Megatron-LM/Bridge/NeMo logs, TensorBoard, golden JSON, CSV/JSONL: compare, plot.",
@@ -129,6 +132,13 @@ def _rows(comparisons: list[Comparison]) -> list[dict[str, str]]:
 
 
 def _print_table(title: str, rows: list[dict[str, str]]) -> None:
+    """A table on a terminal; elsewhere the title, then one block per row (its first column as the heading,
+    one ``key: value`` line per other column), never wrapped."""
+    if not stdout_is_terminal():
+        print_lines([title, ""])
+        print_blocks([(": ".join(next(iter(row.items()))), list(row.items())[1:]) for row in rows])
+        print_lines([""])
+        return
     table = Table(title=title, title_justify="left")
     for key in rows[0] if rows else []:
         table.add_column(key, overflow="fold", no_wrap=key not in ("candidate", "file"))

@@ -2,42 +2,49 @@
 
 from __future__ import annotations
 
+import enum
+import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
-from seqpack._console import styled
+from seqpack._io import atomic_path, read_bytes
 from seqpack._ranges import COUNT0, RANKS, SIZE
-from seqpack.cli._common import (
-    FormatOption,
-    OutputFormat,
-    QuietOption,
-    emit_json,
-    err_console,
-    number_option,
-    out_console,
-)
+from seqpack.cli._common import QuietOption, emit_json, err_console, number_option, print_blocks
+from seqpack.cli._doctor_view import explanation, print_catalog, print_github, print_report
 from seqpack.doctor import (
+    CATALOG,
     DatasetKind,
     DoctorOptions,
+    LoadedConfig,
     Report,
+    RuleCatalog,
+    catalog_entry,
     check,
+    checked_lang,
     default_lang,
+    fixed_yaml,
     known_versions,
     load_config,
     parse_stack,
-    stack_summary,
     suggest_fixes,
 )
 from seqpack.env import env_findings, installed_packages
-from seqpack.errors import UsageError
+from seqpack.errors import DataError, InputError, UsageError
 from seqpack.findings import Finding
 from seqpack.translate import Translation, load_model_args, mlm_to_bridge, split_mlm_args
 
-_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _DATASET_KINDS: tuple[DatasetKind, ...] = ("sft", "sft_in_batch", "pretrain")
+
+
+class DoctorFormat(str, enum.Enum):
+    """The doctor's output formats: ``text`` and ``json`` as every command, ``github`` for Actions logs."""
+
+    text = "text"
+    json = "json"
+    github = "github"
 
 
 def _mlm_translation(mlm_args: str | None, model_config: Path | None) -> Translation | None:
@@ -75,40 +82,13 @@ def _launcher(config: Path | None, mlm_flags: object) -> str | None:
     return None
 
 
-def _print_text(report: Report, fixes: list[str] | None) -> None:
-    out_console.print(f"config era: {report.config_era}")
-    out_console.print(f"stack: {stack_summary(report.stack)}", markup=False)
-    if not report.findings:
-        out_console.print("no findings: every rule passes")
-    else:
-        table = Table(show_lines=True)
-        table.add_column("id", no_wrap=True)
-        table.add_column("severity", no_wrap=True)
-        table.add_column("finding", ratio=3, overflow="fold")
-        table.add_column("fix", ratio=2, overflow="fold")
-        for f in report.findings:
-            severity = styled((f.severity, _SEVERITY_STYLE[f.severity]), " (allowed)" if f.allowed else "")
-            details = f"{f.why}\nfields: {', '.join(f.fields)}\nupstream: {f.upstream}"
-            table.add_row(f.id, severity, styled(f"{f.message}\n", (details, "dim")), "\n".join(f.fix) or "-")
-        out_console.print(table)
-        counts = {
-            s: sum(1 for f in report.findings if f.severity == s and not f.allowed) for s in _SEVERITY_STYLE
-        }
-        out_console.print(
-            f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info"
-        )
-    if fixes is not None:
-        out_console.print("corrected overrides:" if fixes else "corrected overrides: none needed")
-        for item in fixes:
-            out_console.print(item, markup=False)
-
-
 def doctor(
     config: Path | None = typer.Argument(
-        None, help="Bridge YAML config (a --dry-run dump or an override file)."
+        None,
+        help="Bridge YAML config (a --dry-run dump or an override file); several are checked one by one.",
     ),
     overrides: list[str] | None = typer.Argument(
-        None, help="KEY=VALUE overrides applied on top, as run_recipe."
+        None, help="KEY=VALUE overrides applied on top, as run_recipe (or more CONFIG files)."
     ),
     mlm_args: str | None = typer.Option(
         None, "--mlm-args", help='Megatron-LM flags, e.g. "--seq-length 4096 --bf16".'
@@ -185,24 +165,46 @@ def doctor(
         "blackwell-rtx (sm_120) (default: unknown, taken for a data-centre GPU).",
     ),
     fix: bool = typer.Option(False, "--fix", help="Print the corrected overrides."),
+    write_config: Path | None = typer.Option(
+        None,
+        "--write-config",
+        help="With --fix: write CONFIG with the fixes applied here (comments and order kept; the original "
+        "is never touched), only if the doctor then finds no error. Needs seqpack[yaml].",
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --write-config file."),
+    list_rules: bool = typer.Option(
+        False, "--list-rules", help="List every rule and known defect (id, severity, title) and exit."
+    ),
+    explain: str | None = typer.Option(
+        None, "--explain", help="Explain one rule or defect (what, why, fix, links, versions), e.g. SP005."
+    ),
     lang: str | None = typer.Option(None, "--lang", help="Message language: en or zh (default: the locale)."),
     env: bool = typer.Option(
         False,
         "--env",
         help="Also check the installed stack (as `seqpack env` does); run it on the training machine.",
     ),
-    output_format: OutputFormat = FormatOption,
+    output_format: DoctorFormat = typer.Option(
+        DoctorFormat.text,
+        "--format",
+        help="text (a table on a terminal, plain blocks otherwise), json, or github (Actions annotations).",
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Check a Bridge config (or MLM flags, or plain options) against every packing and CP rule.
 
+    Through a pipe the text is plain and never wrapped: per finding "[file:line:col: ]ID severity: message",
+    then "why:", "fields:", "upstream:" and one "fix: key=value" line per override.
+
     Example: seqpack doctor --cp 2 --seq-length 510 --mbs 1 --gbs 8 --world-size 8
+
+    Example: seqpack doctor --explain SP005 --lang zh
     """
-    if config is not None and "=" in str(config) and not config.exists():
-        overrides = [str(config), *(overrides or [])]
-        config = None
-    if dataset_kind is not None and dataset_kind not in _DATASET_KINDS:
-        raise UsageError(f"--dataset-kind {dataset_kind!r}: expected one of {', '.join(_DATASET_KINDS)}")
+    lang = checked_lang(lang or default_lang())
+    if list_rules or explain is not None:
+        return _catalog_command(list_rules, explain, config, overrides, output_format, lang)
+    configs, overrides = _split_inputs(config, overrides or [])
+    _check_usage(configs, dataset_kind, fix, write_config, output_format)
     options = {
         "tp": tp,
         "pp": pp,
@@ -222,39 +224,143 @@ def doctor(
         "mtp_num_layers": mtp_num_layers,
         "cuda_graph_impl": cuda_graph_impl,
     }
-    loaded = load_config(
-        config,
-        overrides or [],
-        mlm=_mlm_translation(mlm_args, model_config),
-        options=options,
-        dataset_kind=dataset_kind,
-    )
-    doctor_options = DoctorOptions(
-        world_size=world_size,
-        dp=dp,
-        model_family=model_family,
-        recipe=recipe,
-        kernel_chunk=kernel_chunk,
-        packed=packed,
-        allow=[a for a in allow or [] if not a.startswith(_ENV_PREFIX)],
-        lang=lang or default_lang(),
-        stack=parse_stack(stack or []),
-        installed=known_versions(installed_packages()),
-        gpu=gpu,
-        launcher=_launcher(config, mlm_args or model_config),
-    )
-    report = check(loaded, doctor_options)
-    if env:
-        report.findings.extend(_env_findings(allowed=allow or []))
-    report.fixes = suggest_fixes(loaded, doctor_options) if fix else None
-    if output_format == OutputFormat.json:
-        emit_json(report)
-    else:
-        _print_text(report, report.fixes)
-    if report.has_error:
-        if output_format != OutputFormat.json and not quiet:
+    kind: DatasetKind | None = dataset_kind  # type: ignore[assignment]  # checked by _check_usage
+    mlm = _mlm_translation(mlm_args, model_config)
+
+    def load(path: Path | None) -> LoadedConfig:
+        return load_config(path, overrides, mlm=mlm, options=options, dataset_kind=kind)
+
+    def doctor_options(path: Path | None) -> DoctorOptions:
+        return DoctorOptions(
+            world_size=world_size,
+            dp=dp,
+            model_family=model_family,
+            recipe=recipe,
+            kernel_chunk=kernel_chunk,
+            packed=packed,
+            allow=[a for a in allow or [] if not a.startswith(_ENV_PREFIX)],
+            lang=lang,
+            stack=parse_stack(stack or []),
+            installed=known_versions(installed_packages()),
+            gpu=gpu,
+            launcher=_launcher(path, mlm_args or model_config),
+        )
+
+    failed = False
+    targets: list[Path | None] = [*configs] or [None]
+    for path in targets:
+        report = _check_config(path, load, doctor_options(path), env=env, allow=allow or [], fix=fix)
+        if output_format == DoctorFormat.json:
+            emit_json(report)
+        elif output_format == DoctorFormat.github:
+            print_github(report)
+        else:
+            print_report(report, os.fspath(path) if len(configs) > 1 and path is not None else None)
+        if write_config is not None and path is not None and report.fixes is not None:
+            _write_fixed(path, report.fixes, write_config, overwrite, load, doctor_options(path))
+            if not quiet:
+                err_console.print(f"wrote {write_config} (the doctor finds no error in it)")
+        failed = failed or report.has_error
+    if failed:
+        if output_format == DoctorFormat.text and not quiet:
             err_console.print("doctor: the config has errors (exit 1)")
         raise typer.Exit(1)
+
+
+def _check_config(
+    path: Path | None,
+    load: Callable[[Path | None], LoadedConfig],
+    options: DoctorOptions,
+    *,
+    env: bool,
+    allow: list[str],
+    fix: bool,
+) -> Report:
+    """One config's report: the rules and the atlas, ``--env``'s findings, ``--fix``'s overrides."""
+    loaded = load(path)
+    report = check(loaded, options)
+    if env:
+        report.findings.extend(_env_findings(allowed=allow))
+    report.fixes = suggest_fixes(loaded, options) if fix else None
+    return report
+
+
+def _split_inputs(config: Path | None, words: list[str]) -> tuple[list[Path], list[str]]:
+    """The positional words as config files and overrides: a word is an override when it has ``=`` (or is a
+    ``~key`` deletion) and names no existing file; pre-commit passes several files, an override list none."""
+    configs: list[Path] = []
+    overrides: list[str] = []
+    for word in ([os.fspath(config)] if config is not None else []) + words:
+        if ("=" in word or word.startswith("~")) and not os.path.exists(word):
+            overrides.append(word)
+        elif overrides:
+            raise UsageError(f"{word!r}: config files come before the KEY=VALUE overrides")
+        else:
+            configs.append(Path(word))
+    return configs, overrides
+
+
+def _check_usage(
+    configs: list[Path],
+    dataset_kind: str | None,
+    fix: bool,
+    write_config: Path | None,
+    output_format: DoctorFormat,
+) -> None:
+    if dataset_kind is not None and dataset_kind not in _DATASET_KINDS:
+        raise UsageError(f"--dataset-kind {dataset_kind!r}: expected one of {', '.join(_DATASET_KINDS)}")
+    if len(configs) > 1 and (output_format == DoctorFormat.json or write_config is not None):
+        what = "--format json" if write_config is None else "--write-config"
+        raise UsageError(f"{what} checks one CONFIG at a time ({len(configs)} given)")
+    if write_config is not None and (not fix or not configs):
+        raise UsageError("--write-config needs --fix and a CONFIG file to apply the fixes to")
+
+
+def _catalog_command(
+    list_rules: bool,
+    explain: str | None,
+    config: Path | None,
+    overrides: list[str] | None,
+    output_format: DoctorFormat,
+    lang: str,
+) -> None:
+    """``--list-rules`` / ``--explain ID``: the rule catalog, no config read."""
+    if list_rules and explain is not None:
+        raise UsageError("give --list-rules or --explain, not both")
+    if config is not None or overrides or output_format == DoctorFormat.github:
+        raise UsageError("--list-rules and --explain take no CONFIG or overrides and print text or json")
+    entries = list(CATALOG) if list_rules else [catalog_entry(explain or "")]
+    if output_format == DoctorFormat.json:
+        emit_json(RuleCatalog(entries, lang))
+    elif list_rules:
+        print_catalog(entries, lang)
+    else:
+        print_blocks([explanation(entries[0], lang)])
+
+
+def _write_fixed(
+    config: Path,
+    fixes: list[str],
+    out: Path,
+    overwrite: bool,
+    load: Callable[[Path | None], LoadedConfig],
+    options: DoctorOptions,
+) -> None:
+    """Write ``config`` with ``fixes`` applied to ``out`` (atomically), after the doctor found no error in it
+    under the same overrides and options; ``config`` itself is never written."""
+    if out.exists() and config.exists() and os.path.samefile(out, config):
+        raise UsageError(f"--write-config {out}: that is the config itself; the original is never touched")
+    try:
+        text = read_bytes(config).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{config}: not UTF-8 text") from None
+    fixed = fixed_yaml(text, fixes, name=os.fspath(config))
+    with atomic_path(out, overwrite=overwrite) as tmp:
+        tmp.write_text(fixed, encoding="utf-8")
+        errors = [f for f in check(load(tmp), options).findings if f.severity == "error" and not f.allowed]
+        if errors:
+            listed = "; ".join(f"{f.id} {f.message}" for f in errors)
+            raise DataError(f"--write-config {out}: not written, the fixed config still has errors: {listed}")
 
 
 #: What ``seqpack doctor`` runs (``seqpack.cli._commands`` registers it under the module's name).

@@ -20,6 +20,8 @@ from seqpack.cli._common import (
     err_console,
     number_option,
     out_console,
+    print_blocks,
+    stdout_is_terminal,
 )
 from seqpack.data.pipeline import read_lengths
 from seqpack.packing import ModelDims, resolve_cost_model
@@ -44,8 +46,8 @@ pad_seq_to_mult (+ tokens its pre-padding adds). FLOP/step: forward+backward, SI
 DP imbalance: mean over steps of the slowest rank's cost / the mean rank's, under Bridge's sampler (with
 --dp or --world-size), for balanced packs (seqpack pack's default) and best_fit_decreasing's.
 est. epoch time: (FLOPs of every token slot + attention) x the better imbalance, relative to the
-recommended pack size (*), which has the least of those rejecting fewest samples ("-": it rejects more, so
-it trains on less data)."""
+recommended pack size (marked), which has the least of those rejecting fewest samples ("-": it rejects
+more, so it trains on less data)."""
 
 
 def _flops(value: float) -> str:
@@ -65,12 +67,8 @@ def _pad_text(c: Candidate) -> str:
     return f"{c.pad_multiple}" if c.pad_tokens == 0 else f"{c.pad_multiple} (+{c.pad_cost:.2%})"
 
 
-def _table(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> Table:
-    """One column per candidate pack size (fits a terminal for any number of metrics)."""
-    table = Table(title="seqpack plan", title_justify="left")
-    table.add_column("pack size", style="bold", no_wrap=True)
-    for c in candidates:
-        table.add_column(f"{c.pack_size}" + (" *" if c is chosen else ""), justify="right", no_wrap=True)
+def _metrics(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> list[tuple[str, list[str]]]:
+    """Each metric's name and its value for every candidate, in the order the table shows them."""
     dp_text = {None: "-", True: "yes", False: "no"}
     rows: list[tuple[str, list[str]]] = [
         ("packs", [f"{c.packs:,}" for c in candidates]),
@@ -87,8 +85,10 @@ def _table(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> 
         rows.append(("dense FLOP/step", [_flops(c.dense_flops_per_step) for c in candidates]))
         rows.append(("attention FLOP/step", [_flops(c.attention_flops_per_step) for c in candidates]))
     if any(c.imbalance is not None for c in candidates):
-        rows.append(("DP imbalance (balanced)", [_imbalance_text(c.imbalance_balanced) for c in candidates]))
-        rows.append(("  best_fit_decreasing", [_imbalance_text(c.imbalance) for c in candidates]))
+        rows += [
+            ("DP imbalance (balanced)", [_imbalance_text(c.imbalance_balanced) for c in candidates]),
+            ("DP imbalance (best_fit_decreasing)", [_imbalance_text(c.imbalance) for c in candidates]),
+        ]
     rows.append(
         (
             "est. epoch time",
@@ -100,9 +100,31 @@ def _table(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> 
             ],
         )
     )
-    for name, values in rows:
+    return rows
+
+
+def _table(candidates: list[Candidate], chosen: Candidate, metrics: list[tuple[str, list[str]]]) -> Table:
+    """One column per candidate pack size (fits a terminal for any number of metrics)."""
+    table = Table(title="seqpack plan", title_justify="left")
+    table.add_column("pack size", style="bold", no_wrap=True)
+    for c in candidates:
+        table.add_column(f"{c.pack_size}" + (" *" if c is chosen else ""), justify="right", no_wrap=True)
+    for name, values in metrics:
         table.add_row(name, *values)
     return table
+
+
+def _print_candidates(candidates: list[Candidate], chosen: Candidate, with_flops: bool) -> None:
+    """The candidates as a table on a terminal; elsewhere one block per pack size, one metric a line."""
+    metrics = _metrics(candidates, chosen, with_flops)
+    if stdout_is_terminal():
+        out_console.print(_table(candidates, chosen, metrics))
+        return
+    blocks = []
+    for i, c in enumerate(candidates):
+        heading = f"pack size {c.pack_size}" + (" (recommended)" if c is chosen else "")
+        blocks.append((heading, [(name, values[i]) for name, values in metrics]))
+    print_blocks(blocks)
 
 
 def _plot(candidates: list[Candidate], path: Path, overwrite: bool) -> None:
@@ -210,7 +232,7 @@ def plan(
         f"token slots per step {token_slots:,}, pad multiple {topology.pad_multiple}"
         + ("" if topology.dp is None else f", DP {topology.dp}")
     )
-    out_console.print(_table(candidates, chosen, dims is not None))
+    _print_candidates(candidates, chosen, dims is not None)
     for c in candidates:
         for note in c.notes:
             err_console.print(f"note: {note}")

@@ -7,7 +7,7 @@
 """
 
 from seqpack.doctor._atlas import atlas_markdown
-from seqpack.doctor._catalog import CATALOG
+from seqpack.doctor._catalog import CATALOG, CatalogEntry, RuleCatalog, catalog_entry, rules_markdown
 from seqpack.doctor._defect_model import ON_BOTH, ON_BRIDGE, ON_MLM, Defect
 from seqpack.doctor._defects import DEFECTS, find_defects
 from seqpack.doctor._doctor import (
@@ -19,8 +19,9 @@ from seqpack.doctor._doctor import (
     default_lang,
     suggest_fixes,
 )
-from seqpack.doctor._findings import Rule
+from seqpack.doctor._findings import Example, Rule
 from seqpack.doctor._load import LoadedConfig, LoadProblem, load_config, parse_override, range_problem
+from seqpack.doctor._rewrite import fixed_yaml
 from seqpack.doctor._rules import RULES
 from seqpack.doctor._versions import known_versions, parse_stack, stack_summary
 from seqpack.doctor._view import ConfigView, DatasetKind
@@ -32,25 +33,31 @@ __all__ = [
     "ON_BRIDGE",
     "ON_MLM",
     "RULES",
+    "CatalogEntry",
     "ConfigView",
     "DatasetKind",
     "Defect",
     "DoctorOptions",
+    "Example",
     "LoadProblem",
     "LoadedConfig",
     "Report",
     "Rule",
+    "RuleCatalog",
     "apply_overrides",
     "atlas_markdown",
+    "catalog_entry",
     "check",
     "checked_lang",
     "default_lang",
     "find_defects",
+    "fixed_yaml",
     "known_versions",
     "load_config",
     "parse_override",
     "parse_stack",
     "range_problem",
+    "rules_markdown",
     "stack_summary",
     "suggest_fixes",
 ]

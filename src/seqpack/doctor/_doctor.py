@@ -12,17 +12,18 @@ from typing import Any, ClassVar
 from omegaconf import OmegaConf
 
 from seqpack.doctor._atlas import atlas_findings
-from seqpack.doctor._catalog import CATALOG, LANGS, message_params
+from seqpack.doctor._catalog import known_ids
 from seqpack.doctor._context import Context
 from seqpack.doctor._defect_facts import BRIDGE_LAUNCHER, MLM_LAUNCHER
-from seqpack.doctor._defects import DEFECT_IDS, DEFECTS
+from seqpack.doctor._defects import DEFECT_IDS
 from seqpack.doctor._family import infer_family
-from seqpack.doctor._findings import ERROR, SEVERITY_ORDER, Finding, Hit
-from seqpack.doctor._load import LoadedConfig, _build_view, parse_override, set_key, to_plain
+from seqpack.doctor._findings import ERROR, LANGS, SEVERITY_ORDER, Finding, Hit, Rule
+from seqpack.doctor._load import LoadedConfig, _build_view, parse_override, replaced_by, set_key, to_plain
 from seqpack.doctor._packed_facts import packed_location_exists, read_packed_facts
 from seqpack.doctor._rules import RULES
 from seqpack.doctor._versions import Assumed, assumed_stack, checked_gpu
 from seqpack.errors import UsageError, param
+from seqpack.findings import Location
 
 #: Rounds of "apply the fixes, check again" behind ``--fix`` (each round only adds keys not yet fixed).
 MAX_FIX_ROUNDS = 10
@@ -68,8 +69,9 @@ class DoctorOptions:
 class Report:
     """What the doctor found in a config (``seqpack doctor``), and the fixed overrides when asked for."""
 
-    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`).
-    SCHEMA_VERSION: ClassVar[int] = 1
+    #: Version of :meth:`to_dict`'s document (:class:`seqpack.results.JsonResult`); 2: each finding has a
+    #: ``location`` (file, line, col) and the message no longer carries it.
+    SCHEMA_VERSION: ClassVar[int] = 2
 
     config_era: str
     findings: list[Finding] = field(default_factory=list)
@@ -186,7 +188,7 @@ def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
     """Run every rule of :data:`RULES` and the known-defect atlas; findings sorted by severity, then id."""
     options = options or DoctorOptions()
     ctx, findings = _rule_findings(loaded, options)
-    findings += atlas_findings(
+    atlas = atlas_findings(
         ctx,
         loaded.raw,
         stack={**options.installed, **options.stack},
@@ -196,6 +198,9 @@ def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
         allow=set(options.allow),
         lang=options.lang,
     )
+    for finding in atlas:
+        finding.location = locate(loaded, [*_fix_keys(finding.fix), *finding.fields])
+    findings += atlas
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.id))
     stack = assumed_stack(options.stack, options.installed, options.gpu)
     return Report(config_era=loaded.view.era, findings=findings, stack=stack)
@@ -208,29 +213,71 @@ def _rule_findings(loaded: LoadedConfig, options: DoctorOptions) -> tuple[Contex
     known = {r.id for r in RULES} | DEFECT_IDS
     unknown = [a for a in options.allow if a not in known]
     if unknown:
-        # Ids sort as they read (SPnnn); RULES is in registration order, which is not id order.
-        rules, defects = sorted(r.id for r in RULES), sorted(d.id for d in DEFECTS)
-        ids = f"{rules[0]}..{rules[-1]}, {defects[0]}..{defects[-1]}"
-        raise UsageError(f"{param('allow')} {', '.join(unknown)}: no such rule (ids: {ids})")
+        raise UsageError(f"{param('allow')} {', '.join(unknown)}: no such rule (ids: {known_ids()})")
     ctx = build_context(loaded, options)
-    findings: list[Finding] = []
-    for rule in RULES:
-        for hit in _hits(rule.check(ctx)):
-            message, why = CATALOG[rule.id][options.lang]
-            params = message_params(hit.params, options.lang)
-            findings.append(
-                Finding(
-                    id=rule.id,
-                    severity=rule.severity,
-                    fields=list(hit.fields if hit.fields is not None else rule.fields),
-                    message=message.format(**params),
-                    why=why.format(**params),
-                    fix=list(hit.fix),
-                    upstream=rule.upstream,
-                    allowed=rule.id in options.allow,
-                )
-            )
+    findings = [
+        _finding(rule, hit, options.lang, rule.id in options.allow, loaded)
+        for rule in RULES
+        for hit in _hits(rule.check(ctx))
+    ]
     return ctx, findings
+
+
+#: The "did you mean" tail of a hit with a ``suggestion`` (SP100/SP101), per language.
+_DID_YOU_MEAN = {"en": " (did you mean '{suggestion}'?)", "zh": "（是否想写 '{suggestion}'？）"}
+
+
+def _finding(rule: Rule, hit: Hit, lang: str, allowed: bool, loaded: LoadedConfig) -> Finding:
+    """The finding of one hit, in ``lang``, located where the config file wrote the first of its fields."""
+    fields = list(hit.fields if hit.fields is not None else rule.fields)
+    fix = [item for item in hit.fix if changes(loaded, item)]
+    message = rule.message(lang).format(**hit.params)
+    suggestion = hit.params.get("suggestion")
+    if suggestion:
+        message += _DID_YOU_MEAN[lang].format(suggestion=suggestion)
+    return Finding(
+        id=rule.id,
+        severity=rule.severity,
+        fields=fields,
+        message=message,
+        why=rule.why(lang).format(**hit.params),
+        fix=fix,
+        upstream=rule.upstream,
+        allowed=allowed,
+        location=locate(loaded, [*_fix_keys(fix), *fields]),
+    )
+
+
+#: A key the config does not write (:func:`changes`).
+_ABSENT = object()
+
+
+def changes(loaded: LoadedConfig, item: str) -> bool:
+    """Whether the override ``item`` changes the config: a rule's fix may name a key the config already
+    holds at that value (SP005 sets ``seq_length`` to the new pack size, which it often is), and a
+    ``fix:`` line that changes nothing is noise an agent copies into its answer. Only a value the config
+    writes, of the same type, counts as unchanged."""
+    key, value = parse_override(item)
+    current: Any = loaded.raw
+    for part in key.split("."):
+        if not isinstance(current, Mapping) or part not in current:
+            return True
+        current = current[part]
+    return type(current) is not type(value) or current != value
+
+
+def _fix_keys(fix: Sequence[str]) -> list[str]:
+    """The keys a finding's fix sets: where a reader goes to change it, so where the finding points first."""
+    return [item.partition("=")[0] for item in fix]
+
+
+def locate(loaded: LoadedConfig, fields: Sequence[str]) -> Location | None:
+    """Where the config file wrote the first of ``fields`` that it wrote (a finding passes the keys its fix
+    sets first, then the fields it reads); the file itself when it wrote none of them; ``None`` for a
+    config that is not a file."""
+    if loaded.source is None:
+        return None
+    return next((loaded.locations[f] for f in fields if f in loaded.locations), Location(loaded.source))
 
 
 def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedConfig:
@@ -243,8 +290,14 @@ def apply_overrides(loaded: LoadedConfig, overrides: Sequence[str]) -> LoadedCon
     problems = [p for p in loaded.problems if p.kind in ("contradiction",)]
     view = _build_view(raw, problems)
     view.dataset.kind = loaded.view.dataset.kind
+    locations = replaced_by([parse_override(item)[0] for item in overrides], loaded.locations)
     return LoadedConfig(
-        view=view, problems=problems, raw=raw, source=loaded.source, mlm_flags=loaded.mlm_flags
+        view=view,
+        problems=problems,
+        raw=raw,
+        source=loaded.source,
+        mlm_flags=loaded.mlm_flags,
+        locations=locations,
     )
 
 

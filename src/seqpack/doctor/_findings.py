@@ -1,9 +1,10 @@
-"""The rule record and what a rule returns (:class:`Hit`); the finding it becomes is
+"""The rule record, what a rule returns (:class:`Hit`) and the words rules share; the finding a hit becomes is
 :class:`seqpack.findings.Finding`, re-exported here with the severities."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import shlex
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,8 @@ from seqpack.findings import ERROR, INFO, SEVERITY_ORDER, WARNING, Finding, Seve
 if TYPE_CHECKING:
     from seqpack.doctor._context import Context
 
+#: The languages every rule and every atlas entry speaks (``--lang``).
+LANGS: tuple[str, ...] = ("en", "zh")
 
 #: The upstream behaviour a rule mirrors.
 RAISES = "raises at validation"
@@ -21,12 +24,16 @@ AT_MERGE = "skipped at merge (YAML), refused as an override"
 RUNTIME = "fails at runtime"
 DOCUMENTED = "documented only"
 SEQPACK_ONLY = "seqpack-only"
-UPSTREAM_KINDS = (RAISES, AT_MERGE, RUNTIME, DOCUMENTED, SEQPACK_ONLY)
 
 
 @dataclass
 class Hit:
-    """One occurrence of a rule: the values its message template needs and the concrete fix overrides."""
+    """One occurrence of a rule: the values its message template needs and the concrete fix overrides.
+
+    ``params["suggestion"]``, when set, adds the language's "did you mean" tail to the message. The first
+    key of the fix, else of the hit's fields (or the rule's), that a YAML file wrote is where the finding is
+    located.
+    """
 
     params: dict[str, Any] = field(default_factory=dict)
     fix: list[str] = field(default_factory=list)
@@ -37,14 +44,61 @@ CheckResult = Hit | Iterable[Hit] | None
 
 
 @dataclass(frozen=True)
+class Example:
+    """A config that makes a rule fire, as ``seqpack doctor`` arguments: overrides and the context options.
+
+    ``seqpack doctor --explain`` prints it as a command, and the test suite runs it (the rule fires; its
+    fix applied, the rule is quiet and no new error appears).
+    """
+
+    overrides: tuple[str, ...]
+    world_size: int | None = None
+    dp: int | None = None
+    model_family: str | None = None
+    recipe: str | None = None
+    kernel_chunk: int | None = None
+    dataset_kind: str | None = None
+
+    #: Context options in the order ``command`` writes them (the CLI flag is the name in kebab case).
+    _OPTIONS = ("world_size", "dp", "model_family", "recipe", "kernel_chunk", "dataset_kind")
+
+    def options(self) -> dict[str, Any]:
+        """The context options that are set, by their library name."""
+        return {name: getattr(self, name) for name in self._OPTIONS if getattr(self, name) is not None}
+
+    def command(self) -> str:
+        """``seqpack doctor ...`` as a user types it (shell-quoted)."""
+        words = ["seqpack", "doctor", *self.overrides]
+        for name, value in self.options().items():
+            words += ["--" + name.replace("_", "-"), str(value)]
+        return shlex.join(words)
+
+
+@dataclass(frozen=True)
 class Rule:
-    """One rule of the table: ``check`` returns ``None`` (passes), a :class:`Hit` or several."""
+    """One rule of the table: ``check`` returns ``None`` (passes), a :class:`Hit` or several.
+
+    It carries everything said about it: ``text[lang] = (message, why)`` in every language of
+    :data:`LANGS` (``message`` a one-line ``str.format`` template of the parameters the check returns),
+    ``group`` (the id range it belongs to), ``fix`` (the config keys its fix may set) and an ``example``
+    config that makes it fire (``None`` when only files can: packed data, YAML documents).
+    """
 
     id: str
     severity: Severity
     fields: tuple[str, ...]
     upstream: str
     check: Callable[[Context], CheckResult]
+    group: str
+    text: Mapping[str, tuple[str, str]]
+    fix: tuple[str, ...] = ()
+    example: Example | None = None
+
+    def message(self, lang: str) -> str:
+        return self.text[lang][0]
+
+    def why(self, lang: str) -> str:
+        return self.text[lang][1]
 
 
 def format_value(value: Any) -> str:

@@ -52,8 +52,10 @@ from seqpack._ranges import COUNT0, RANKS, SIZE, Range
 from seqpack._typed import Mismatch, conform
 from seqpack._yaml import load_yaml
 from seqpack.doctor import _bridge_fields as bf
+from seqpack.doctor._fields import KNOWN_FIELDS
 from seqpack.doctor._view import SECTION_CLASSES, ConfigView, DatasetKind, DatasetView, PackedSpecsView
 from seqpack.errors import InputError, UsageError, shown
+from seqpack.findings import Location
 from seqpack.translate import Translation
 
 #: v0.5 name -> v0.6 name inside ``dataset`` (bridge-format §1).
@@ -85,15 +87,8 @@ _DATASET_KINDS: Mapping[str, DatasetKind] = {
     "GPTFIMDatasetConfig": "pretrain",
 }
 
-#: Known field names per section (for "did you mean"); sections whose list is complete warn on any unknown.
-_KNOWN_FIELDS: Mapping[str, frozenset[str]] = {
-    "model": bf.MODEL_FIELDS,
-    "ddp": bf.DDP_FIELDS,
-    "optimizer": bf.OPTIMIZER_FIELDS,
-    "scheduler": bf.SCHEDULER_FIELDS,
-    "dataset": bf.DATASET_FIELDS,
-    SPECS: bf.PACKED_SPECS_FIELDS,
-}
+#: Sections whose known-field list (``_fields.KNOWN_FIELDS``, for "did you mean") is complete: any other
+#: name there is reported, even without a close match.
 _COMPLETE_FIELD_LISTS = frozenset({SPECS})
 
 #: Plain CLI option -> the Bridge keys it sets (``seqpack doctor --cp 2 --mbs 1 ...``).
@@ -147,7 +142,7 @@ class LoadProblem:
     key: str
     detail: str
     suggestion: str | None = None
-    #: ``file:line`` where the key was written, when it came from a YAML file.
+    #: ``file:line:col`` where the key was written, when it came from a YAML file.
     where: str | None = None
 
 
@@ -159,6 +154,9 @@ class LoadedConfig:
     raw: dict[str, Any] = field(default_factory=dict)
     #: The file name, when a YAML was read (used in messages).
     source: str | None = None
+    #: Where the YAML file wrote each key whose value is still the file's (a later layer's key is not here),
+    #: by dotted key; <= v0.5 names are also found under the v0.6 name they are read as.
+    locations: dict[str, Location] = field(default_factory=dict)
     #: The Megatron-LM flags no Bridge key expresses (``{"--sft": True, "--fp8-format": "hybrid"}``): the
     #: known-defect atlas reads them (``_defect_facts``).
     mlm_flags: dict[str, Any] = field(default_factory=dict)
@@ -265,13 +263,15 @@ def load_config(
     """Read every input layer and return the typed view plus the problems found on the way."""
     problems: list[LoadProblem] = []
     document: Any = {}
-    lines: dict[str, int] = {}
+    positions: dict[str, tuple[int, int]] = {}
     source = None
     if path is not None:
         path = resolve_config_path(path)
         source = os.fspath(path)
         repeated: list[tuple[str, int, int]] = []
-        document, lines = load_yaml(path, repeated)
+        columns: dict[str, int] = {}
+        document, lines = load_yaml(path, repeated, columns=columns)
+        positions = {key: (line, columns[key]) for key, line in lines.items()}
         problems += [
             LoadProblem("duplicate-key", key, f"given twice (lines {first} and {line}); YAML keeps the last")
             for key, line, first in repeated
@@ -282,7 +282,7 @@ def load_config(
             raise InputError(
                 f"{source}: expected a mapping of config sections, found {type(document).__name__}"
             )
-        document, lines = _unwrap_container(document, lines)
+        document, positions = _unwrap_container(document, positions)
 
     cli_layer = plain_option_overrides(options or {}) + [(*parse_override(o), o) for o in overrides]
     mlm_layer: list[tuple[str, Any, str]] = []
@@ -302,9 +302,12 @@ def load_config(
             f"{source or 'config'}: cannot merge the overrides ({str(exc).splitlines()[0]})"
         ) from None
     view = _build_view(raw, problems)
-    for problem in problems:
-        if source is not None and problem.key in lines and problem.kind != "contradiction":
-            problem.where = f"{source}:{lines[problem.key]}"
+    written = {key: Location(source, *at) for key, at in _legacy_aliases(positions).items()} if source else {}
+    locations = replaced_by([key for key, _, _ in (*mlm_layer, *cli_layer)], written)
+    for problem in problems:  # a duplicate is in the file whatever a later layer sets
+        at = (written if problem.kind == "duplicate-key" else locations).get(problem.key)
+        if at is not None and problem.kind != "contradiction":
+            problem.where = str(at)
     given = {key: given_as for key, _, given_as in (*mlm_layer, *cli_layer)}
     for problem in problems:  # no rule can judge a count that is not a number: unusable input, exit 2
         if problem.kind == NOT_A_NUMBER:
@@ -317,7 +320,9 @@ def load_config(
     if dataset_kind is not None:
         view.dataset.kind = dataset_kind
     flags = dict(_untranslated_flag(item) for item in (mlm.untranslated if mlm is not None else ()))
-    return LoadedConfig(view=view, problems=problems, raw=raw, source=source, mlm_flags=flags)
+    return LoadedConfig(
+        view=view, problems=problems, raw=raw, source=source, locations=locations, mlm_flags=flags
+    )
 
 
 def _untranslated_flag(item: str) -> tuple[str, Any]:
@@ -326,18 +331,44 @@ def _untranslated_flag(item: str) -> tuple[str, Any]:
     return flag, value or True
 
 
+def replaced_by(keys: Sequence[str], locations: Mapping[str, Location]) -> dict[str, Location]:
+    """``locations`` without the keys a later layer sets (nor what lies under them): the value the rules
+    read there is no longer the file's."""
+    prefixes = tuple(f"{key}." for key in keys)
+    gone = set(keys)
+    return {k: at for k, at in locations.items() if k not in gone and not k.startswith(prefixes)}
+
+
+def _legacy_aliases(positions: Mapping[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """``positions`` plus each <= v0.5 dataset name under the v0.6 name it is read as (bridge-format §1):
+    a rule about ``dataset.offline_packing_specs.pad_seq_to_mult`` points at ``packed_sequence_specs``'s
+    line in a v0.5 file, and ``enable_offline_packing`` (implied there by the specs) at the specs."""
+    out = dict(positions)
+    for old, new in LEGACY_DATASET_NAMES.items():
+        old_key, new_key = f"dataset.{old}", f"dataset.{new}"
+        for key, at in positions.items():
+            if key == old_key or key.startswith(old_key + "."):
+                out.setdefault(new_key + key[len(old_key) :], at)
+    specs = positions.get("dataset.packed_sequence_specs")
+    if specs is not None:
+        out.setdefault(OFFLINE, specs)
+    return out
+
+
 #: The key Bridge's performance scripts write around a whole config (``ConfigContainer: {model: ...}``).
 _CONTAINER_WRAPPER = "ConfigContainer"
 
 
-def _unwrap_container(document: dict[Any, Any], lines: dict[str, int]) -> tuple[Any, dict[str, int]]:
+def _unwrap_container(
+    document: dict[Any, Any], positions: dict[str, tuple[int, int]]
+) -> tuple[Any, dict[str, tuple[int, int]]]:
     """A YAML whose only top-level key is ``ConfigContainer`` holds the config one level down: read that,
-    with the line numbers re-keyed to the sections inside it."""
+    with the key positions re-keyed to the sections inside it."""
     if list(document) != [_CONTAINER_WRAPPER] or not isinstance(document[_CONTAINER_WRAPPER], dict):
-        return document, lines
+        return document, positions
     prefix = _CONTAINER_WRAPPER + "."
     return document[_CONTAINER_WRAPPER], {
-        key[len(prefix) :]: line for key, line in lines.items() if key.startswith(prefix)
+        key[len(prefix) :]: at for key, at in positions.items() if key.startswith(prefix)
     }
 
 
@@ -467,7 +498,7 @@ def _dataset_era(body: dict[str, Any], view: ConfigView, problems: list[LoadProb
 def _read_section(path: str, body: dict[str, Any], cls: type, problems: list[LoadProblem]) -> Any:
     hints = typing.get_type_hints(cls)
     names = {f.name for f in fields(cls)}
-    known = _KNOWN_FIELDS.get(path, frozenset()) | names
+    known = KNOWN_FIELDS.get(path, frozenset()) | names
     values: dict[str, Any] = {}
     for name, value in body.items():
         key = f"{path}.{name}"
