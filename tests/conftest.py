@@ -41,6 +41,20 @@ os.environ.setdefault("SEQPACK_PROGRESS_SECONDS", "1e9")
 
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
+#: What a test run starts once and shares (a Ray cluster; the Bridge text peer's child interpreter; the docs
+#: and skills pages' runs, with their warm server and, for docs/scale.md, the cluster): the fixture that
+#: stands for it -> its group. Under pytest-xdist (``-n 2 --dist loadgroup``, scripts/test) every test of a
+#: group runs on one worker, so each is started once, not once per worker.
+SESSION_RESOURCES = {"ray_cluster": "ray", "page_runs": "ray", "bridge_text": "bridge-text"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = getattr(item, "fixturenames", ())
+        group = next((g for fixture, g in SESSION_RESOURCES.items() if fixture in used), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
@@ -50,6 +64,23 @@ def shared_dir() -> Path:
             pytest.fail(f"{SHARED_DIR} is missing in CI")
         pytest.skip(f"{SHARED_DIR} is not present")
     return SHARED_DIR
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    """The one Ray cluster of the test run: two simulated nodes on 127.0.0.1 (``_support/ray_cluster.py``),
+    started by the first test that asks for it (the engine tests, docs/scale.md's commands) and stopped at
+    the end of the run. Needs the ``ray`` extra (required in CI)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        if os.environ.get("CI"):
+            pytest.fail("the ray extra is not installed in CI")
+        pytest.skip("ray is not installed (pip install seqpack[ray])")
+    from _support.ray_cluster import two_node_cluster
+
+    with two_node_cluster() as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,10 @@ The markers, all inside the page itself:
   ``seqpack doctor bad.yaml   # exit 1: the config has errors``;
 - a trailing comment ``# needs: gpu`` (or ``cluster``, ``network``) marks a command that cannot run in CI:
   it gets a syntax check (``bash -n``) only;
+- a trailing comment ``# pinned: tests/x/test_y.py`` marks a command that unit test runs, word for word,
+  checking what the page promises about it (its exit code and every line it shows; ``pinned_commands``
+  finds a test file's commands): the page's run only parses it, as it does a ``# needs:`` command, and the
+  command prepares nothing a later command of the page reads;
 - a fenced block with the info string ``output`` (pages may name others, e.g. ``text``), right after a
   command block (only blank lines between), shows the output of that block's last command. Every
   non-blank line of it must appear in the real output (stdout and stderr together), in the same order,
@@ -45,15 +49,19 @@ Example page fragment::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from _support import warm_seqpack
 
 COMMAND_LANGS = frozenset({"bash", "sh", "shell"})
 PYTHON_LANG = "python"
@@ -66,6 +74,7 @@ ELLIPSIS = "..."
 _FENCE = re.compile(r"^(?P<indent>\s{0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _EXIT = re.compile(r"#\s*exit\s+(\d+)\b")
 _NEEDS = re.compile(r"#\s*needs:\s*(\w+)")
+_PINNED = re.compile(r"#.*?\bpinned:\s*(\S+)")
 _FILE = re.compile(r"(?:^|\s)file=(\S+)")
 _FILE_END = "SEQPACK_FILE_END"
 # What differs between two runs of the same command, masked on both sides before a shown line is compared.
@@ -109,6 +118,8 @@ class Command:
     exit_code: int = 0
     needs: str | None = None
     output: tuple[str, ...] = ()
+    #: the unit test file (``tests/...py``) that runs this command as written (``# pinned: FILE``)
+    pinned: str | None = None
 
     @property
     def where(self) -> str:
@@ -180,7 +191,8 @@ def _logical_lines(block: Block) -> Iterable[tuple[int, str]]:
         yield start, " ".join(part.strip() for part in pending).strip()
 
 
-def _markers(text: str, where: str) -> tuple[int, str | None]:
+def _markers(text: str, where: str) -> tuple[int, str | None, str | None]:
+    """A command's ``# exit N``, ``# needs: X`` and ``# pinned: FILE`` (defaults 0, None, None)."""
     exit_code = 0
     needs = None
     if m := _EXIT.search(text):
@@ -189,7 +201,8 @@ def _markers(text: str, where: str) -> tuple[int, str | None]:
         needs = m.group(1)
         if needs not in NEEDS:
             raise ValueError(f"{where}: '# needs: {needs}' is not one of {', '.join(NEEDS)}")
-    return exit_code, needs
+    pinned = m.group(1) if (m := _PINNED.search(text)) else None
+    return exit_code, needs, pinned
 
 
 def _python_command(block: Block, source: str, earlier_doctests: Sequence[str] = ()) -> Command:
@@ -197,7 +210,9 @@ def _python_command(block: Block, source: str, earlier_doctests: Sequence[str] =
     A block of ``>>>`` lines is a doctest instead, its shown results checked; it runs after the page's
     earlier doctest blocks (unchecked here), so it sees their names as a reader's session would."""
     first = block.text.lstrip().splitlines()[0] if block.text.strip() else ""
-    exit_code, needs = _markers(first, f"{source}:{block.line}") if first.startswith("#") else (0, None)
+    exit_code, needs, _ = (0, None, None)
+    if first.startswith("#"):
+        exit_code, needs, _ = _markers(first, f"{source}:{block.line}")
     if first.startswith(">>>"):
         payload = json.dumps([list(earlier_doctests), block.text, f"{source}:{block.line}"])
         body = _DOCTEST_RUNNER.replace("PAYLOAD", repr(payload))
@@ -229,8 +244,9 @@ def _transcript(block: Block, source: str) -> list[Command]:
     def close() -> None:
         if pending is not None:
             line, text = pending
-            exit_code, needs = _markers(text, f"{source}:{line}")
-            found.append(Command(text, source, line, exit_code, needs, tuple(s for s in shown if s.strip())))
+            exit_code, needs, pinned = _markers(text, f"{source}:{line}")
+            shown_lines = tuple(s for s in shown if s.strip())
+            found.append(Command(text, source, line, exit_code, needs, shown_lines, pinned))
 
     lines = block.text.splitlines()
     k = 0
@@ -285,8 +301,8 @@ def commands(
             for line, text in _logical_lines(block):
                 if not text or text.startswith("#"):
                     continue
-                exit_code, needs = _markers(text, f"{source}:{line}")
-                block_commands.append(Command(text, source, line, exit_code, needs))
+                exit_code, needs, pinned = _markers(text, f"{source}:{line}")
+                block_commands.append(Command(text, source, line, exit_code, needs, pinned=pinned))
         elif python and block.lang == PYTHON_LANG:
             block_commands.append(_python_command(block, source, doctests))
             if block.text.lstrip().startswith(">>>"):
@@ -310,7 +326,7 @@ def commands(
                 shown = tuple(s for s in nxt.text.splitlines() if s.strip())
                 last = block_commands[-1]
                 block_commands[-1] = Command(
-                    last.text, last.source, last.line, last.exit_code, last.needs, shown
+                    last.text, last.source, last.line, last.exit_code, last.needs, shown, last.pinned
                 )
         found.extend(block_commands)
     return found
@@ -386,26 +402,62 @@ def default_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def _warm_text(cmd: Command) -> str:
+    """A python block's command for the warm server (``seqpack-py``, :mod:`_support.warm_seqpack`)."""
+    cold = f"python - <<'{_PY_END}'"
+    return "seqpack-py" + cmd.text[len("python") :] if cmd.text.startswith(cold) else cmd.text
+
+
+def _run_bash(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float) -> tuple[int, str]:
+    """One command line: its exit status and output (stdout and stderr together). It runs in a session of
+    its own, so a timeout kills all of it -- background jobs and the warm clients (whose commands the warm
+    server then ends) -- instead of leaving them to hold the output pipe open."""
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # something left the session and holds the pipe: stop reading
+            proc.kill()
+            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        return -1, f"timed out after {timeout:g} s"
+    return proc.returncode, out.decode("utf-8", "replace")
+
+
 def run(
-    cmds: Sequence[Command], cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 300
+    cmds: Sequence[Command],
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+    warm: bool = True,
 ) -> list[Result]:
-    """Run the commands in order in ``cwd``; each result lists how it broke the page's promises."""
+    """Run the commands in order in ``cwd``; each result lists how it broke the page's promises. With
+    ``warm`` (the default) ``seqpack`` and the python blocks run in forks of this process's warm server
+    (:mod:`_support.warm_seqpack`), each still a process of its own, through ``bash`` as written."""
     env = dict(env) if env is not None else default_env()
+    server = warm_seqpack.shared() if warm else None
+    if server is not None:
+        env = server.environ(env)
     results: list[Result] = []
     for cmd in cmds:
-        argv = ["bash", "-n", "-c", cmd.text] if cmd.needs else ["bash", "-c", cmd.text]
-        try:
-            proc = subprocess.run(
-                argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout
-            )
-            returncode, output = proc.returncode, proc.stdout.decode("utf-8", "replace")
-        except subprocess.TimeoutExpired:
-            returncode, output = -1, f"timed out after {timeout} s"
-        result = Result(cmd, returncode, output, syntax_only=cmd.needs is not None)
-        expected = 0 if cmd.needs else cmd.exit_code
+        text = _warm_text(cmd) if server is not None else cmd.text
+        parse_only = bool(cmd.needs or cmd.pinned)
+        argv = ["bash", "-n", "-c", text] if parse_only else ["bash", "-c", text]
+        if server is not None:
+            server.check()  # a server that died is reported here, not as each command's failure
+        returncode, output = _run_bash(argv, cwd, env, timeout)
+        result = Result(cmd, returncode, output, syntax_only=parse_only)
+        expected = 0 if parse_only else cmd.exit_code
         if returncode != expected:
             result.problems.append(f"{cmd.where}: exit {returncode}, the page says {expected}: {cmd.text}")
-        if not cmd.needs:
+        if not parse_only:
             for line in missing_lines(cmd.output, output):
                 result.problems.append(f"{cmd.where}: shown output line not printed: {line!r}")
         results.append(result)

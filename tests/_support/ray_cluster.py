@@ -51,6 +51,13 @@ def fault_file(tmp: str) -> str:
     return os.path.join(tmp, "worker-fault-fired")
 
 
+def workdir(tmp: str) -> str:
+    """The nodes' working directory, so their workers' (empty until a test writes there): a relative path a
+    driver started here passes to a task means the same file on the workers, as for a reader who runs
+    ``ray start`` and ``seqpack pack`` in one directory (docs/scale.md runs its commands here)."""
+    return os.path.join(tmp, "work")
+
+
 @contextmanager
 def two_node_cluster() -> Iterator[tuple[Any, str]]:
     """Start the head and one more node, connect this process as the driver; yields the cluster and its
@@ -68,13 +75,19 @@ def two_node_cluster() -> Iterator[tuple[Any, str]]:
     os.environ["SEQPACK_FAULT"] = WORKER_FAULT
     os.environ["SEQPACK_FAULT_ONCE"] = fault_file(tmp)
     os.makedirs(os.path.join(tmp, "ray"))
+    os.makedirs(workdir(tmp))
+    cwd = os.getcwd()
     cluster = None
     import ray  # after the environment: Ray reads it when it is imported
     from ray.cluster_utils import Cluster
 
     try:
-        cluster = Cluster(initialize_head=True, head_node_args=_node_args())
-        cluster.add_node(**_node_args())
+        os.chdir(workdir(tmp))  # the nodes start, and later start their workers, there
+        try:
+            cluster = Cluster(initialize_head=True, head_node_args=_node_args())
+            cluster.add_node(**_node_args())
+        finally:
+            os.chdir(cwd)
         ray.init(address=cluster.address, _node_ip_address=LOOPBACK, log_to_driver=False)
         for key in ("SEQPACK_FAULT", "SEQPACK_FAULT_ONCE"):  # the raylets have them; no other test may
             _restore(key, saved.pop(key))

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from _support import warm_seqpack
 from seqpack.cli import main
 from seqpack.correlate import claim_run_dir, new_run_dir, run_logged
 
@@ -19,7 +20,8 @@ TINY = Path(__file__).with_name("tiny_train.py")
 
 
 def train(*flags: str) -> str:
-    return shlex.join([sys.executable, str(TINY), *flags])
+    """The tiny trainer's command line (python from the tests' warm server: torch is imported once)."""
+    return shlex.join([warm_seqpack.python(), str(TINY), *flags])
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
@@ -171,7 +173,7 @@ def test_spec_runs_the_planned_pair(tmp_path: Path, capsys: pytest.CaptureFixtur
         "lr": {"lr": 0.02},
         "seed": {"init": 5},
         # Stand-ins for torchrun + the two training scripts: the trainer ignores what it does not know.
-        "launch": {"launcher": f"{sys.executable} {TINY}", "mlm_script": "pretrain_gpt.py"},
+        "launch": {"launcher": f"{warm_seqpack.python()} {TINY}", "mlm_script": "pretrain_gpt.py"},
     }
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import numpy as np
 import orjson
 import pytest
 
+from _support import warm_seqpack
 from seqpack.cli import main
 
 EOS, VOCAB, PACK = 2, 48, 64
@@ -36,7 +36,7 @@ def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _train(packed: Path, lr: str) -> str:
     flags = ["--data", str(packed), "--steps", "6", "--gbs", "2", "--hidden", "32", "--layers", "2"]
     flags += ["--heads", "4", "--ffn", "64", "--vocab", str(VOCAB), "--seed", "1", "--lr", lr]
-    return shlex.join([sys.executable, "-m", "seqpack", "train", *flags])
+    return shlex.join([*warm_seqpack.seqpack(), "train", *flags])  # a fork of the warm server
 
 
 def _correlate(capsys: pytest.CaptureFixture[str], out: Path, a: str, b: str) -> tuple[int, dict[str, Any]]:

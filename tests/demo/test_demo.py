@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
+from _support import doc_pages, fenced_blocks
 from seqpack.cli import main
 from seqpack.curves import read_curves
 from seqpack.data.packed import PackedReader
@@ -180,23 +181,50 @@ def test_report_tables_have_headers_and_commands_paste_as_run(
         assert shell.stdout.decode().split("\0")[:-1] == shlex.split(command)[1:]
 
 
-def test_default_out_dir_and_text_summary(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+#: docs/demo.md's `--quick` run, word for word (the docs test only parses it).
+PAGE_COMMANDS = doc_pages.pinned_by(__file__)
+
+
+@pytest.mark.parametrize("cmd", PAGE_COMMANDS, ids=doc_pages.command_id)
+def test_the_pages_quick_run_and_a_second_run_into_its_folder(
+    cmd: fenced_blocks.Command,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """What docs/demo.md shows (progress on stderr, the text summary), then the same folder again: refused
+    without --overwrite, and with it the demo's files replaced, nothing else there touched."""
     monkeypatch.chdir(tmp_path)
-    assert main(["demo", "--quick", "--quiet"]) == 0
-    (made,) = list(tmp_path.iterdir())
-    assert made.name.startswith("seqpack-demo-")
-    text = capsys.readouterr().out
-    assert "every step did what it should" in text
-    assert f"report    {made.name}/report.html" in text.replace(str(tmp_path) + "/", "")
-    for name in STEP_NAMES:
-        assert name in text
-    # A second run into the same directory needs --overwrite, and then replaces the demo's files.
+    code, out, err = doc_pages.run_in_process(cmd, capsys)
+    assert doc_pages.broken_promises(cmd, code, err + out) == []
+    assert "every step did what it should" in out and all(name in out for name in STEP_NAMES)
+    made = tmp_path / "demo-out"
     assert main(["demo", "--quick", "--quiet", "--out", str(made)]) == 2
     assert main(["demo", "--quick", "--quiet", "--out", str(made), "--overwrite"]) == 0
     assert len(orjson.loads((made / "packed" / "512_metadata.jsonl").read_bytes())) == 1
     assert [p.name for p in tmp_path.iterdir()] == [made.name]
+
+
+def test_without_out_the_demo_writes_a_new_folder_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --out: the folder the run prepares is a new seqpack-demo-<time> in the working directory (stopped
+    there: the steps are the other tests' business)."""
+    from seqpack.demo import _run
+
+    prepared: list[Path] = []
+
+    def stop_at_the_folder(out: Path, *, overwrite: bool) -> None:
+        prepared.append(out)
+        raise UsageError("stopped by the test")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_run, "prepare_out_dir", stop_at_the_folder)
+    assert main(["demo", "--quick", "--quiet"]) == 2
+    assert "stopped by the test" in capsys.readouterr().err
+    (out,) = prepared
+    assert out.resolve().parent == tmp_path.resolve() and out.name.startswith("seqpack-demo-")
+    assert not out.exists()
 
 
 def test_refuses_a_non_empty_out_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -287,3 +315,18 @@ def test_an_unknown_language_is_refused_before_any_step(
     assert main(["demo", "--out", str(out), "--lang", "xx", "--quiet"]) == 2
     assert "--lang 'xx': expected one of en, zh" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("path_length", [20, 40, 60, 70, 76, 90])
+def test_wrapped_commands_keep_to_the_width_wherever_a_path_is_long(path_length: int) -> None:
+    """Every printed line (a continuation's indent and the trailing ``\\`` counted) holds 78 columns, or is
+    one unit (an option and its value) that cannot break; the shell reads the same words back."""
+    from seqpack.demo._report import wrap_command
+
+    path = "/" + "d" * (path_length - 1)
+    command = f"seqpack pack {path}/chat.jsonl --out {path}/packed --pack-size 512 --tokenizer {path}/tok -q"
+    wrapped = wrap_command(command)
+    for line in wrapped.splitlines():
+        unit = line.strip().removesuffix("\\").strip()
+        assert len(line) <= 78 or len(shlex.split(unit)) <= 2, line
+    assert shlex.split(wrapped.replace("\\\n", " ")) == shlex.split(command)

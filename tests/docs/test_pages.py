@@ -7,28 +7,35 @@ page order in one fresh temporary directory, each exit status held to the page's
 shown line must be printed, in order, with what varies between runs (times, run ids, paths) compared by
 shape. The inputs are what the page itself shows (a block that writes the file),
 the package's own data, or ``seqpack pack --example``: nothing the reader cannot see. Commands marked
-``# needs: gpu|cluster|network`` are only parsed, at most a tenth of them. The runner and its markers are
-``tests/_support/fenced_blocks.py`` (the skills' test uses the same). The test never rewrites a page.
+``# needs: gpu|cluster|network`` are only parsed, at most a tenth of them; so are commands marked
+``# pinned: tests/...py``, which that unit test runs word for word against the page's promises
+(``_support/doc_pages.py``). Both kinds are read by seqpack's own parser, so a misspelt option fails here.
+docs/scale.md's ``ray start`` lines are parsed only; its seqpack lines run on the test run's one Ray
+cluster (``ray_cluster`` in tests/conftest.py), which stands in for the cluster those lines start. The
+runner and its markers are ``tests/_support/fenced_blocks.py`` (the skills' test uses the same); the
+``seqpack`` commands and python blocks run in forks of one warm process (``_support/warm_seqpack.py``).
+The test never rewrites a page.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from _support import fenced_blocks
+from _support import doc_pages, fenced_blocks
+from _support.doc_pages import REPO_ROOT, page_commands, page_text
 from _support.peers import BRIDGE_VERSION, CACHE_DIR, MCORE_VERSION, wheel_file
+from seqpack.cli import main
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # The fence languages a page may use: commands, output, and files shown as they are.
 LANGS = frozenset({"bash", "python", "text", "yaml", "json", "toml"})
-OUTPUT_LANGS = ("text",)
 # Every page of the docs: each fence in each is tagged.
-ALL_PAGES = ("README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")))
+ALL_PAGES = doc_pages.all_pages()
 # The pages the test runs: every page with an example (issue #32).
 PAGES: tuple[str, ...] = (
     "README.md",
@@ -61,6 +68,8 @@ ENV = {"OMP_NUM_THREADS": "1"}
 # The peers' wheels a page downloads (verify.md's `pip download`), served from the tests' cache (no network).
 WHEELS = {"docs/verify.md": (("megatron-bridge", BRIDGE_VERSION), ("megatron-core", MCORE_VERSION))}
 PIP_FROM_CACHE = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(CACHE_DIR / "wheels")}
+# Pages whose `# needs: cluster` lines start a Ray cluster: their other lines run on the session's cluster.
+CLUSTER_PAGES = frozenset({"docs/scale.md"})
 # A command may take this long before the page fails (the whole docs test is held to 4 minutes of CI).
 COMMAND_TIMEOUT_S = 120.0
 # Pages run side by side, each a script of its own in a directory of its own: a page's commands are mostly
@@ -68,19 +77,11 @@ COMMAND_TIMEOUT_S = 120.0
 PAGES_AT_ONCE = 2
 
 
-def _text(page: str) -> str:
-    return (REPO_ROOT / page).read_text(encoding="utf-8")
-
-
-def page_commands(page: str) -> list[fenced_blocks.Command]:
-    return fenced_blocks.commands(_text(page), page, output_langs=OUTPUT_LANGS, python=True, prompts=True)
-
-
 @pytest.mark.parametrize("page", ALL_PAGES)
 def test_every_fence_is_tagged(page: str) -> None:
     bad = [
         f"{page}:{b.line - 1}: fence tagged {b.lang!r}" if b.lang else f"{page}:{b.line - 1}: untagged fence"
-        for b in fenced_blocks.blocks(_text(page))
+        for b in fenced_blocks.blocks(page_text(page))
         if b.lang not in LANGS
     ]
     assert not bad, "tag every fence (" + ", ".join(sorted(LANGS)) + "):\n" + "\n".join(bad)
@@ -89,21 +90,38 @@ def test_every_fence_is_tagged(page: str) -> None:
 Runs = dict[str, "Future[list[fenced_blocks.Result]]"]
 
 
+def _on_the_cluster(request: pytest.FixtureRequest) -> tuple[dict[str, str], Path]:
+    """Where the session's Ray cluster is, for a page's ``--ray-address auto`` and ``ray_address="auto"``
+    (its other settings, loopback included, are in this process's environment while it runs), and the
+    directory its nodes run in: the page's, as for a reader who starts the nodes where the page runs."""
+    from _support.ray_cluster import workdir
+
+    cluster, tmp = request.getfixturevalue("ray_cluster")
+    return {"RAY_ADDRESS": cluster.address}, Path(workdir(tmp))
+
+
 @pytest.fixture(scope="module")
-def page_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+def page_runs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Runs]:
     """Every page of PAGES with examples, started at once on PAGES_AT_ONCE workers (each page's commands
     still run in page order, in a fresh directory of the page's own)."""
     pages = [page for page in PAGES if page not in NO_EXAMPLES]
     for project, version in (wheel for page in pages for wheel in WHEELS.get(page, ())):
         wheel_file(project, version)  # downloaded into the cache once (the tests of the peers need it too)
+    cluster_env, cluster_dir = _on_the_cluster(request) if CLUSTER_PAGES & set(pages) else ({}, None)
     env = fenced_blocks.default_env({**ENV, **PIP_FROM_CACHE})
+
+    def where(page: str) -> Path:
+        if page in CLUSTER_PAGES and cluster_dir is not None:
+            return cluster_dir
+        return tmp_path_factory.mktemp(Path(page).stem)
+
     with ThreadPoolExecutor(PAGES_AT_ONCE) as pool:
         runs = {
             page: pool.submit(
                 fenced_blocks.run,
                 page_commands(page),
-                tmp_path_factory.mktemp(Path(page).stem),
-                env,
+                where(page),
+                {**env, **cluster_env} if page in CLUSTER_PAGES else env,
                 COMMAND_TIMEOUT_S,
             )
             for page in pages
@@ -125,10 +143,94 @@ def test_page_runs_as_written(page: str, page_runs: Runs) -> None:
     assert not details, "\n\n".join(details)
 
 
+Check = Callable[[Sequence[fenced_blocks.Result]], "str | None"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a page says its commands show beyond any one line: a relation between numbers that vary between
+    runs (so the shown lines are compared by shape), e.g. that packed training is the faster one. ``says``
+    is quoted from the page (whitespace aside); ``holds`` reads the page's run and returns ``None`` when the
+    claim holds there, else what the run gave."""
+
+    page: str
+    says: str
+    holds: Check
+
+
+def _number(results: Sequence[fenced_blocks.Result], command: str, pattern: str) -> float:
+    """The number ``pattern``'s group 1 matches in the output of the page's first command starting with
+    ``command`` (thousands separators dropped)."""
+    for res in results:
+        if res.command.text.startswith(command) and (m := re.search(pattern, res.output)):
+            return float(m.group(1).replace(",", ""))
+    raise AssertionError(f"no output of {command!r} matches {pattern!r}")
+
+
+#: A number in a page's run: the output of its first command that starts with the text, the pattern's group 1.
+Reading = tuple[str, str]
+
+
+def _greater(first: Reading, second: Reading) -> Check:
+    """The claim that the number ``first`` reads exceeds the one ``second`` reads."""
+
+    def holds(results: Sequence[fenced_blocks.Result]) -> str | None:
+        a, b = _number(results, *first), _number(results, *second)
+        return None if a > b else f"{a:g} from {first[0]!r}, not above {b:g} from {second[0]!r}"
+
+    return holds
+
+
+REAL_TOKENS_PER_S = r"([\d,]+) real tokens/s"
+CLAIMS = (
+    Claim(
+        "docs/train.md",
+        "Packed training is the faster one",
+        _greater(
+            ("seqpack train --data", REAL_TOKENS_PER_S), ("seqpack train --padded-from", REAL_TOKENS_PER_S)
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: f"{c.page}: {c.says}")
+def test_claims_hold_in_the_pages_run(claim: Claim, page_runs: Runs) -> None:
+    assert " ".join(claim.says.split()) in " ".join(page_text(claim.page).split()), (
+        f"{claim.page} no longer says {claim.says!r}: change the claim with the page"
+    )
+    problem = claim.holds(page_runs[claim.page].result())
+    assert problem is None, f"{claim.page} says {claim.says!r}, its run gave {problem}"
+
+
 def test_few_commands_are_marked() -> None:
     cmds = [c for page in PAGES for c in page_commands(page)]
     marked = [c.where for c in cmds if c.needs]
     assert len(marked) * 10 <= len(cmds), f"{len(marked)} of {len(cmds)} commands only parsed: {marked}"
+
+
+def test_commands_not_run_here_name_real_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """A command only parsed here (``# needs:``, ``# pinned:``) is still spelled right: seqpack's parser reads
+    it with ``--help`` appended (an unknown command or option is a usage error, exit 2)."""
+    cmds = [c for page in PAGES for c in page_commands(page) if (c.needs or c.pinned)]
+    bad = []
+    for cmd in (c for c in cmds if c.words()[0] == "seqpack"):
+        if main([*cmd.words()[1:], "--help"]) != 0:
+            bad.append(f"{cmd.where}: {capsys.readouterr().err.strip()[-300:]}")
+    assert not bad, "\n".join(bad)
+
+
+def test_pins_name_the_test_that_runs_them() -> None:
+    """``# pinned: FILE``: a seqpack command, and FILE is a test module that runs the commands pinned to it
+    (``doc_pages.pinned_by(__file__)``), so the page's promises are checked there instead of here."""
+    pinned = [c for page in PAGES for c in page_commands(page) if c.pinned]
+    bad = [f"{c.where}: a pinned command runs seqpack" for c in pinned if c.words()[0] != "seqpack"]
+    for test_file in sorted({c.pinned for c in pinned if c.pinned}):
+        path = REPO_ROOT / test_file
+        if not (test_file.startswith("tests/") and path.is_file()):
+            bad.append(f"# pinned: {test_file}: no such test file")
+        elif "doc_pages.pinned_by(__file__)" not in path.read_text(encoding="utf-8"):
+            bad.append(f"# pinned: {test_file}: it does not run doc_pages.pinned_by(__file__)")
+    assert not bad, "\n".join(bad)
 
 
 def test_the_runner_catches_a_drifted_page(tmp_path: Path) -> None:
@@ -144,10 +246,13 @@ def test_the_runner_catches_a_drifted_page(tmp_path: Path) -> None:
         "```bash\npython hello.py\n```\n```text\nhello\n```\n"
         "```python\n>>> x = 2\n>>> x + 1\n3\n```\n"
         "```python\n>>> x * 2  # the names of the page's earlier doctest\n5\n```\n"
+        "```text\n$ seqpack nope --at-all   # exit 1, pinned: tests/x/test_y.py\nnot checked here\n```\n"
     )
-    cmds = fenced_blocks.commands(page, "p.md", output_langs=OUTPUT_LANGS, python=True, prompts=True)
-    assert [c.exit_code for c in cmds] == [0, 1, 0, 0, 0, 0, 0, 0, 0]
+    cmds = list(doc_pages.commands_of(page, "p.md"))
+    assert [c.exit_code for c in cmds] == [0, 1, 0, 0, 0, 0, 0, 0, 0, 1]
+    assert [c.pinned for c in cmds][-2:] == [None, "tests/x/test_y.py"]
     results = fenced_blocks.run(cmds, tmp_path)
+    assert results[9].syntax_only and results[9].problems == []  # pinned: parsed here, run by its test
     assert results[0].problems == [] and results[1].problems == []
     assert all(results[k].problems == [] for k in (3, 4, 5, 6, 7))  # hello.py is written, not run
     assert results[8].problems and "Expected:\n    5\nGot:\n    4" in results[8].output

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _support import warm_seqpack
 from seqpack.curves import read_curves
 from seqpack.train import DataMode, TrainConfig, train
 from train.conftest import with_
@@ -20,7 +21,8 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def _torchrun(nproc: int, *args: str) -> dict:
-    """``torchrun --standalone --nproc_per_node K -m seqpack train ... --format json`` -> its JSON summary."""
+    """``torchrun --standalone --nproc_per_node K --no-python seqpack train ... --format json`` -> its JSON
+    summary (each rank a fork of the tests' warm seqpack, which imported torch once)."""
     torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable)) or shutil.which("torchrun")
     if torchrun is None:
         pytest.fail("torchrun is not installed beside torch")
@@ -34,8 +36,8 @@ def _torchrun(nproc: int, *args: str) -> dict:
             torchrun,
             "--standalone",
             f"--nproc_per_node={nproc}",
-            "-m",
-            "seqpack",
+            "--no-python",
+            *warm_seqpack.seqpack(),
             "train",
             *args,
             "--format",

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from _support import peers
-from seqpack.cli import main
+from _support import doc_pages, fenced_blocks, peers
 from seqpack.doctor import RULES
 from seqpack.verify import _bridge_config as bc
 from seqpack.verify._bridge_config import CASES, BridgeConfigSource, RuleCase
@@ -125,13 +124,28 @@ def test_a_bridge_that_does_not_load_skips_the_part(tmp_path: Path) -> None:
     assert status == "skipped" and "did not load (empty dir)" in reason and "ModuleNotFoundError" in reason
 
 
+#: docs/verify.md's `--format json` run, word for word (the docs test only parses it).
+PAGE_COMMANDS = doc_pages.pinned_by(__file__)
+
+
 @pytest.mark.network
-def test_verify_runs_the_config_part_from_the_two_wheels(capsys: pytest.CaptureFixture[str]) -> None:
-    bridge = peers.wheel_file("megatron-bridge", peers.BRIDGE_VERSION)
-    mcore = peers.wheel_file("megatron-core", peers.MCORE_VERSION)
-    args = ["verify", "--bridge", "--bridge-wheel", str(bridge), "--megatron-core-wheel", str(mcore)]
-    assert main([*args, "--samples", "60", "--pack-size", "64", "--format", "json"]) == 0
-    parts = {p["part"]: p for p in json.loads(capsys.readouterr().out)["parts"]}
+@pytest.mark.parametrize("cmd", PAGE_COMMANDS, ids=doc_pages.command_id)
+def test_verify_runs_the_config_part_from_the_two_wheels(
+    cmd: fenced_blocks.Command,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The page's command in a folder holding the two wheels, as its `pip download` leaves them: what the
+    page shows, and the config part passed on every case Bridge can build."""
+    wheels = (("megatron-bridge", peers.BRIDGE_VERSION), ("megatron-core", peers.MCORE_VERSION))
+    for project, version in wheels:
+        wheel = peers.wheel_file(project, version)
+        (tmp_path / wheel.name).symlink_to(wheel)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = doc_pages.run_in_process(cmd, capsys)
+    assert doc_pages.broken_promises(cmd, code, out + err) == []
+    parts = {p["part"]: p for p in json.loads(out)["parts"]}
     config = parts["config"]
     assert config["status"] == "passed", config
     assert config["details"]["counts"]["agree"] == len(CASES) - len(UNBUILT)

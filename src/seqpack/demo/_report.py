@@ -385,12 +385,22 @@ def wrap_command(command: str, width: int = 78) -> str:
             units.append(quoted)
     lines: list[str] = []
     for unit in units:
-        # A multi-line unit (a quoted script) may start a line's end; nothing follows it on its line.
-        if lines and "\n" not in lines[-1] and len(lines[-1]) + 1 + len(unit.split("\n")[0]) <= width:
+        # A line as printed: 2 spaces of indent after the first, " \\" at its end when one follows. A
+        # multi-line unit (a quoted script) may start a line's end; nothing follows it on its line.
+        indent = 2 if len(lines) > 1 else 0
+        if (
+            lines
+            and "\n" not in lines[-1]
+            and indent + len(lines[-1]) + 1 + len(unit.split("\n")[0]) + len(_CONTINUATION) <= width
+        ):
             lines[-1] += " " + unit
         else:
             lines.append(unit)
-    return " \\\n  ".join(lines)
+    return (_CONTINUATION + "\n  ").join(lines)
+
+
+#: The end of a wrapped command's line that another line continues.
+_CONTINUATION = " \\"
 
 
 def _files(result: DemoResult) -> str:

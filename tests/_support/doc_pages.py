@@ -1,0 +1,82 @@
+"""The documentation pages (README.md, docs/*.md) as the tests read them, and the commands unit tests pin.
+
+The docs test (``tests/docs/test_pages.py``) runs every page as a script. A page's command that a unit test
+already runs word for word carries ``# pinned: tests/<area>/test_<x>.py``: the docs test only parses it
+(and checks its options against seqpack's parser), and the unit test named there runs it in its own
+process -- with the inputs the page's earlier commands would have made -- and holds it to the page's
+promises, its exit code and every line it shows::
+
+    PAGE_COMMANDS = doc_pages.pinned_by(__file__)
+
+    @pytest.mark.parametrize("cmd", PAGE_COMMANDS, ids=doc_pages.command_id)
+    def test_the_pages_command(cmd, capsys, ...):
+        ...  # prepare the files the command reads, in a directory of the test's own
+        code, out, err = doc_pages.run_in_process(cmd, capsys)
+        assert doc_pages.broken_promises(cmd, code, out + err) == []
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from _support import fenced_blocks
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The fence language of shown output and ``$ cmd`` transcripts on the pages.
+OUTPUT_LANGS = ("text",)
+
+
+def all_pages() -> tuple[str, ...]:
+    """Every page of the docs, repository-relative: README.md, then docs/*.md by name."""
+    return ("README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")))
+
+
+def page_text(page: str) -> str:
+    return (REPO_ROOT / page).read_text(encoding="utf-8")
+
+
+def commands_of(markdown: str, source: str) -> list[fenced_blocks.Command]:
+    """The commands of a page's text, as the docs test runs them (bash, python and ``$ cmd`` transcripts)."""
+    return fenced_blocks.commands(markdown, source, output_langs=OUTPUT_LANGS, python=True, prompts=True)
+
+
+@functools.cache
+def page_commands(page: str) -> tuple[fenced_blocks.Command, ...]:
+    """A page's commands (:func:`commands_of` its file)."""
+    return tuple(commands_of(page_text(page), page))
+
+
+def pinned_by(test_file: str) -> list[fenced_blocks.Command]:
+    """The commands of every page marked ``# pinned: FILE`` for ``test_file`` (a test module's
+    ``__file__``), in page order."""
+    name = Path(test_file).resolve().relative_to(REPO_ROOT).as_posix()
+    return [c for page in all_pages() for c in page_commands(page) if c.pinned == name]
+
+
+def command_id(cmd: fenced_blocks.Command) -> str:
+    return cmd.where
+
+
+def run_in_process(cmd: fenced_blocks.Command, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """A pinned ``seqpack`` command run by ``seqpack.cli.main`` in this process (in the working directory
+    the test chose): its exit code, standard output and standard error."""
+    from seqpack.cli import main
+
+    words = cmd.words()
+    assert words[0] == "seqpack", f"{cmd.where}: a pinned command runs seqpack"
+    capsys.readouterr()
+    code = main(words[1:])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def broken_promises(cmd: fenced_blocks.Command, code: int, output: str) -> list[str]:
+    """How a run of a pinned command broke what its page says: the exit code, each shown line."""
+    problems = [] if code == cmd.exit_code else [f"{cmd.where}: exit {code}, the page says {cmd.exit_code}"]
+    return problems + [
+        f"{cmd.where}: shown output line not printed: {line!r}"
+        for line in fenced_blocks.missing_lines(cmd.output, output)
+    ]
