@@ -95,7 +95,7 @@ def test_warm_and_cold_runs_of_a_page_are_the_same(tmp_path: Path) -> None:
     assert warm == cold
     outputs = [output.strip() for _, output in warm]
     assert outputs[6] == "seqpack: read"
-    assert outputs[7].split() == ["8_metadata.jsonl", "rejects_training.jsonl", "training_8.idx.parquet"]
+    assert outputs[7].split() == ["8_metadata.jsonl", "rejects_training_8.jsonl", "training_8.idx.parquet"]
     assert outputs[8] == "__main__ ['-'] True True"
     assert "ValueError: a python block that fails" in outputs[9]
     assert outputs[-1] == "stopped by 2"

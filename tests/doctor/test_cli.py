@@ -132,7 +132,7 @@ def test_translate_model_config(capsys: pytest.CaptureFixture[str], shared_dir: 
 
 def test_translate_bridge_to_mlm(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["translate", "bridge-to-mlm", "model.seq_length=4096", "mixed_precision=bf16_mixed"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["--seq-length 4096 --bf16"]
+    assert capsys.readouterr().out.splitlines() == ["--bf16 --seq-length 4096"]
     cfg = tmp_path / "c.yaml"
     cfg.write_text("_target_: x\nmodel:\n  _target_: y\n  num_layers: 2\nlogger:\n  foo: 1\n")
     assert main(["translate", "bridge-to-mlm", "--config", str(cfg), "--strict"]) == 1
@@ -143,7 +143,7 @@ def test_translate_json_both_ways(capsys: pytest.CaptureFixture[str]) -> None:
     flags = ["--seq-length", "4096", "--bf16", "--use-mcore-models"]
     assert main(["translate", "mlm-to-bridge", "--format", "json", "--", *flags]) == 0
     forward = json.loads(capsys.readouterr().out)
-    assert forward["schema_version"] == 1
+    assert forward["schema_version"] == 2
     assert forward["overrides"] == [
         "dataset.seq_length=4096",
         "model.seq_length=4096",
@@ -152,7 +152,7 @@ def test_translate_json_both_ways(capsys: pytest.CaptureFixture[str]) -> None:
     assert [u["flag"] for u in forward["untranslated"]] == ["--use-mcore-models"]
     assert main(["translate", "bridge-to-mlm", "--format", "json", *forward["overrides"]]) == 0
     back = json.loads(capsys.readouterr().out)
-    assert back["flags"] == ["--seq-length", "4096", "--bf16"] and back["untranslated"] == []
+    assert back["flags"] == ["--bf16", "--seq-length", "4096"] and back["untranslated"] == []
 
 
 @pytest.mark.shared
@@ -183,7 +183,7 @@ def test_translated_values_survive_shell_and_hydra_quoting(capsys: pytest.Captur
 
     assert main(["translate", "mlm-to-bridge", "--", "--split", "949,50,1", "--data-path", "1.0 /a b"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines == ["dataset.split=\"'949,50,1'\"", "dataset.data_path=\"'1.0 /a b'\""]
+    assert lines == ["\"dataset.split='949,50,1'\"", "\"dataset.data_path='1.0 /a b'\""]
     assert [parse_override(shlex.split(line)[0]) for line in lines] == [
         ("dataset.split", "949,50,1"),
         ("dataset.data_path", "1.0 /a b"),

@@ -34,7 +34,7 @@ def _ruamel() -> Any:
         import ruamel.yaml.util
     except ImportError:
         raise UsageError(
-            "--write-config needs ruamel.yaml (round-trip YAML): pip install 'seqpack[yaml]'"
+            "rewriting a YAML config with its comments needs ruamel.yaml: pip install 'seqpack[yaml]'"
         ) from None
     return ruamel.yaml
 
