@@ -1,4 +1,4 @@
-"""Assignment benchmark: lengths -> packs, seqpack against Megatron-Bridge 0.6.2, axolotl and TRL.
+"""Assignment benchmark: lengths -> packs, bridgepack against Megatron-Bridge 0.6.2, axolotl and TRL.
 
 Run: ``python benchmarks/assignment.py [--n 1000000] [--peers bridge,axolotl,trl]`` from the repository root
 (with ``src`` and ``tests`` importable, as in the test command). Prints a table and writes
@@ -13,7 +13,7 @@ Inputs (built here, same arrays for every tool, fixed seed):
 Lengths are runtime lengths in capacity units; the order is i.i.d. random, i.e. the order a shuffling
 sampler would hand them over. Timed regions (wall clock, ``time.perf_counter``):
 
-* **seqpack <algorithm>**: ``pack_lengths(lengths, pack, algorithm, seed=0)`` -- validation, histogram,
+* **bridgepack <algorithm>**: ``pack_lengths(lengths, pack, algorithm, seed=0)`` -- validation, histogram,
   assignment, and the full CSR plan with Bridge's item order (for the Bridge algorithms) and the per-pack
   sums. Best of 3 runs after one JIT warm-up on a small input (numba caches compiled code on disk).
 * **bridge <algorithm>**: Bridge 0.6.2's ``create_packing_strategy(histogram, pack, algorithm)`` under
@@ -34,8 +34,8 @@ sampler would hand them over. Timed regions (wall clock, ``time.perf_counter``):
   Skipped (and said so) when ``trl`` is not importable.
 
 Efficiency is ``sum(lengths) / (packs * pack)``; the lower bound is ``ceil(sum(lengths) / pack)``.
-Ratios are peer seconds / seqpack seconds; the row's counterpart is the same algorithm for Bridge and
-seqpack's default ``best_fit_decreasing`` for axolotl and TRL.
+Ratios are peer seconds / bridgepack seconds; the row's counterpart is the same algorithm for Bridge and
+bridgepack's default ``best_fit_decreasing`` for axolotl and TRL.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
 from _support.peers import CACHE_DIR, bridge_algorithms, load_module_by_path  # noqa: E402
-from seqpack._io import atomic_write_bytes  # noqa: E402
-from seqpack.packing import ALGORITHMS, pack_lengths  # noqa: E402
+from bridgepack._io import atomic_write_bytes  # noqa: E402
+from bridgepack.packing import ALGORITHMS, pack_lengths  # noqa: E402
 
 RESULT = REPO / "benchmarks" / "results" / "assignment.json"
 AXOLOTL_MODULE = "axolotl/utils/samplers/multipack.py"
@@ -105,7 +105,7 @@ def pack_stats(bin_sums: np.ndarray, pack: int, total: int) -> dict[str, Any]:
     return {"packs": packs, "efficiency": total / (packs * pack), "above_lower_bound": packs - lower}
 
 
-def time_seqpack(lengths: np.ndarray, pack: int, algorithm: str) -> tuple[float, dict[str, Any]]:
+def time_bridgepack(lengths: np.ndarray, pack: int, algorithm: str) -> tuple[float, dict[str, Any]]:
     pack_lengths(lengths[:1000], pack, algorithm=algorithm)  # JIT warm-up (or load from numba's cache)
     best = float("inf")
     for _ in range(3):
@@ -246,9 +246,9 @@ def main() -> None:
         lengths = make(args.n, np.random.default_rng(1234))
         ours: dict[str, float] = {}
         for algorithm in ALGORITHMS:
-            seconds, stats = time_seqpack(lengths, pack, algorithm)
+            seconds, stats = time_bridgepack(lengths, pack, algorithm)
             ours[algorithm] = seconds
-            rows.append({"dataset": dataset, "tool": f"seqpack {algorithm}", "seconds": seconds, **stats})
+            rows.append({"dataset": dataset, "tool": f"bridgepack {algorithm}", "seconds": seconds, **stats})
         for tool, run in peer_runs.items():
             seconds, stats = run(lengths, pack)
             counterpart = COUNTERPART[tool]
@@ -258,7 +258,7 @@ def main() -> None:
                     "tool": tool,
                     "seconds": seconds,
                     **stats,
-                    "counterpart": f"seqpack {counterpart}",
+                    "counterpart": f"bridgepack {counterpart}",
                     "speedup": seconds / ours[counterpart],
                     "speedup_by_algorithm": {a: seconds / s for a, s in ours.items()},
                 }

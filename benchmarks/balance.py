@@ -1,4 +1,4 @@
-"""Balance benchmark: per-step DP imbalance of Bridge's packs versus seqpack's balanced packs.
+"""Balance benchmark: per-step DP imbalance of Bridge's packs versus bridgepack's balanced packs.
 
 Run: ``python benchmarks/balance.py [--n 1000000] [--epochs 3]`` from the repository root (with ``src`` and
 ``tests`` importable). Prints a table and writes ``benchmarks/results/balance.json``.
@@ -12,14 +12,14 @@ Inputs (built here, fixed seed): a long-tail chat mixture -- 70% short turns (lo
 * ``chat-16k/pack-32k``: the chat-16k data in packs of 32768, GBS 16.
 
 Packings: Bridge's ``first_fit_shuffle`` (``pack_lengths(..., "first_fit_shuffle", seed=0)``, pack for pack
-what Bridge 0.6.2 builds, tested in tests/packing), seqpack's ``best_fit_decreasing`` and seqpack's
+what Bridge 0.6.2 builds, tested in tests/packing), bridgepack's ``best_fit_decreasing`` and bridgepack's
 ``balanced`` packing for the 7B-like cost model (4096 hidden, 32 layers, 32 heads, 11008 ffn, 32000 vocab,
-SwiGLU; FLOPs per Megatron-LM's formula, see ``seqpack.packing._cost``).
+SwiGLU; FLOPs per Megatron-LM's formula, see ``bridgepack.packing._cost``).
 
 Cost of a rank on a step = summed cost of the packs Bridge's sampler deals it. The dealing is done by
 **Bridge 0.6.2's own** ``MegatronPretrainingBatchSampler`` (``data/samplers.py`` from the wheel, loaded by
 path; one instance per DP rank, seed 1234, epoch e = ``consumed_samples = e * active_total``), cross-checked
-against seqpack's ``rank_loads``. Reported per packing: imbalance = mean over all steps of the epochs of
+against bridgepack's ``rank_loads``. Reported per packing: imbalance = mean over all steps of the epochs of
 max/mean rank cost (plus p95 and worst), and the epoch time implied by waiting for the slowest rank
 (sum over steps of the max rank cost) relative to Bridge's packs. "Excess cut" = 1 - (imbalance - 1) /
 (Bridge's imbalance - 1).
@@ -51,9 +51,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
-from seqpack._io import atomic_write_bytes  # noqa: E402
-from seqpack.packing import CostModel, PackPlan, balanced_pack, pack_costs, pack_lengths  # noqa: E402
-from seqpack.plan import rank_loads  # noqa: E402
+from bridgepack._io import atomic_write_bytes  # noqa: E402
+from bridgepack.packing import CostModel, PackPlan, balanced_pack, pack_costs, pack_lengths  # noqa: E402
+from bridgepack.plan import rank_loads  # noqa: E402
 
 RESULT = REPO / "benchmarks" / "results" / "balance.json"
 DP = 8
@@ -145,7 +145,7 @@ def most_even_costs(lengths: np.ndarray, packs: int, pack: int, model: CostModel
 
 def run_packing(name: str, lengths: np.ndarray, pack: int, model: CostModel) -> tuple[PackPlan, float]:
     start = time.perf_counter()
-    if name == "seqpack balanced":
+    if name == "bridgepack balanced":
         plan = balanced_pack(lengths, pack, model)
     else:
         plan = pack_lengths(lengths, pack, algorithm=name.split()[-1], seed=0)
@@ -178,12 +178,12 @@ def main() -> None:
     for scenario, (top, pack, gbs) in SCENARIOS.items():
         lengths = chat(args.n, top, np.random.default_rng(SEED))
         base: dict[str, Any] | None = None
-        for name in ("bridge first_fit_shuffle", "seqpack best_fit_decreasing", "seqpack balanced"):
+        for name in ("bridge first_fit_shuffle", "bridgepack best_fit_decreasing", "bridgepack balanced"):
             plan, seconds = run_packing(name, lengths, pack, model)
             dense, attention = pack_costs(plan, model)
             costs = dense + attention
             loads = [bridge_loads(module, costs, gbs, e) for e in range(args.epochs)]
-            for e, epoch_loads in enumerate(loads):  # seqpack's simulation deals the same way
+            for e, epoch_loads in enumerate(loads):  # bridgepack's simulation deals the same way
                 np.testing.assert_allclose(rank_loads(costs, DP, gbs, SEED, e), epoch_loads, rtol=1e-12)
             row: dict[str, Any] = {
                 "scenario": scenario,

@@ -1,4 +1,4 @@
-"""Batching benchmark: seqpack's packed dataset + collate against Megatron-Bridge 0.6.2's own.
+"""Batching benchmark: bridgepack's packed dataset + collate against Megatron-Bridge 0.6.2's own.
 
 Run: ``python benchmarks/collate.py [--rows 32] [--pack 4096] [--repeat 5]`` from the repository root (with
 ``src`` and ``tests`` importable). Prints a table and writes ``benchmarks/results/collate.json``.
@@ -9,7 +9,7 @@ P = 8 (CP 4). One global batch of a DP rank is ``--rows`` packs (indices from Br
 
 Timed regions (wall clock, best of ``--repeat`` after one warm-up):
 
-* **item fetch**: ``[ds[i] for i in indices]``: seqpack's ``PackedDataset`` (numpy views from a row-group
+* **item fetch**: ``[ds[i] for i in indices]``: bridgepack's ``PackedDataset`` (numpy views from a row-group
   cache) vs Bridge's ``GPTSFTPackedParquetDataset.__getitem__`` (Python lists via ``as_py``), loaded from the
   wheel by path with the stand-ins of ``tests/_support/bridge_batching.py``.
 * **collate**: ``PackedCollator(...)(items)`` vs Bridge's ``collate_fn(items)`` on the same items (each tool
@@ -34,7 +34,7 @@ import torch
 
 from _support.bridge_batching import bridge_parquet_dataset
 from _support.packs import make_row, write_packs
-from seqpack.batching import GlobalBatchSampler, PackedCollator, PackedDataset
+from bridgepack.batching import GlobalBatchSampler, PackedCollator, PackedDataset
 
 EOS = 2
 
@@ -76,9 +76,9 @@ def _time_all(
     repeat: int,
 ) -> dict[str, float]:
     return {
-        "fetch_seqpack_s": _best(lambda: [ours_ds[i] for i in indices], repeat),
+        "fetch_bridgepack_s": _best(lambda: [ours_ds[i] for i in indices], repeat),
         "fetch_bridge_s": _best(lambda: [theirs_ds[i] for i in indices], repeat),
-        "collate_seqpack_s": _best(lambda: collate(ours), repeat),
+        "collate_bridgepack_s": _best(lambda: collate(ours), repeat),
         "collate_bridge_s": _best(lambda: theirs_ds.collate_fn(theirs), repeat),
     }
 
@@ -109,15 +109,15 @@ def main() -> None:
             results.append(
                 {"pad_seq_to_mult": p, "rows": args.rows, "pack": args.pack, "tokens": tokens, **timings}
             )
-    print(f"{'P':>2} {'rows':>5} {'tokens':>8} | {'fetch s (seqpack/bridge)':>26} {'x':>6} | "
-          f"{'collate s (seqpack/bridge)':>28} {'x':>6}")  # fmt: skip
+    print(f"{'P':>2} {'rows':>5} {'tokens':>8} | {'fetch s (bridgepack/bridge)':>26} {'x':>6} | "
+          f"{'collate s (bridgepack/bridge)':>28} {'x':>6}")  # fmt: skip
     for r in results:
-        fetch_x = r["fetch_bridge_s"] / r["fetch_seqpack_s"]
-        collate_x = r["collate_bridge_s"] / r["collate_seqpack_s"]
+        fetch_x = r["fetch_bridge_s"] / r["fetch_bridgepack_s"]
+        collate_x = r["collate_bridge_s"] / r["collate_bridgepack_s"]
         print(
             f"{r['pad_seq_to_mult']:>2} {r['rows']:>5} {r['tokens']:>8} | "
-            f"{r['fetch_seqpack_s']:>12.5f} / {r['fetch_bridge_s']:<11.5f} {fetch_x:>6.1f} | "
-            f"{r['collate_seqpack_s']:>13.5f} / {r['collate_bridge_s']:<12.5f} {collate_x:>6.1f}"
+            f"{r['fetch_bridgepack_s']:>12.5f} / {r['fetch_bridge_s']:<11.5f} {fetch_x:>6.1f} | "
+            f"{r['collate_bridgepack_s']:>13.5f} / {r['collate_bridge_s']:<12.5f} {collate_x:>6.1f}"
         )
     out = Path("benchmarks/results/collate.json")
     out.parent.mkdir(parents=True, exist_ok=True)

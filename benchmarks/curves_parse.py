@@ -1,8 +1,8 @@
-"""Benchmark: read a 1M-line Megatron-LM log with seqpack.curves vs a plain per-line regex parser.
+"""Benchmark: read a 1M-line Megatron-LM log with bridgepack.curves vs a plain per-line regex parser.
 
 The baseline is written in the style of Megatron-Bridge's ``scripts/performance/utils/evaluate.py``
 (``get_metrics_from_logfiles``): for every line, try every metric regex with ``re.search`` and append the
-matches. It is our own code, not a copy, and it reads fewer fields than seqpack does (only the metrics it
+matches. It is our own code, not a copy, and it reads fewer fields than bridgepack does (only the metrics it
 names), so the comparison favours the baseline.
 
 Each parser runs in its own child process so that peak RSS is its own. Both must find the same losses.
@@ -88,8 +88,8 @@ def generate(path: Path, lines: int) -> int:
 def worker(kind: str, path: str) -> None:
     """Child process: parse once, print seconds, peak RSS and a checksum of the losses."""
     start = time.perf_counter()
-    if kind == "seqpack":
-        from seqpack.curves import read_curves
+    if kind == "bridgepack":
+        from bridgepack.curves import read_curves
 
         imported = time.perf_counter()
         curves = read_curves(path)
@@ -134,17 +134,18 @@ def main() -> None:
         records = generate(path, args.lines)
         gen_s = time.perf_counter() - t0
         size_mib = path.stat().st_size / 2**20
-        ours = run_child("seqpack", path)
+        ours = run_child("bridgepack", path)
         base = run_child("baseline", path)
     if ours["n"] != base["n"] or abs(ours["sum"] - base["sum"]) > 1e-6 * abs(base["sum"]):
-        raise SystemExit(f"parsers disagree: seqpack {ours} vs baseline {base}")
+        raise SystemExit(f"parsers disagree: bridgepack {ours} vs baseline {base}")
     ratio = base["seconds"] / ours["seconds"]
     print(f"log: {args.lines} lines, {records} iteration records, {size_mib:.0f} MiB (made in {gen_s:.1f} s)")
     print(f"{'parser':<28}{'seconds':>10}{'import s':>10}{'peak RSS MiB':>15}")
-    for label, res in (("seqpack.curves.read_curves", ours), ("per-line regex baseline", base)):
+    for label, res in (("bridgepack.curves.read_curves", ours), ("per-line regex baseline", base)):
         print(f"{label:<28}{res['seconds']:>10.2f}{res['import_seconds']:>10.2f}{res['peak_rss_mib']:>15.0f}")
     print(
-        f"speed-up: {ratio:.1f}x (seqpack also reads every field, the baseline only {len(BASELINE_PATTERNS)})"
+        f"speed-up: {ratio:.1f}x (bridgepack also reads every field, the baseline only "
+        f"{len(BASELINE_PATTERNS)})"
     )
     if args.no_write:
         return
@@ -161,9 +162,9 @@ def main() -> None:
         },
         "versions": {"numpy": numpy.__version__, "numba": numba.__version__},
         "inputs": {"lines": args.lines, "records": records, "size_mib": round(size_mib, 1)},
-        "seqpack": ours,
+        "bridgepack": ours,
         "baseline_per_line_regex": base,
-        "ratio_baseline_over_seqpack": ratio,
+        "ratio_baseline_over_bridgepack": ratio,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(doc, indent=2) + "\n")

@@ -1,4 +1,4 @@
-"""Streaming benchmark of ``seqpack diff`` and ``seqpack fingerprint`` on two large packed sets.
+"""Streaming benchmark of ``bridgepack diff`` and ``bridgepack fingerprint`` on two large packed sets.
 
 Run: ``python benchmarks/diff_stream.py [--n 1000000]`` from the repository root (``src`` importable).
 Prints a table and writes ``benchmarks/results/diff_stream.json``.
@@ -12,7 +12,8 @@ stores it), written as Bridge packed Parquet (row groups of 500 packs):
   1,000 sequences no longer supervised -- a realistic "what changed?" case.
 
 Timed (wall clock, one run each after a JIT warm-up on a tiny input, each in a fresh subprocess so peak RSS
-is that command's own): ``seqpack fingerprint A`` and ``seqpack diff A B --format json``. Peak RSS is the
+is that command's own): ``bridgepack fingerprint A`` and ``bridgepack diff A B --format json``. Peak RSS is
+the
 child's ``VmHWM`` (Linux): imports, plus the memory-mapped Parquet pages it touched. The input size column
 is the token buffers alone (int64 ids + int8 masks), which a non-streaming diff would hold for *both*
 sides.
@@ -83,7 +84,7 @@ def write(
 def timed(args: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
     # VmHWM, not ru_maxrss: the latter survives fork+exec and would report this (large) parent's peak.
     code = (
-        "import re, sys, time; from seqpack.cli import main; t = time.perf_counter(); "
+        "import re, sys, time; from bridgepack.cli import main; t = time.perf_counter(); "
         "rc = main(sys.argv[1:]); dt = time.perf_counter() - t; "
         "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1); "
         "print(f'@@{dt} {hwm} {rc}', file=sys.stderr)"
@@ -99,7 +100,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/diff_stream.json"))
     opts = parser.parse_args()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(["src", os.environ.get("PYTHONPATH", "")])}
-    with tempfile.TemporaryDirectory(prefix="seqpack-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bridgepack-bench-") as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()
         ids, mask, offsets = make_sequences(opts.n, 0)

@@ -1,4 +1,5 @@
-"""``seqpack.hf.pack_dataset`` vs TRL 1.16.0's ``pack_dataset`` (bfd) vs one Arrow ``take`` of the same data.
+"""``bridgepack.hf.pack_dataset`` vs TRL 1.16.0's ``pack_dataset`` (bfd) vs one Arrow ``take`` of the same
+data.
 
 Run: ``python benchmarks/hf_pack.py [--rows 300000] [--seq-length 2048] [--repeat 5]`` from the repository
 root with ``src`` and ``tests`` importable. Prints a table and writes ``benchmarks/results/hf_pack.json``.
@@ -23,11 +24,14 @@ shuffle): none always follows the same other one, and the median of the turns is
   concatenates the chunks first; **take_combined** combines them before the clock starts (pure gather).
 * **trl** -- ``trl.pack_dataset(ds, seq_length, "bfd")``: its ``map`` plans each batch of 1,000 rows apart
   and writes the result to a cache file next to the input.
-* **seqpack** -- ``seqpack.hf.pack_dataset(ds, seq_length, "bfd")``: one global plan, the result written to
+* **bridgepack** -- ``bridgepack.hf.pack_dataset(ds, seq_length, "bfd")``: one global plan, the result written
+  to
   a cache file next to the input.
-* **seqpack_built** -- seqpack with the direct write switched off (as where the C library has no ``pwritev``):
-  each record batch built in memory, then written (what seqpack did before the direct write).
-* **trl_mem**, **seqpack_mem** -- the same with ``map_kwargs={"keep_in_memory": True}``: the result stays in
+* **bridgepack_built** -- bridgepack with the direct write switched off (as where the C library has no
+  ``pwritev``):
+  each record batch built in memory, then written (what bridgepack did before the direct write).
+* **trl_mem**, **bridgepack_mem** -- the same with ``map_kwargs={"keep_in_memory": True}``: the result stays
+  in
   memory, no cache file is written (what is left is each packer's own work).
 
 packs: rows of the result; tokens: tokens in them (``bfd`` truncates rows longer than ``seq_length``, both
@@ -75,10 +79,10 @@ else:
         from _support.trl import trl_data_utils
         pack = trl_data_utils().pack_dataset
     else:
-        from seqpack.hf import pack_dataset as pack
-        if tool == "seqpack_built":  # the cache file from built batches, as without pwritev
-            import seqpack.hf._direct
-            seqpack.hf._direct._PWRITEV = None
+        from bridgepack.hf import pack_dataset as pack
+        if tool == "bridgepack_built":  # the cache file from built batches, as without pwritev
+            import bridgepack.hf._direct
+            bridgepack.hf._direct._PWRITEV = None
     kwargs = {"keep_in_memory": True} if tool.endswith("_mem") else None
     start, cpu = time.perf_counter(), os.times()
     out = pack(ds, seq_length, "bfd", kwargs)
@@ -145,19 +149,21 @@ def main() -> int:
         default=5,
         help="runs per tool, in another order each turn; the table shows the median",
     )
-    parser.add_argument("--tools", default="take,take_combined,trl,seqpack,seqpack_built,trl_mem,seqpack_mem")
+    parser.add_argument(
+        "--tools", default="take,take_combined,trl,bridgepack,bridgepack_built,trl_mem,bridgepack_mem"
+    )
     args = parser.parse_args()
     tools = args.tools.split(",")
     from _support.trl import TRL_VERSION
 
     results: dict[str, list[dict[str, Any]]] = {tool: [] for tool in tools}
-    with tempfile.TemporaryDirectory(prefix="seqpack-hf-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bridgepack-hf-bench-") as tmp:
         path = Path(tmp) / "data.arrow"
         inputs = build_input(path, args.rows)
         with open(path, "rb") as handle:  # into the page cache, for every tool alike
             while handle.read(1 << 24):
                 pass
-        run_child("seqpack", path, 16)  # compile / load numba's cache outside the timed runs
+        run_child("bridgepack", path, 16)  # compile / load numba's cache outside the timed runs
         for turn in range(args.repeat):
             for tool in tools if turn == 0 else random.Random(turn).sample(tools, len(tools)):
                 results[tool].append(run_child(tool, path, args.seq_length))
@@ -179,24 +185,30 @@ def main() -> int:
             f"{row['packs']:>10,}{tokens:>14}{row['peak_rss'] / 2**30:>14.2f}"
         )
     ratios = {}
-    if {"seqpack", "take"} <= set(median):
-        ratios["seqpack_over_take"] = median["seqpack"]["seconds"] / median["take"]["seconds"]
-        ratios["seqpack_over_take_cpu"] = median["seqpack"]["cpu_seconds"] / median["take"]["cpu_seconds"]
-    if {"seqpack", "take_combined"} <= set(median):
+    if {"bridgepack", "take"} <= set(median):
+        ratios["bridgepack_over_take"] = median["bridgepack"]["seconds"] / median["take"]["seconds"]
+        ratios["bridgepack_over_take_cpu"] = (
+            median["bridgepack"]["cpu_seconds"] / median["take"]["cpu_seconds"]
+        )
+    if {"bridgepack", "take_combined"} <= set(median):
         combined = median["take_combined"]
-        ratios["seqpack_over_take_combined"] = median["seqpack"]["seconds"] / combined["seconds"]
-        ratios["seqpack_over_take_combined_cpu"] = median["seqpack"]["cpu_seconds"] / combined["cpu_seconds"]
-    if {"seqpack", "trl"} <= set(median):
-        ratios["trl_over_seqpack"] = median["trl"]["seconds"] / median["seqpack"]["seconds"]
-        ratios["trl_over_seqpack_cpu"] = median["trl"]["cpu_seconds"] / median["seqpack"]["cpu_seconds"]
-        ratios["packs_seqpack_minus_trl"] = median["seqpack"]["packs"] - median["trl"]["packs"]
-        ratios["peak_rss_seqpack_over_trl"] = median["seqpack"]["peak_rss"] / median["trl"]["peak_rss"]
-    if {"seqpack", "seqpack_built"} <= set(median):
-        ratios["built_over_direct"] = median["seqpack_built"]["seconds"] / median["seqpack"]["seconds"]
-    if {"seqpack_mem", "trl_mem"} <= set(median):
-        ratios["trl_over_seqpack_in_memory"] = median["trl_mem"]["seconds"] / median["seqpack_mem"]["seconds"]
-        ratios["trl_over_seqpack_in_memory_cpu"] = (
-            median["trl_mem"]["cpu_seconds"] / median["seqpack_mem"]["cpu_seconds"]
+        ratios["bridgepack_over_take_combined"] = median["bridgepack"]["seconds"] / combined["seconds"]
+        ratios["bridgepack_over_take_combined_cpu"] = (
+            median["bridgepack"]["cpu_seconds"] / combined["cpu_seconds"]
+        )
+    if {"bridgepack", "trl"} <= set(median):
+        ratios["trl_over_bridgepack"] = median["trl"]["seconds"] / median["bridgepack"]["seconds"]
+        ratios["trl_over_bridgepack_cpu"] = median["trl"]["cpu_seconds"] / median["bridgepack"]["cpu_seconds"]
+        ratios["packs_bridgepack_minus_trl"] = median["bridgepack"]["packs"] - median["trl"]["packs"]
+        ratios["peak_rss_bridgepack_over_trl"] = median["bridgepack"]["peak_rss"] / median["trl"]["peak_rss"]
+    if {"bridgepack", "bridgepack_built"} <= set(median):
+        ratios["built_over_direct"] = median["bridgepack_built"]["seconds"] / median["bridgepack"]["seconds"]
+    if {"bridgepack_mem", "trl_mem"} <= set(median):
+        ratios["trl_over_bridgepack_in_memory"] = (
+            median["trl_mem"]["seconds"] / median["bridgepack_mem"]["seconds"]
+        )
+        ratios["trl_over_bridgepack_in_memory_cpu"] = (
+            median["trl_mem"]["cpu_seconds"] / median["bridgepack_mem"]["cpu_seconds"]
         )
     for name, value in ratios.items():
         print(f"{name}: {value:.2f}" if isinstance(value, float) else f"{name}: {value}")

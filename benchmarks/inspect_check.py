@@ -1,4 +1,4 @@
-"""What checking a pack set against its record costs ``seqpack inspect`` on 1M samples.
+"""What checking a pack set against its record costs ``bridgepack inspect`` on 1M samples.
 
 Run: ``python benchmarks/inspect_check.py [--n 1000000] [--rounds 5]`` from the repository root (``src``
 importable). Prints a table and writes ``benchmarks/results/inspect_check.json``.
@@ -6,16 +6,16 @@ importable). Prints a table and writes ``benchmarks/results/inspect_check.json``
 Input (built here once, fixed seed, kept in ``--work``): ``n`` pre-tokenized samples whose runtime lengths
 are lognormal (median 400, sigma 1.0) clipped to [16, 4096], as ``benchmarks/pack_e2e.py`` draws them
 (random ids in [3, 32000), EOS = 2, a prompt with mask 0 then an answer with mask 1), written as a samples
-Parquet file and packed by ``seqpack pack --pack-size 4096`` (1M samples: ~310M tokens, 75k packs). The
+Parquet file and packed by ``bridgepack pack --pack-size 4096`` (1M samples: ~310M tokens, 75k packs). The
 pack's metadata records the set's fingerprint and counts; a second sidecar is the same entry without them.
 
 Timed, each run a fresh subprocess, the two variants alternating within every round (same files, page
-cache warm after a first untimed read of each): ``seqpack.inspect_packed`` in process, from the call to
+cache warm after a first untimed read of each): ``bridgepack.inspect_packed`` in process, from the call to
 its return, wall seconds and CPU seconds (user + system of the process, threads included) of that region
 alone:
 
 * **checked**: the sidecar with the record: every block's content and packs hashes are computed and the
-  result compared with the record (``seqpack.data.packed._recorded``).
+  result compared with the record (``bridgepack.data.packed._recorded``).
 * **unchecked**: the sidecar without it: the same pass with nothing to compare.
 
 Ratios are checked / unchecked of the medians (and of the minima: on a shared machine the fastest run of
@@ -79,7 +79,7 @@ def prepare(work: Path, n: int, env: dict[str, str]) -> tuple[Path, Path, Path, 
         tokens = build_samples(samples, n)
         build = time.perf_counter() - t0
         t0 = time.perf_counter()
-        cmd = [sys.executable, "-m", "seqpack", "pack", str(samples), "--out", str(out)]
+        cmd = [sys.executable, "-m", "bridgepack", "pack", str(samples), "--out", str(out)]
         subprocess.run([*cmd, "--pack-size", str(PACK), "--quiet", "--overwrite"], check=True, env=env)
         (work / f"build_{n}.json").write_text(
             json.dumps({"tokens": tokens, "build_s": build, "pack_s": time.perf_counter() - t0})
@@ -91,7 +91,7 @@ def prepare(work: Path, n: int, env: dict[str, str]) -> tuple[Path, Path, Path, 
     unchecked.parent.mkdir(exist_ok=True)
     entries = json.loads(checked.read_text())
     for entry in entries:
-        entry.get("seqpack", {}).pop("fingerprint", None)
+        entry.get("bridgepack", {}).pop("fingerprint", None)
     unchecked.write_text(json.dumps(entries) + "\n")
     return data, checked, unchecked, built
 
@@ -99,7 +99,7 @@ def prepare(work: Path, n: int, env: dict[str, str]) -> tuple[Path, Path, Path, 
 def timed(data: Path, metadata: Path, env: dict[str, str]) -> dict[str, float]:
     """One fresh process: wall and CPU seconds of ``inspect_packed`` alone."""
     code = (
-        "import json, sys, time; from seqpack.data.packed import inspect_packed; "
+        "import json, sys, time; from bridgepack.data.packed import inspect_packed; "
         "c0 = time.process_time(); t0 = time.perf_counter(); "
         "found = inspect_packed(sys.argv[1], metadata=sys.argv[2]); "
         "wall = time.perf_counter() - t0; cpu = time.process_time() - c0; "

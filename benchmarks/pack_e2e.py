@@ -18,17 +18,18 @@ enough to average out a shared machine's noise) and the table shows the **median
   ``fill_packing_strategy``, a ``pyarrow`` table of the rows written with ``row_group_size=500`` (what its
   ``write_packed_parquet`` does) and the metadata list dumped as JSON. Bridge's own tokenization is not
   involved (the input is already tokenized), which favours Bridge.
-* **seqpack compat**: ``seqpack.data.pipeline.pack_files`` with ``bridge_compat=True`` (first_fit_shuffle,
+* **bridgepack compat**: ``bridgepack.data.pipeline.pack_files`` with ``bridge_compat=True``
+  (first_fit_shuffle,
   seed 0): streaming pass 1 into the scratch store, plan, pass 2. Its rows are compared with Bridge's
   (``identical``).
-* **seqpack default**: the same with seqpack's default algorithm (``balanced`` since 0.2,
+* **bridgepack default**: the same with bridgepack's default algorithm (``balanced`` since 0.2,
   ``best_fit_decreasing`` before).
 
 Text section (``--text-n``, 0 to skip): prompt-completion JSONL of synthetic English-like text and a
-word-level fast tokenizer built with ``seqpack.demo.build_tokenizer``. **tokenizer** times the tokenizer's
+word-level fast tokenizer built with ``bridgepack.demo.build_tokenizer``. **tokenizer** times the tokenizer's
 own batched calls on the same texts (``tok(prompts)`` and ``tok(completions, add_special_tokens=False)``
-in batches of 1024, one process); **seqpack text** times ``pack_files`` end to end with one worker (so
-both use one core) from the JSONL to the Parquet. The ratio is seqpack / tokenizer seconds.
+in batches of 1024, one process); **bridgepack text** times ``pack_files`` end to end with one worker (so
+both use one core) from the JSONL to the Parquet. The ratio is bridgepack / tokenizer seconds.
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ def run_bridge(source: Path, out: Path, pack: int) -> dict[str, Any]:
     return {"seconds": seconds, "packs": len(rows), "efficiency": metadata["packing_efficiency"]}
 
 
-def run_seqpack(source: Path, out: Path, pack: int, compat: bool, workers: int) -> dict[str, Any]:
-    from seqpack.data.pipeline import PackOptions, pack_files
+def run_bridgepack(source: Path, out: Path, pack: int, compat: bool, workers: int) -> dict[str, Any]:
+    from bridgepack.data.pipeline import PackOptions, pack_files
 
     opts = PackOptions.from_flat(
         [source], out, pack, bridge_compat=compat, seed=0, workers=workers, quiet=True
@@ -148,7 +149,7 @@ WORDS = [
 
 
 def build_text_input(work: Path, n: int) -> tuple[Path, Path, list[str], list[str]]:
-    from seqpack.demo import build_tokenizer
+    from bridgepack.demo import build_tokenizer
 
     rng = np.random.default_rng(1)
     vocab = WORDS + [f"w{i}" for i in range(5000)]
@@ -165,7 +166,7 @@ def build_text_input(work: Path, n: int) -> tuple[Path, Path, list[str], list[st
 def run_text(work: Path, n: int) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
-    from seqpack.data.pipeline import PackOptions, pack_files
+    from bridgepack.data.pipeline import PackOptions, pack_files
 
     source, tokenizer_dir, prompts, completions = build_text_input(work, n)
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True)
@@ -175,7 +176,7 @@ def run_text(work: Path, n: int) -> dict[str, Any]:
         tokens += sum(map(len, tok(prompts[i : i + 1024])["input_ids"]))
         tokens += sum(map(len, tok(completions[i : i + 1024], add_special_tokens=False)["input_ids"]))
     tokenizer_seconds = time.perf_counter() - t0
-    out = work / "seqpack-text"
+    out = work / "bridgepack-text"
     subprocess.run(["rm", "-rf", str(out)], check=True)
     opts = PackOptions.from_flat(
         [source],
@@ -189,13 +190,13 @@ def run_text(work: Path, n: int) -> dict[str, Any]:
     )
     t0 = time.perf_counter()
     pack_files(opts)
-    seqpack_seconds = time.perf_counter() - t0
+    bridgepack_seconds = time.perf_counter() - t0
     return {
         "samples": n,
         "tokens": tokens,
         "tokenizer_seconds": tokenizer_seconds,
-        "seqpack_seconds": seqpack_seconds,
-        "ratio": seqpack_seconds / tokenizer_seconds,
+        "bridgepack_seconds": bridgepack_seconds,
+        "ratio": bridgepack_seconds / tokenizer_seconds,
     }
 
 
@@ -211,7 +212,7 @@ def child(args: argparse.Namespace) -> None:
     if args.tool == "bridge":
         record = run_bridge(source, out, args.pack)
     else:
-        record = run_seqpack(source, out, args.pack, args.tool == "seqpack-compat", args.workers)
+        record = run_bridgepack(source, out, args.pack, args.tool == "bridgepack-compat", args.workers)
     record["peak_rss_mb"] = peak_rss_mb()
     print(json.dumps(record))
 
@@ -251,10 +252,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--pack", type=int, default=4096)
-    parser.add_argument("--workers", type=int, default=0, help="seqpack workers (0 = all cores)")
+    parser.add_argument("--workers", type=int, default=0, help="bridgepack workers (0 = all cores)")
     parser.add_argument("--text-n", type=int, default=20_000, help="text samples (0 = skip)")
-    parser.add_argument("--skip-bridge", action="store_true", help="seqpack only (scale runs)")
-    parser.add_argument("--repeat", type=int, default=3, help="fresh runs per seqpack tool (median shown)")
+    parser.add_argument("--skip-bridge", action="store_true", help="bridgepack only (scale runs)")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh runs per bridgepack tool (median shown)")
     parser.add_argument("--bridge-repeat", type=int, default=1, help="fresh runs of Bridge (median shown)")
     parser.add_argument("--work-dir", default=str(RESULTS / "pack_e2e_work"))
     parser.add_argument("--child", dest="tool", default=None, help=argparse.SUPPRESS)
@@ -264,7 +265,7 @@ def main() -> None:
     if args.tool:
         child(args)
         return
-    from seqpack.data.samples import default_workers
+    from bridgepack.data.samples import default_workers
 
     workers = args.workers or default_workers()
     work = Path(args.work_dir)
@@ -277,16 +278,16 @@ def main() -> None:
         inputs = build_input(source, args.n, args.pack)
         stats.write_text(json.dumps(inputs))
     runs = {}
-    seqpack_tools = ("seqpack-compat", "seqpack-default")
-    tools = seqpack_tools if args.skip_bridge else ("bridge", *seqpack_tools)
+    bridgepack_tools = ("bridgepack-compat", "bridgepack-default")
+    tools = bridgepack_tools if args.skip_bridge else ("bridge", *bridgepack_tools)
     for tool in tools:
         repeat = args.bridge_repeat if tool == "bridge" else args.repeat
         runs[tool] = spawn_repeated(tool, source, work / tool, args.pack, workers, repeat)
     name = f"training_{args.pack}.idx.parquet"
     if not args.skip_bridge:
-        compat = work / "seqpack-compat" / name
-        runs["seqpack-compat"]["identical_to_bridge"] = identical(work / "bridge" / name, compat)
-        for tool in ("seqpack-compat", "seqpack-default"):
+        compat = work / "bridgepack-compat" / name
+        runs["bridgepack-compat"]["identical_to_bridge"] = identical(work / "bridge" / name, compat)
+        for tool in ("bridgepack-compat", "bridgepack-default"):
             runs[tool]["speedup_vs_bridge"] = runs["bridge"]["seconds"] / runs[tool]["seconds"]
             runs[tool]["rss_fraction_of_bridge"] = runs[tool]["peak_rss_mb"] / runs["bridge"]["peak_rss_mb"]
     lower_bound = -(-(inputs["tokens"] - inputs["samples"]) // args.pack)
@@ -302,7 +303,10 @@ def main() -> None:
             f"{rec['packs'] - lower_bound:6d} {rec['efficiency']:7.2f} {ratio:>9}"
         )
     if not args.skip_bridge:
-        print(f"seqpack-compat rows identical to Bridge's: {runs['seqpack-compat']['identical_to_bridge']}")
+        print(
+            "bridgepack-compat rows identical to Bridge's: "
+            f"{runs['bridgepack-compat']['identical_to_bridge']}"
+        )
     doc: dict[str, Any] = {
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": workers},
         "inputs": {**inputs, "pack": args.pack, "lower_bound_packs": lower_bound},
@@ -313,7 +317,7 @@ def main() -> None:
         doc["text"] = text
         print(
             f"text, {text['samples']} prompt-completion samples, {text['tokens']:,} tokens: tokenizer "
-            f"{text['tokenizer_seconds']:.2f}s, seqpack end to end {text['seqpack_seconds']:.2f}s "
+            f"{text['tokenizer_seconds']:.2f}s, bridgepack end to end {text['bridgepack_seconds']:.2f}s "
             f"(x{text['ratio']:.2f})"
         )
     RESULTS.mkdir(parents=True, exist_ok=True)

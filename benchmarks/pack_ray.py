@@ -1,4 +1,4 @@
-"""``seqpack pack`` local vs ``--engine ray`` on one node vs two simulated nodes, on the same cores.
+"""``bridgepack pack`` local vs ``--engine ray`` on one node vs two simulated nodes, on the same cores.
 
 Run: ``python benchmarks/pack_ray.py [--n 1000000] [--chats 50000] [--cores 2] [--pack 4096]`` from the
 repository root (``src`` and ``tests`` importable; the ``ray`` extra installed; ``--chats`` needs Qwen3's
@@ -11,7 +11,7 @@ Inputs (fixed seeds): ``n`` pre-tokenized samples as in ``pack_e2e.py`` (lognorm
 
 Each mode runs in a fresh subprocess on ``cores`` cores:
 
-* **local**: ``seqpack.pack(..., workers=cores)``;
+* **local**: ``bridgepack.pack(..., workers=cores)``;
 * **ray 1 node**: ``ray.init(num_cpus=cores)`` on this machine, then ``engine="ray"`` with ``cores`` shards;
 * **ray 2 nodes**: a ``ray.cluster_utils.Cluster`` of two nodes of ``cores / 2`` CPUs on 127.0.0.1.
 
@@ -116,7 +116,7 @@ def child(args: argparse.Namespace) -> None:
 
 def run_mode(args: argparse.Namespace, cluster_seconds: float) -> dict[str, Any]:
     """The pack of one mode (the cluster, if any, already up) and what it measured."""
-    import seqpack
+    import bridgepack
 
     inputs = [Path(p) for p in args.inputs]
     options: dict[str, Any] = {}
@@ -125,9 +125,9 @@ def run_mode(args: argparse.Namespace, cluster_seconds: float) -> dict[str, Any]
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     if args.mode == "local":
-        result = seqpack.pack(inputs, args.out, args.pack, workers=args.cores, **options)
+        result = bridgepack.pack(inputs, args.out, args.pack, workers=args.cores, **options)
     else:
-        result = seqpack.pack(inputs, args.out, args.pack, engine="ray", shards=args.cores, **options)
+        result = bridgepack.pack(inputs, args.out, args.pack, engine="ray", shards=args.cores, **options)
     wall = time.perf_counter() - t0
     driver_cpu = time.process_time() - cpu0
     children = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -15,29 +15,30 @@ What is timed, same input, same run:
   separator=" ")``, serial as its default ``num_tokenizer_workers=-1``, tokenizer built by Bridge's
   ``build_tokenizer``), run in the test suite's Bridge child interpreter (``tests/_support/bridge_text.py``)
   and timed inside it around ``prepare_data()`` alone: Bridge's imports and tokenizer loading are not counted.
-* **seqpack process**: ``python -m seqpack pack FILE --bridge-compat --tokenizer QWEN3 ...``, a fresh
+* **bridgepack process**: ``python -m bridgepack pack FILE --bridge-compat --tokenizer QWEN3 ...``, a fresh
   process on all cores, wall clock from spawn to exit (interpreter start, imports and tokenizer loading
   included); ``--process-runs`` (3) such processes one after the other, the median run reported (all are
   kept in the JSON). Its Parquet is compared with Bridge's (``identical``).
-* **one core** (a child pinned with ``taskset -c 0``, ``RAYON_NUM_THREADS=1``): seqpack's ``pack_files`` in
+* **one core** (a child pinned with ``taskset -c 0``, ``RAYON_NUM_THREADS=1``): bridgepack's ``pack_files`` in
   process with one worker, against the floor of any text path -- each conversation rendered once
   (``apply_chat_template(conversations, tokenize=False)``) and the rendered texts encoded by the tokenizer's
   batched call in batches of 1,024 (prompt-completion: the batched encode of the prompts and of the
-  completions). The conversations are parsed before the floor's clock starts; seqpack reads the JSONL
-  itself. ``--rounds`` (3) rounds of (floor, seqpack), interleaved so that this machine's drift (+-15 %
+  completions). The conversations are parsed before the floor's clock starts; bridgepack reads the JSONL
+  itself. ``--rounds`` (3) rounds of (floor, bridgepack), interleaved so that this machine's drift (+-15 %
   between consecutive runs of the same floor) touches both alike; ``/floor`` is the ratio of the medians.
-  seqpack's first run pays its one-time start in the process (numba's, ~0.3 s; the floor's first run pays
+  bridgepack's first run pays its one-time start in the process (numba's, ~0.3 s; the floor's first run pays
   the template's compilation): ``first/`` is that run over the floor's median.
-* **rendering** (issue 31) on the 5,000-chat file, seqpack's default mode only: a Phi-3-style template
+* **rendering** (issue 31) on the 5,000-chat file, bridgepack's default mode only: a Phi-3-style template
   without ``{% generation %}`` (its assistant turns found by rendering the conversation's prefixes, two
   extra renders per assistant turn, batched) against the same template with ``{% generation %}`` around each
   answer (Hugging Face's assistant mask); ``--process-runs`` fresh processes of each, interleaved, medians
   compared (``tests/_support/family_templates.py`` has both templates).
 * **whole processes** on the 2,000-chat file: a fresh Bridge child (interpreter start, Bridge and
-  Megatron-Core imports, ``build_tokenizer``, ``prepare_data``, exit) against the seqpack process above.
+  Megatron-Core imports, ``build_tokenizer``, ``prepare_data``, exit) against the bridgepack process above.
 
-Targets (issue 15): seqpack process >= 10x Bridge on 5,000 and 20,000 chats, >= 4x on prompt-completion; one
-core within 1.3x of the floor; 2,000 chats: the seqpack process no slower than Bridge's whole process;
+Targets (issue 15): bridgepack process >= 10x Bridge on 5,000 and 20,000 chats, >= 4x on prompt-completion;
+one
+core within 1.3x of the floor; 2,000 chats: the bridgepack process no slower than Bridge's whole process;
 (issue 31) the rendering path within 1.5x of the generation-annotated template.
 """
 
@@ -170,7 +171,7 @@ def run_process(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, 
     }
 
 
-def seqpack_args(source: Path, out: Path, tokenizer: Path, kind: str) -> list[str]:
+def bridgepack_args(source: Path, out: Path, tokenizer: Path, kind: str) -> list[str]:
     args = [str(source), "--out", str(out), "--pack-size", str(PACK), "--tokenizer", str(tokenizer)]
     args += ["--bridge-compat", "--overwrite", "--quiet", "--format", "json"]
     if kind == "pc":
@@ -178,10 +179,10 @@ def seqpack_args(source: Path, out: Path, tokenizer: Path, kind: str) -> list[st
     return args
 
 
-def seqpack_process(source: Path, out: Path, tokenizer: Path, kind: str, runs: int) -> dict[str, Any]:
-    """``runs`` fresh ``seqpack pack`` processes one after the other; the median run's wall and CPU seconds
+def bridgepack_process(source: Path, out: Path, tokenizer: Path, kind: str, runs: int) -> dict[str, Any]:
+    """``runs`` fresh ``bridgepack pack`` processes one after the other; the median run's wall and CPU seconds
     (this machine's speed drifts +-30 % between consecutive runs of the same command), every run kept."""
-    cmd = [sys.executable, "-m", "seqpack", "pack", *seqpack_args(source, out, tokenizer, kind)]
+    cmd = [sys.executable, "-m", "bridgepack", "pack", *bridgepack_args(source, out, tokenizer, kind)]
     records = [run_process(cmd) for _ in range(max(1, runs))]
     record = dict(sorted(records, key=lambda r: r["seconds"])[len(records) // 2])
     summary = json.loads(record.pop("stdout"))
@@ -192,7 +193,7 @@ def seqpack_process(source: Path, out: Path, tokenizer: Path, kind: str, runs: i
 
 
 def rendering_row(work: Path, tokenizer: Path, n: int, runs: int) -> dict[str, Any]:
-    """seqpack's default mode on ``n`` chats with a plain Phi-3-style template (assistant turns found by
+    """bridgepack's default mode on ``n`` chats with a plain Phi-3-style template (assistant turns found by
     rendering) and with the same template annotated with ``{% generation %}``: ``runs`` processes of each,
     interleaved, the medians' ratio (rendering / generation)."""
     from _support.family_templates import annotated, plain
@@ -209,7 +210,7 @@ def rendering_row(work: Path, tokenizer: Path, n: int, runs: int) -> dict[str, A
             args = [str(source), "--out", str(work / f"{way}_{n}"), "--pack-size", str(PACK)]
             args += ["--tokenizer", str(tokenizer), "--chat-template", str(template)]
             args += ["--overwrite", "--quiet", "--format", "json"]
-            record = run_process([sys.executable, "-m", "seqpack", "pack", *args])
+            record = run_process([sys.executable, "-m", "bridgepack", "pack", *args])
             assert json.loads(record["stdout"]).get("assistant_mask") == way, record["stdout"][:200]
             seconds[way].append(record["seconds"])
     medians = {way: float(np.median(values)) for way, values in seconds.items()}
@@ -232,7 +233,7 @@ def one_core(source: Path, out: Path, tokenizer: Path, kind: str, rounds: int) -
 
 
 def _cpu() -> float:
-    """CPU seconds of this process and its reaped children (seqpack's workers, if it starts any)."""
+    """CPU seconds of this process and its reaped children (bridgepack's workers, if it starts any)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
@@ -252,13 +253,13 @@ def _floor(tok: Any, rows: list[dict[str, Any]], kind: str) -> tuple[float, floa
 
 
 def child(args: argparse.Namespace) -> None:
-    """One core: rounds of (the floor, seqpack in process), interleaved so that the machine's drift touches
-    both alike; medians of each, and seqpack's first run (cold: numba's one-time start) on its own."""
-    from seqpack.data.pipeline import PackOptions, pack_files
-    from seqpack.data.samples.text import load_tokenizer
+    """One core: rounds of (the floor, bridgepack in process), interleaved so that the machine's drift touches
+    both alike; medians of each, and bridgepack's first run (cold: numba's one-time start) on its own."""
+    from bridgepack.data.pipeline import PackOptions, pack_files
+    from bridgepack.data.samples.text import load_tokenizer
 
     tokenizer = Path(args.tokenizer)
-    tok = load_tokenizer(tokenizer)  # loaded once, shared by both (seqpack caches it per process)
+    tok = load_tokenizer(tokenizer)  # loaded once, shared by both (bridgepack caches it per process)
     rows = [json.loads(line) for line in Path(args.source).read_text(encoding="utf-8").splitlines()]
     pc = args.child == "pc"
     options = PackOptions.from_flat(
@@ -276,18 +277,18 @@ def child(args: argparse.Namespace) -> None:
         pack_files(options)
         runs.append((time.perf_counter() - start, _cpu() - cpu))
     floor, floor_cpu = (float(np.median(column)) for column in zip(*floors, strict=True))
-    seqpack, seqpack_cpu = (float(np.median(column)) for column in zip(*runs, strict=True))
+    bridgepack, bridgepack_cpu = (float(np.median(column)) for column in zip(*runs, strict=True))
     record = {
         "rounds": args.rounds,
-        "seqpack_seconds": seqpack,
-        "seqpack_cpu_seconds": seqpack_cpu,
-        "seqpack_first_seconds": runs[0][0],
+        "bridgepack_seconds": bridgepack,
+        "bridgepack_cpu_seconds": bridgepack_cpu,
+        "bridgepack_first_seconds": runs[0][0],
         "floor_seconds": floor,
         "floor_cpu_seconds": floor_cpu,
         "floor_runs": [seconds for seconds, _ in floors],
-        "seqpack_runs": [seconds for seconds, _ in runs],
-        "ratio": seqpack / floor,
-        "cpu_ratio": seqpack_cpu / floor_cpu,
+        "bridgepack_runs": [seconds for seconds, _ in runs],
+        "ratio": bridgepack / floor,
+        "cpu_ratio": bridgepack_cpu / floor_cpu,
         "first_ratio": runs[0][0] / floor,
     }
     print(json.dumps({**record, "tokens": tokens}))
@@ -344,7 +345,7 @@ def measure(
         (build_chats if kind == "chat" else build_prompt_completion)(source, n)
     name = f"{kind}_{n}"
     bridge = bridge_prepare(peer, source, work / f"bridge_{name}", tokenizer, kind)
-    process = seqpack_process(source, work / f"seqpack_{name}", tokenizer, kind, process_runs)
+    process = bridgepack_process(source, work / f"bridgepack_{name}", tokenizer, kind, process_runs)
     core = one_core(source, work / f"core_{name}", tokenizer, kind, rounds)
     return {
         "kind": kind,
@@ -352,7 +353,7 @@ def measure(
         "bytes": source.stat().st_size,
         "tokens": core["tokens"],
         "bridge_prepare": {"seconds": bridge["seconds"], "cpu_seconds": bridge["cpu_seconds"]},
-        "seqpack_process": {k: v for k, v in process.items() if k != "packed"},
+        "bridgepack_process": {k: v for k, v in process.items() if k != "packed"},
         "process_speedup": bridge["seconds"] / process["seconds"],
         "process_cpu_speedup": bridge["cpu_seconds"] / process["cpu_seconds"],
         "identical_to_bridge": identical(bridge["parquet"], process["packed"]),
@@ -364,9 +365,10 @@ def _fmt(record: dict[str, Any]) -> str:
     core = record["one_core"]
     return (
         f"{record['kind']:5} {record['rows']:>7,} {record['tokens']:>11,} "
-        f"{record['bridge_prepare']['seconds']:9.2f} {record['seqpack_process']['seconds']:9.2f} "
+        f"{record['bridge_prepare']['seconds']:9.2f} {record['bridgepack_process']['seconds']:9.2f} "
         f"{record['process_speedup']:6.1f}x {record['process_cpu_speedup']:6.1f}x "
-        f"{record['identical_to_bridge']!s:>5} {core['seqpack_seconds']:8.2f} {core['floor_seconds']:7.2f} "
+        f"{record['identical_to_bridge']!s:>5} {core['bridgepack_seconds']:8.2f} "
+        f"{core['floor_seconds']:7.2f} "
         f"{core['ratio']:5.2f}x {core['first_ratio']:5.2f}x"
     )
 
@@ -377,9 +379,9 @@ def main() -> None:
     parser.add_argument("--pc", default="20000", help="prompt-completion file sizes (rows), comma-separated")
     parser.add_argument("--quick", action="store_true", help="small files (200,500 chats; 500 rows)")
     parser.add_argument("--work-dir", default=str(RESULTS / "pack_text_work"))
-    parser.add_argument("--rounds", type=int, default=3, help="one-core rounds of (floor, seqpack)")
+    parser.add_argument("--rounds", type=int, default=3, help="one-core rounds of (floor, bridgepack)")
     parser.add_argument(
-        "--process-runs", type=int, default=3, help="seqpack processes per file (the median is reported)"
+        "--process-runs", type=int, default=3, help="bridgepack processes per file (the median is reported)"
     )
     parser.add_argument("--rendering", type=int, default=5000, help="chats of the rendering row (0: none)")
     parser.add_argument(
@@ -419,18 +421,18 @@ def main() -> None:
     whole = None
     if smallest is not None:
         bridge_whole = bridge_whole_process(work / f"chat_{smallest}.jsonl", work / "bridge_whole", tokenizer)
-        seqpack_whole = next(r for r in records if r["kind"] == "chat" and r["rows"] == smallest)
-        ours = seqpack_whole["seqpack_process"]
+        bridgepack_whole = next(r for r in records if r["kind"] == "chat" and r["rows"] == smallest)
+        ours = bridgepack_whole["bridgepack_process"]
         whole = {
             "rows": smallest,
             "bridge_process": bridge_whole,
-            "seqpack_process": {"seconds": ours["seconds"], "cpu_seconds": ours["cpu_seconds"]},
+            "bridgepack_process": {"seconds": ours["seconds"], "cpu_seconds": ours["cpu_seconds"]},
             "ratio": bridge_whole["seconds"] / ours["seconds"],
             "cpu_ratio": bridge_whole["cpu_seconds"] / ours["cpu_seconds"],
         }
     if records:
         print(
-            f"{'kind':5} {'rows':>7} {'tokens':>11} {'bridge s':>9} {'seqpack s':>9} {'x wall':>7} "
+            f"{'kind':5} {'rows':>7} {'tokens':>11} {'bridge s':>9} {'bridgepack s':>9} {'x wall':>7} "
             f"{'x cpu':>7} {'same':>5} {'1-core s':>8} {'floor s':>7} {'/floor':>6} {'first/':>6}"
         )
     for record in records:
@@ -443,10 +445,11 @@ def main() -> None:
             f"{rendering['ratio']:.2f}x (target <= {TARGETS['rendering']}x)"
         )
     if whole is not None:
-        theirs, ours = whole["bridge_process"], whole["seqpack_process"]
+        theirs, ours = whole["bridge_process"], whole["bridgepack_process"]
         print(
             f"whole processes, {whole['rows']:,} chats: Bridge {theirs['seconds']:.2f}s "
-            f"({theirs['cpu_seconds']:.2f}s CPU), seqpack {ours['seconds']:.2f}s ({ours['cpu_seconds']:.2f}s "
+            f"({theirs['cpu_seconds']:.2f}s CPU), bridgepack {ours['seconds']:.2f}s "
+            f"({ours['cpu_seconds']:.2f}s "
             f"CPU): {whole['ratio']:.1f}x wall, {whole['cpu_ratio']:.1f}x CPU"
         )
     doc = {

@@ -1,6 +1,6 @@
-"""Run seqpack's benchmarks: one entry point for all of them (or a chosen few).
+"""Run bridgepack's benchmarks: one entry point for all of them (or a chosen few).
 
-Each benchmark is a self-contained script in this folder that builds its own inputs, runs seqpack and its
+Each benchmark is a self-contained script in this folder that builds its own inputs, runs bridgepack and its
 peers (Megatron-Bridge 0.6.2, axolotl, TRL, a per-line regex parser) on the same inputs in the same run,
 prints a table and writes JSON under ``benchmarks/results/``. This runner only starts them in turn, with
 ``src`` and ``tests`` importable, and says which failed.

@@ -1,4 +1,4 @@
-"""Packs of shards planned alone (``seqpack pack --engine ray``) against one plan, on lengths only.
+"""Packs of shards planned alone (``bridgepack pack --engine ray``) against one plan, on lengths only.
 
 Run: ``python benchmarks/shard_plan.py [--n 100000] [--pack 256] [--shards 2 8 32]`` from the repository
 root (``src`` importable). Prints, per length distribution, algorithm and shard count: the packs of one
@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from seqpack.packing import PackPlan, pack_lengths
+from bridgepack.packing import PackPlan, pack_lengths
 
 
 def lengths_of(name: str, n: int, pack: int, rng: np.random.Generator) -> np.ndarray:

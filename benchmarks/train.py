@@ -1,7 +1,8 @@
 """Packed vs padded reference training of the same samples: real tokens per second and the loss curves.
 
 Builds pre-tokenized samples with lognormal lengths (median ``pack/8``, clipped to ``[8, pack]``), packs
-them with ``seqpack pack``, then trains the same tiny Llama twice with ``seqpack.train.train``: on the packs
+them with ``bridgepack pack``, then trains the same tiny Llama twice with ``bridgepack.train.train``: on the
+packs
 (``--data``) and on the same sequences one per row, right-padded to the pack size (``--padded-from``).
 Both runs take the same optimizer steps over the same samples, so their loss curves must agree; what
 differs is the compute: the padded run pushes every sequence through ``pack`` slots.
@@ -30,9 +31,9 @@ import numpy as np
 import orjson
 import torch
 
-from seqpack.cli import main as seqpack_main
-from seqpack.packing import ModelDims
-from seqpack.train import DataMode, TrainConfig, train
+from bridgepack.cli import main as bridgepack_main
+from bridgepack.packing import ModelDims
+from bridgepack.train import DataMode, TrainConfig, train
 
 EOS = 2
 
@@ -69,7 +70,7 @@ def main() -> None:
         samples = Path(tmp) / "samples.jsonl"
         _samples(samples, args.samples, args.pack, args.vocab, seed=0)
         with contextlib.redirect_stdout(io.StringIO()):
-            code = seqpack_main(
+            code = bridgepack_main(
                 [
                     "pack",
                     str(samples),

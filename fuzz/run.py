@@ -1,4 +1,4 @@
-"""Fuzz every seqpack reader for a bounded time: coverage-guided (atheris) or, without it, hypothesis.
+"""Fuzz every bridgepack reader for a bounded time: coverage-guided (atheris) or, without it, hypothesis.
 
 Not part of the default test run (it runs for minutes). Each target runs in its own process, so a crash,
 hang or memory blow-up in one does not stop the others::
@@ -8,7 +8,7 @@ hang or memory blow-up in one does not stop the others::
     python fuzz/run.py --engine hypothesis      # the same targets through hypothesis (no atheris)
     python fuzz/run.py --list
 
-A finding is an input for which a reader raised anything but a one-line ``SeqpackError`` naming the file
+A finding is an input for which a reader raised anything but a one-line ``BridgepackError`` naming the file
 (see ``tests/_support/fuzz_targets.py``), ran past ``--timeout`` seconds, or used more than ``--rss-mb``.
 Findings are written to ``fuzz/findings/<target>/`` (reproduce one with ``--reproduce FILE``); the corpus
 grows in ``fuzz/corpus/<target>/``. Both are git-ignored. Exit status: 0 no finding, 1 findings.
@@ -40,9 +40,9 @@ def _have_atheris() -> bool:
 
 
 def _numba_modules() -> list[str]:
-    """seqpack modules holding numba kernels: atheris' bytecode hooks break numba's compilation of them."""
+    """bridgepack modules holding numba kernels: atheris' bytecode hooks break numba's compilation of them."""
     found = []
-    for path in sorted((ROOT / "src" / "seqpack").rglob("*.py")):
+    for path in sorted((ROOT / "src" / "bridgepack").rglob("*.py")):
         if "njit" in path.read_text():
             found.append(".".join(path.relative_to(ROOT / "src").with_suffix("").parts))
     return found
@@ -52,13 +52,13 @@ def _one_atheris(name: str, seconds: int, timeout: int, rss_mb: int, max_len: in
     """Run libFuzzer on one target in this process (never returns on success: libFuzzer exits)."""
     import atheris
 
-    with atheris.instrument_imports(include=["seqpack"], exclude=_numba_modules()):
-        import seqpack.curves
-        import seqpack.data
-        import seqpack.data.samples._ingest
-        import seqpack.data.samples._readers
-        import seqpack.doctor
-        import seqpack.translate  # noqa: F401
+    with atheris.instrument_imports(include=["bridgepack"], exclude=_numba_modules()):
+        import bridgepack.curves
+        import bridgepack.data
+        import bridgepack.data.samples._ingest
+        import bridgepack.data.samples._readers
+        import bridgepack.doctor
+        import bridgepack.translate  # noqa: F401
     from _support.fuzz_targets import check, target
 
     chosen = target(name)
@@ -68,7 +68,7 @@ def _one_atheris(name: str, seconds: int, timeout: int, rss_mb: int, max_len: in
     findings.mkdir(parents=True, exist_ok=True)
     for k, seed in enumerate(chosen.seeds):
         (corpus / f"seed-{k}").write_bytes(seed)
-    work = Path(tempfile.mkdtemp(prefix=f"seqpack-fuzz-{name}-"))
+    work = Path(tempfile.mkdtemp(prefix=f"bridgepack-fuzz-{name}-"))
 
     def one_input(data: bytes) -> None:
         check(chosen, data, work)
@@ -102,7 +102,7 @@ def _one_hypothesis(name: str, seconds: int, timeout: int, rss_mb: int, max_len:
     findings = HERE / "findings" / name
     findings.mkdir(parents=True, exist_ok=True)
     current = findings / "current"
-    work = Path(tempfile.mkdtemp(prefix=f"seqpack-fuzz-{name}-"))
+    work = Path(tempfile.mkdtemp(prefix=f"bridgepack-fuzz-{name}-"))
     runs = 0
 
     @settings(
@@ -157,7 +157,7 @@ def main() -> int:
     if engine == "auto":
         engine = "atheris" if _have_atheris() else "hypothesis"
     limits = (args.seconds, args.timeout, args.rss_mb, args.max_len)
-    if args.one:  # a child of the loop below, its target checked there: nothing of seqpack imported before
+    if args.one:  # a child of the loop below, its target checked there: nothing of bridgepack imported before
         run_one = _one_atheris if engine == "atheris" else _one_hypothesis  # atheris instruments it
         return run_one(args.one, *limits)
 

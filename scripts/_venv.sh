@@ -1,4 +1,4 @@
-# Sourced by scripts/demo and scripts/test: create .venv (if needed) and install seqpack with its extras.
+# Sourced by scripts/demo and scripts/test: create .venv (if needed) and install bridgepack with its extras.
 # CPU machines: constraints-cpu.txt pins torch==2.13.0 (an unpinned torch pulls a multi-GB CUDA build).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -8,10 +8,10 @@ if [ ! -x "$ROOT/.venv/bin/python" ]; then
 fi
 # shellcheck disable=SC1091
 . "$ROOT/.venv/bin/activate"
-STAMP="$ROOT/.venv/.seqpack-installed"
+STAMP="$ROOT/.venv/.bridgepack-installed"
 if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] || [ "$ROOT/constraints-cpu.txt" -nt "$STAMP" ]; then
   python -m pip install --quiet --upgrade pip
   python -m pip install --quiet -c "$ROOT/constraints-cpu.txt" torch
-  python -m pip install --quiet -c "$ROOT/constraints-cpu.txt" -e "$ROOT[${SEQPACK_EXTRAS:-all,dev}]"
+  python -m pip install --quiet -c "$ROOT/constraints-cpu.txt" -e "$ROOT[${BRIDGEPACK_EXTRAS:-all,dev}]"
   touch "$STAMP"
 fi

@@ -1,28 +1,29 @@
-"""Record what every ``seqpack`` command does, so a restructure can prove it changed nothing.
+"""Record what every ``bridgepack`` command does, so a restructure can prove it changed nothing.
 
 Why: moving modules between packages must not change behaviour, and the unit tests import the modules that
 move, so they are rewritten along with them. This script uses only the public command line
-(``python -m seqpack ...``), which is the same before and after, and records for a fixed list of about 100
+(``python -m bridgepack ...``), which is the same before and after, and records for a fixed list of about 100
 invocations (every command and subcommand, ``--format text`` and ``json``, successes and errors):
 
 - argv, exit code, stdout and stderr;
 - every file the invocation created, changed or removed in its working directory: Parquet as schema, row
-  count and a hash of the rows (the ``seqpack.run_id`` key-value metadata aside), ``.npz`` as array names,
+  count and a hash of the rows (the ``bridgepack.run_id`` key-value metadata aside), ``.npz`` as array names,
   dtypes, shapes and hashes, small text files as their text, anything else by name only.
 
 All of it is normalised first, so two runs of one tree compare equal: temporary paths, the ``--src`` tree,
 the shared data folder and the interpreter become placeholders (``<CWD>``, ``<SRC>``, ...); the run ids that
-``seqpack pack`` draws, timestamps, timings and throughputs, and version numbers become ``<RUN_ID>``,
+``bridgepack pack`` draws, timestamps, timings and throughputs, and version numbers become ``<RUN_ID>``,
 ``<TS>``, ``<T>``, ``<VER>``; runs of spaces and of table rules collapse, because a timing one digit longer
 widens a table. Each invocation runs in a fresh directory under one temporary root with the same
-fixtures copied in (inputs written by this script; a tokenizer, config and logs from ``seqpack demo
---quick``; packs from ``seqpack pack``, which are recorded as invocations too).
+fixtures copied in (inputs written by this script; a tokenizer, config and logs from ``bridgepack demo
+--quick``; packs from ``bridgepack pack``, which are recorded as invocations too).
 
 Usage::
 
     python scripts/behaviour_snapshot.py --src /path/to/tree/src --out before.json
     python scripts/behaviour_snapshot.py --src src --out after.json
     python scripts/behaviour_snapshot.py --compare before.json after.json   # exit 1 when any differ
+    python scripts/behaviour_snapshot.py --compare old.json new.json --rename seqpack=bridgepack
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,7 +62,7 @@ Setup = Callable[[Path], None]
 
 @dataclass(frozen=True)
 class Case:
-    """One invocation: ``python -m seqpack *args`` in a fresh directory holding the fixtures.
+    """One invocation: ``python -m bridgepack *args`` in a fresh directory holding the fixtures.
 
     ``@PY@`` and ``@DATA@`` in an argument stand for this interpreter and the shared data folder.
     ``setup`` adds or breaks files in the directory first; ``keep`` names the folder a fixture case leaves
@@ -246,7 +247,7 @@ def _npy_packs(cwd: Path) -> None:
 
 
 def one(name: str, command: str, setup: Setup | None = None, keep: str | None = None) -> Case:
-    """A case from a shell-quoted command line (without the leading ``seqpack``)."""
+    """A case from a shell-quoted command line (without the leading ``bridgepack``)."""
     return Case(name, tuple(shlex.split(command)), setup, keep)
 
 
@@ -475,7 +476,16 @@ def main_cases() -> list[Case]:
 
 def child_env(src: Path, cache: Path) -> dict[str, str]:
     """An environment that makes the output independent of the terminal, locale, time zone and threads."""
-    dropped = ("SEQPACK_", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_", "PYTHON", "LC_")
+    dropped = (
+        "BRIDGEPACK_",
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "MASTER_",
+        "PYTHON",
+        "LC_",
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped) and k not in {"COLUMNS", "LINES"}}
     env.update(
         PYTHONPATH=str(src),
@@ -489,7 +499,7 @@ def child_env(src: Path, cache: Path) -> dict[str, str]:
         TZ="UTC",
         TERM="dumb",
         NO_COLOR="1",
-        SEQPACK_PROGRESS_SECONDS="1000000000",
+        BRIDGEPACK_PROGRESS_SECONDS="1000000000",
         CUDA_VISIBLE_DEVICES="",
         OMP_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
@@ -584,7 +594,7 @@ def run_case(case: Case, cwd: Path, fix: Path, env: dict[str, str]) -> Result:
     if case.setup is not None:
         case.setup(cwd)
     before = _listing(cwd)
-    argv = [sys.executable, "-m", "seqpack", *(_expand(a) for a in case.args)]
+    argv = [sys.executable, "-m", "bridgepack", *(_expand(a) for a in case.args)]
     start = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -721,7 +731,7 @@ def normalise(result: Result, norm: Normaliser) -> dict[str, Any]:
     """The record kept in the snapshot: only ``env`` and ``--version`` get every version number replaced
     (elsewhere a version is data, e.g. ``--stack megatron-bridge==0.5.1``; JSON ``version`` keys aside)."""
     norm.versions = result.case.args[:1] in {("env",), ("--version",)}
-    argv = ["python", "-m", "seqpack", *(norm.text(a) for a in result.argv[3:])]
+    argv = ["python", "-m", "bridgepack", *(norm.text(a) for a in result.argv[3:])]
     return {
         "name": result.case.name,
         "argv": argv,
@@ -737,13 +747,13 @@ def normalise(result: Result, norm: Normaliser) -> dict[str, Any]:
 
 def snapshot(src: Path, out: Path, jobs: int) -> int:
     src = src.resolve()
-    if not (src / "seqpack").is_dir():
-        print(f"behaviour_snapshot: {src} holds no seqpack package", file=sys.stderr)
+    if not (src / "bridgepack").is_dir():
+        print(f"behaviour_snapshot: {src} holds no bridgepack package", file=sys.stderr)
         return 2
-    cache = Path(tempfile.gettempdir()) / "seqpack-snapshot-pycache"
+    cache = Path(tempfile.gettempdir()) / "bridgepack-snapshot-pycache"
     env = child_env(src, cache)
     started = time.perf_counter()
-    root = Path(tempfile.mkdtemp(prefix="seqpack-snap-"))
+    root = Path(tempfile.mkdtemp(prefix="bridgepack-snap-"))
     try:
         fix = root / "fix"
         write_inputs(fix)
@@ -826,13 +836,22 @@ def _render(record: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _by_name(path: Path) -> dict[str, dict[str, Any]]:
-    doc = json.loads(path.read_text(encoding="utf-8"))
+def _renamed(text: str, renames: Sequence[tuple[str, str]]) -> str:
+    """``text`` with each old name replaced by the new one, in lower, Title and UPPER case."""
+    for old, new in renames:
+        for case in (str.lower, str.capitalize, str.upper):
+            text = text.replace(case(old), case(new))
+    return text
+
+
+def _by_name(path: Path, renames: Sequence[tuple[str, str]] = ()) -> dict[str, dict[str, Any]]:
+    doc = json.loads(_renamed(path.read_text(encoding="utf-8"), renames))
     return {r["name"]: r for r in doc["invocations"]}
 
 
-def compare(before_path: Path, after_path: Path) -> int:
-    before, after = _by_name(before_path), _by_name(after_path)
+def compare(before_path: Path, after_path: Path, renames: Sequence[tuple[str, str]] = ()) -> int:
+    """Diff two snapshots; ``renames`` (old, new) apply to the first, so a rename alone shows nothing."""
+    before, after = _by_name(before_path, renames), _by_name(after_path)
     differing = 0
     for name in [*before, *(n for n in after if n not in before)]:
         if name not in after or name not in before:
@@ -856,13 +875,24 @@ def compare(before_path: Path, after_path: Path) -> int:
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--src", type=Path, default=Path("src"), help="tree whose seqpack runs (PYTHONPATH)")
+    parser.add_argument(
+        "--src", type=Path, default=Path("src"), help="tree whose bridgepack runs (PYTHONPATH)"
+    )
     parser.add_argument("--out", type=Path, help="the JSON snapshot to write")
     parser.add_argument("--jobs", type=int, default=2, help="invocations run at once (default 2)")
     parser.add_argument(
         "--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), help="diff two snapshots"
     )
+    parser.add_argument(
+        "--rename",
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="with --compare: a name BEFORE spells OLD and AFTER spells NEW (e.g. seqpack=bridgepack)",
+    )
     args = parser.parse_args(argv)
+    if any("=" not in r for r in args.rename):
+        parser.error("--rename takes OLD=NEW")
     if args.compare is None and args.out is None:
         parser.error("give --out PATH (or --compare BEFORE AFTER)")
     return args
@@ -871,7 +901,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     if args.compare is not None:
-        return compare(*args.compare)
+        before, after = args.compare
+        renames = [(r.split("=", 1)[0], r.split("=", 1)[1]) for r in args.rename]
+        return compare(before, after, renames)
     return snapshot(args.src, args.out, max(1, args.jobs))
 
 

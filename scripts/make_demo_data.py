@@ -1,4 +1,4 @@
-"""Generate the demo's chat SFT dataset (``src/seqpack/resources/demo/sft_chat.jsonl``), deterministically.
+"""Generate the demo's chat SFT dataset (``src/bridgepack/resources/demo/sft_chat.jsonl``), deterministically.
 
 The conversations are small, learnable tasks (arithmetic, sorting, reversing, counting, unit conversion,
 multi-turn follow-ups) whose lengths follow a long tail like real SFT data: most are short, a few are long
@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "seqpack" / "resources" / "demo" / "sft_chat.jsonl"
+OUT = Path(__file__).resolve().parent.parent / "src" / "bridgepack" / "resources" / "demo" / "sft_chat.jsonl"
 WORDS = [
     "apple",
     "river",

@@ -1,4 +1,4 @@
-"""Regenerate ``src/seqpack/resources/sft_example.parquet`` (deterministic: same bytes every run).
+"""Regenerate ``src/bridgepack/resources/sft_example.parquet`` (deterministic: same bytes every run).
 
 python scripts/make_example_dataset.py
 """
@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "seqpack" / "resources" / "sft_example.parquet"
+OUT = Path(__file__).resolve().parent.parent / "src" / "bridgepack" / "resources" / "sft_example.parquet"
 NUM_SAMPLES = 1000
 EOS_ID = 2
 VOCAB = 4096

@@ -13,19 +13,19 @@ from hypothesis import HealthCheck, settings
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SRC_DIR = REPO_ROOT / "src"
 # The suite tests this checkout: ``src`` is first on the path (pyproject's ``pythonpath``) and on every
-# child's path (the CLI run as ``python -m seqpack`` or the console script, Ray workers, docs pages), so a
-# seqpack installed from another checkout is never what runs.
+# child's path (the CLI run as ``python -m bridgepack`` or the console script, Ray workers, docs pages), so a
+# bridgepack installed from another checkout is never what runs.
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(SRC_DIR), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
 )
 
 
 def _imported_from_this_checkout() -> None:
-    import seqpack
+    import bridgepack
 
-    where, ours = Path(seqpack.__file__).resolve().parent, SRC_DIR / "seqpack"
+    where, ours = Path(bridgepack.__file__).resolve().parent, SRC_DIR / "bridgepack"
     if where != ours:
-        raise pytest.UsageError(f"seqpack is imported from {where}, not this checkout's {ours}")
+        raise pytest.UsageError(f"bridgepack is imported from {where}, not this checkout's {ours}")
 
 
 _imported_from_this_checkout()
@@ -37,7 +37,7 @@ settings.register_profile("dev", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # Plain progress lines (stderr is not a terminal under pytest) only where a test asks for them: a slow
 # machine must not add a line to a test that reads stderr. tests/test_progress.py sets it per test.
-os.environ.setdefault("SEQPACK_PROGRESS_SECONDS", "1e9")
+os.environ.setdefault("BRIDGEPACK_PROGRESS_SECONDS", "1e9")
 
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
@@ -76,7 +76,7 @@ def ray_cluster() -> Iterator[Any]:
     if importlib.util.find_spec("ray") is None:
         if os.environ.get("CI"):
             pytest.fail("the ray extra is not installed in CI")
-        pytest.skip("ray is not installed (pip install seqpack[ray])")
+        pytest.skip("ray is not installed (pip install bridgepack[ray])")
     from _support.ray_cluster import two_node_cluster
 
     with two_node_cluster() as cluster:

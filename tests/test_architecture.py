@@ -1,6 +1,6 @@
 """The package layers of docs/architecture.md, enforced: every import (module level or inside a function)
 goes to a lower layer, so there is no import circle and no function-level import hiding one; inside
-``seqpack.data`` the same for its four sub-packages; no module reaches into another package's private
+``bridgepack.data`` the same for its four sub-packages; no module reaches into another package's private
 (``_name``) module or name; and every public name has one import path."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import seqpack
+import bridgepack
 
-SRC = Path(seqpack.__file__).parent
+SRC = Path(bridgepack.__file__).parent
 
 #: Lowest first; a package may import packages of lower layers only (docs/architecture.md).
 LAYERS: tuple[frozenset[str], ...] = (
@@ -45,7 +45,7 @@ LAYERS: tuple[frozenset[str], ...] = (
 )
 
 
-#: The layers inside ``seqpack.data``, lowest first: the on-disk format; reading samples; then, side by
+#: The layers inside ``bridgepack.data``, lowest first: the on-disk format; reading samples; then, side by
 #: side, the pack pipeline and the readers of packed data (neither imports the other).
 DATA_LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"format"}),
@@ -76,14 +76,14 @@ def _declared_for_type_checkers(tree: ast.Module) -> set[ast.AST]:
 
 
 def imports(src: Path = SRC) -> Iterator[tuple[Path, int, str, list[str]]]:
-    """``(file, line, importing module, imported dotted names)`` of every seqpack import statement; ``from
-    a import b`` yields ``a.b`` (a module or a name: both are what the statement reaches). seqpack imports
+    """``(file, line, importing module, imported dotted names)`` of every bridgepack import statement; ``from
+    a import b`` yields ``a.b`` (a module or a name: both are what the statement reaches). bridgepack imports
     absolutely; a relative import fails here so none slips past the walk. The root's type-checking
     declarations are left out (:func:`_declared_for_type_checkers`); nowhere else is one."""
     for path in sorted(src.rglob("*.py")):
         module = _module_name(path, src)
         tree = ast.parse(path.read_text(), str(path))
-        skipped = _declared_for_type_checkers(tree) if module == "seqpack" else set()
+        skipped = _declared_for_type_checkers(tree) if module == "bridgepack" else set()
         for node in ast.walk(tree):
             if node in skipped:
                 continue
@@ -95,7 +95,7 @@ def imports(src: Path = SRC) -> Iterator[tuple[Path, int, str, list[str]]]:
                 targets = [alias.name for alias in node.names]
             else:
                 continue
-            targets = [t for t in targets if t == "seqpack" or t.startswith("seqpack.")]
+            targets = [t for t in targets if t == "bridgepack" or t.startswith("bridgepack.")]
             if targets:
                 yield path, node.lineno, module, targets
 
@@ -105,9 +105,9 @@ def _is_module(src: Path, dotted: list[str]) -> bool:
     return path.is_dir() or path.with_suffix(".py").exists()
 
 
-def import_edges(src: Path = SRC, prefix: str = "seqpack") -> dict[tuple[str, str], list[str]]:
+def import_edges(src: Path = SRC, prefix: str = "bridgepack") -> dict[tuple[str, str], list[str]]:
     """``(importing package, imported package) -> ["file:line", ...]``: the packages directly under
-    ``prefix`` (``seqpack``, or ``seqpack.data`` for its sub-packages), over every import statement."""
+    ``prefix`` (``bridgepack``, or ``bridgepack.data`` for its sub-packages), over every import statement."""
     depth = prefix.count(".") + 1
     edges: dict[tuple[str, str], list[str]] = defaultdict(list)
     for path, line, module, targets in imports(src):
@@ -117,7 +117,7 @@ def import_edges(src: Path = SRC, prefix: str = "seqpack") -> dict[tuple[str, st
         for target in targets:
             if target.startswith(prefix + "."):
                 there = _package(target, depth)
-                if not _is_module(src, [*prefix.split("."), there]):  # a name, e.g. seqpack.__version__
+                if not _is_module(src, [*prefix.split("."), there]):  # a name, e.g. bridgepack.__version__
                     there = "<root>"
                 if there != here:
                     edges[(here, there)].append(f"{path.relative_to(src.parent)}:{line}")
@@ -131,7 +131,7 @@ def _layer(package: str, layers: tuple[frozenset[str], ...] = LAYERS) -> int:
     raise AssertionError(f"package {package} is in no layer of docs/architecture.md: add it")
 
 
-@pytest.mark.parametrize(("prefix", "layers"), [("seqpack", LAYERS), ("seqpack.data", DATA_LAYERS)])
+@pytest.mark.parametrize(("prefix", "layers"), [("bridgepack", LAYERS), ("bridgepack.data", DATA_LAYERS)])
 def test_every_import_goes_down_the_layers(prefix: str, layers: tuple[frozenset[str], ...]) -> None:
     upward = [
         f"{prefix}.{a} -> {prefix}.{b} ({', '.join(where[:3])})"
@@ -142,7 +142,7 @@ def test_every_import_goes_down_the_layers(prefix: str, layers: tuple[frozenset[
 
 
 def test_data_has_only_its_sub_packages() -> None:
-    """``seqpack.data`` is four sub-packages and a docstring: no module of its own to grow back."""
+    """``bridgepack.data`` is four sub-packages and a docstring: no module of its own to grow back."""
     assert {p.name for p in (SRC / "data").iterdir() if p.name != "__pycache__"} == {
         "__init__.py",
         *(name for layer in DATA_LAYERS for name in layer),
@@ -181,26 +181,26 @@ def test_no_module_imports_another_packages_private_parts() -> None:
 
 
 def test_the_private_check_sees_a_reach(tmp_path: Path) -> None:
-    fake = tmp_path / "seqpack"
+    fake = tmp_path / "bridgepack"
     for package in ("a", "b"):
         (fake / package).mkdir(parents=True)
         (fake / package / "__init__.py").write_text("")
     (fake / "__init__.py").write_text("")
     (fake / "a" / "_inner.py").write_text("X = 1\n")
-    (fake / "a" / "ok.py").write_text("from seqpack.a._inner import X\n")
-    (fake / "b" / "bad.py").write_text("from seqpack.a._inner import X\nfrom seqpack.a import _inner\n")
+    (fake / "a" / "ok.py").write_text("from bridgepack.a._inner import X\n")
+    (fake / "b" / "bad.py").write_text("from bridgepack.a._inner import X\nfrom bridgepack.a import _inner\n")
     assert private_reaches(fake) == [
-        "seqpack/b/bad.py:1: seqpack.a._inner.X",
-        "seqpack/b/bad.py:2: seqpack.a._inner",
+        "bridgepack/b/bad.py:1: bridgepack.a._inner.X",
+        "bridgepack/b/bad.py:2: bridgepack.a._inner",
     ]
 
 
 def _front_doors() -> dict[str, list[str]]:
-    """Every package's ``__all__`` (the root's lazy names aside: ``seqpack`` is the main jobs' door)."""
+    """Every package's ``__all__`` (the root's lazy names aside: ``bridgepack`` is the main jobs' door)."""
     doors = {}
     for init in sorted(SRC.rglob("__init__.py")):
         name = _module_name(init, SRC)
-        if name != "seqpack":
+        if name != "bridgepack":
             doors[name] = list(getattr(importlib.import_module(name), "__all__", []))
     return doors
 
@@ -208,7 +208,7 @@ def _front_doors() -> dict[str, list[str]]:
 def test_every_package_has_a_front_door() -> None:
     """Each package's ``__init__`` lists its public names (private ones, ``_chat``, are exempt)."""
     missing = [name for name, names in _front_doors().items() if not names and "._" not in name]
-    missing = [name for name in missing if name not in ("seqpack.data", "seqpack.resources")]
+    missing = [name for name in missing if name not in ("bridgepack.data", "bridgepack.resources")]
     assert not missing, f"packages without __all__: {missing}"
 
 
@@ -267,9 +267,9 @@ def test_fingerprint_is_a_leaf() -> None:
 
 def test_the_walk_sees_imports_inside_functions(tmp_path: Path) -> None:
     """An upward import hidden in a function body is an edge like any other."""
-    fake = tmp_path / "seqpack"
+    fake = tmp_path / "bridgepack"
     (fake / "packing").mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    (fake / "packing" / "__init__.py").write_text("def f():\n    from seqpack.data import x\n")
+    (fake / "packing" / "__init__.py").write_text("def f():\n    from bridgepack.data import x\n")
     (fake / "data").mkdir()
-    assert import_edges(fake) == {("packing", "data"): ["seqpack/packing/__init__.py:2"]}
+    assert import_edges(fake) == {("packing", "data"): ["bridgepack/packing/__init__.py:2"]}

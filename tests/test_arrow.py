@@ -1,4 +1,4 @@
-"""``seqpack._arrow``: numpy arrays as Arrow arrays equal to ``pa.array``'s, without importing pandas."""
+"""``bridgepack._arrow``: numpy arrays as Arrow arrays equal to ``pa.array``'s, without importing pandas."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from seqpack._arrow import list_array, numpy_array
+from bridgepack._arrow import list_array, numpy_array
 
 DTYPES = st.sampled_from([np.int8, np.int32, np.int64, np.uint16, np.uint64, np.float32, np.float64])
 
@@ -48,7 +48,7 @@ def test_refuses_what_has_no_plain_buffer(values: np.ndarray) -> None:
 
 def test_pandas_stays_unimported() -> None:
     code = (
-        "import sys, numpy as np; from seqpack._arrow import list_array; "
+        "import sys, numpy as np; from bridgepack._arrow import list_array; "
         "list_array(np.array([0, 2]), np.array([1, 2])); print('pandas' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from seqpack._io import TEMP_PREFIX, atomic_path, atomic_write_bytes
-from seqpack.errors import UsageError
+from bridgepack._io import TEMP_PREFIX, atomic_path, atomic_write_bytes
+from bridgepack.errors import UsageError
 
 
 def test_written_file_has_umask_mode(tmp_path: Path) -> None:

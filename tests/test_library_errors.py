@@ -1,9 +1,9 @@
 """Library errors name the library's parameters, never the command line's flags.
 
-A Python user who calls ``seqpack.compare_curves(..., profile="x")`` must read ``profile``, not
-``--tolerance``; the CLI renders the same error with its flag (:func:`seqpack.errors.param`,
-``seqpack.cli._common.flag``). The walk reads every error built outside ``seqpack.cli`` and refuses a
-``--flag`` spelled in its message; Megatron-LM's own flags (``translate``'s subject) are not seqpack's.
+A Python user who calls ``bridgepack.compare_curves(..., profile="x")`` must read ``profile``, not
+``--tolerance``; the CLI renders the same error with its flag (:func:`bridgepack.errors.param`,
+``bridgepack.cli._common.flag``). The walk reads every error built outside ``bridgepack.cli`` and refuses a
+``--flag`` spelled in its message; Megatron-LM's own flags (``translate``'s subject) are not bridgepack's.
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-import seqpack
-from seqpack.cli._common import flag
-from seqpack.errors import UsageError, param
+import bridgepack
+from bridgepack.cli._common import flag
+from bridgepack.errors import UsageError, param
 
-SRC = Path(seqpack.__file__).parent
-#: A seqpack flag inside a message: ``--name`` after a space, quote or parenthesis.
+SRC = Path(bridgepack.__file__).parent
+#: A bridgepack flag inside a message: ``--name`` after a space, quote or parenthesis.
 _FLAG = re.compile(r"(?:^|[\s(\"'])--[a-z][a-z-]+")
 
 
-#: seqpack's error classes: a message is whatever one of them is built with, raised or returned.
-_ERRORS = frozenset({"SeqpackError", "UsageError", "InputError", "DataError"})
+#: bridgepack's error classes: a message is whatever one of them is built with, raised or returned.
+_ERRORS = frozenset({"BridgepackError", "UsageError", "InputError", "DataError"})
 
 
 def _message_strings(node: ast.Call) -> list[str]:
@@ -57,7 +57,9 @@ def flags_in_library_errors(src: Path = SRC) -> list[str]:
 
 def test_no_library_error_spells_a_flag() -> None:
     found = flags_in_library_errors()
-    assert not found, "library errors that name a CLI flag (use seqpack.errors.param):\n" + "\n".join(found)
+    assert not found, "library errors that name a CLI flag (use bridgepack.errors.param):\n" + "\n".join(
+        found
+    )
 
 
 def test_the_walk_sees_a_flag(tmp_path: Path) -> None:
@@ -69,7 +71,7 @@ def test_the_walk_sees_a_flag(tmp_path: Path) -> None:
     ("call", "library", "cli"),
     [
         (
-            lambda: seqpack.compare_curves([1.0], [1.0], profile="x"),
+            lambda: bridgepack.compare_curves([1.0], [1.0], profile="x"),
             "profile: expected",
             "--tolerance: expected",
         ),

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from seqpack._ordered import map_ordered
+from bridgepack._ordered import map_ordered
 
 
 def test_results_come_back_in_submission_order_whatever_finishes_first() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from seqpack._progress import LineProgress
-from seqpack.cli import main
+from bridgepack._progress import LineProgress
+from bridgepack.cli import main
 
 
 class Clock:
@@ -26,13 +26,13 @@ def test_lines_at_most_every_interval_with_done_total_and_rate() -> None:
         bar.advance(task, 20)
         clock.now += 1.0
     assert lines == [  # at 10 s, 11 advances of 20 are done: 220 in 10 s
-        "seqpack: read 220/1,000 (22%) 22/s, 10s",
-        "seqpack: read 420/1,000 (42%) 21/s, 20s",
-        "seqpack: read 620/1,000 (62%) 21/s, 30s",
-        "seqpack: read 820/1,000 (82%) 20/s, 40s",
+        "bridgepack: read 220/1,000 (22%) 22/s, 10s",
+        "bridgepack: read 420/1,000 (42%) 21/s, 20s",
+        "bridgepack: read 620/1,000 (62%) 21/s, 30s",
+        "bridgepack: read 820/1,000 (82%) 20/s, 40s",
     ]
     bar.close()  # a long command ends with its final state
-    assert lines[-1] == "seqpack: read 1,000/1,000 (100%) 20/s, 50s"
+    assert lines[-1] == "bridgepack: read 1,000/1,000 (100%) 20/s, 50s"
 
 
 def test_a_short_command_prints_nothing() -> None:
@@ -47,19 +47,19 @@ def test_a_short_command_prints_nothing() -> None:
 def test_commands_print_plain_lines_without_a_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("SEQPACK_PROGRESS_SECONDS", "0")  # every update is "10 s later"
+    monkeypatch.setenv("BRIDGEPACK_PROGRESS_SECONDS", "0")  # every update is "10 s later"
     out = tmp_path / "out"
     assert main(["pack", "--example", "-o", str(out), "-n", "512", "--format", "json"]) == 0
-    assert "seqpack:" not in capsys.readouterr().err  # --format json: no progress next to the document
+    assert "bridgepack:" not in capsys.readouterr().err  # --format json: no progress next to the document
     assert main(["pack", "--example", "-o", str(out), "-n", "512", "--overwrite"]) == 0
     err = capsys.readouterr().err
-    assert "seqpack: read " in err and "/1,000 (" in err  # Parquet input: the total is known
-    assert "seqpack: write " in err and "\r" not in err and "\x1b[" not in err
+    assert "bridgepack: read " in err and "/1,000 (" in err  # Parquet input: the total is known
+    assert "bridgepack: write " in err and "\r" not in err and "\x1b[" not in err
     assert main(["inspect", str(out), "--format", "json"]) == 0
     capsys.readouterr()
     assert main(["inspect", str(out)]) == 0
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("seqpack: inspect")]
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("bridgepack: inspect")]
     packs = lines[-1].split()[2]
     assert packs.split("/")[0] == packs.split("/")[1]  # N/N, not N/?
     assert main(["inspect", str(out), "--quiet"]) == 0
-    assert "seqpack:" not in capsys.readouterr().err
+    assert "bridgepack:" not in capsys.readouterr().err

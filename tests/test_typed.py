@@ -1,4 +1,4 @@
-"""``seqpack._typed``: one way to check a value against its field's declared type, for the pack options and
+"""``bridgepack._typed``: one way to check a value against its field's declared type, for the pack options and
 the doctor's config view alike."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import seqpack._typed as typed
-from seqpack._typed import Mismatch, conform, conform_fields, expected
-from seqpack.errors import UsageError
+import bridgepack._typed as typed
+from bridgepack._typed import Mismatch, conform, conform_fields, expected
+from bridgepack.errors import UsageError
 
 
 class Colour(enum.Enum):

@@ -1,4 +1,4 @@
-"""The grading engine every seqpack skill ships: run seqpack on an answer, hold it to the user's intent.
+"""The grading engine every bridgepack skill ships: run bridgepack on an answer, hold it to the user's intent.
 
 One file, kept once in the repository (``skills/shared/grading.py``); each skill's ``evals/grading.py`` is a
 link to it, and ``npx skills add`` copies the file the link names (it dereferences), so an installed skill
@@ -9,11 +9,11 @@ A graded task in ``evals.json`` lists its checks (``grade.checks``); each check 
 ``(ctx, check)`` that raises :class:`Miss` naming what is wrong) and its settings. The kinds here judge
 ``key=value`` answers:
 
-- ``doctor``: ``seqpack doctor ARGS [answer overrides]`` exits 0 and reports none of ``fail_on``;
+- ``doctor``: ``bridgepack doctor ARGS [answer overrides]`` exits 0 and reports none of ``fail_on``;
 - ``keeps``: the answer changes nothing the user fixed (below);
 - ``values``: the answer gives each key the one value the task determines;
 - ``product``: the product of some effective values equals a number (token slots per step);
-- ``tool``: the answer is what a seqpack command prints (``seqpack plan``): every key it gives, with its
+- ``tool``: the answer is what a bridgepack command prints (``bridgepack plan``): every key it gives, with its
   value, and no key it does not give.
 
 What the user fixed (``keeps``): every key of the user's config, every Bridge default the task holds
@@ -49,17 +49,17 @@ class Miss(Exception):
 
 @dataclass
 class Ran:
-    """What one seqpack command gave: its exit code and its two streams."""
+    """What one bridgepack command gave: its exit code and its two streams."""
 
     returncode: int
     stdout: str
     stderr: str
 
 
-def seqpack(args: Iterable[object], cwd: Path | None = None) -> Ran:
-    """Run ``seqpack ARGS`` as the command line would (same parser, same exit code), in this process: a
+def bridgepack(args: Iterable[object], cwd: Path | None = None) -> Ran:
+    """Run ``bridgepack ARGS`` as the command line would (same parser, same exit code), in this process: a
     grade runs dozens of commands and a process start costs more than most of them."""
-    from seqpack.cli import main as seqpack_main
+    from bridgepack.cli import main as bridgepack_main
 
     out, err = io.StringIO(), io.StringIO()
     here = Path.cwd()
@@ -67,7 +67,7 @@ def seqpack(args: Iterable[object], cwd: Path | None = None) -> Ran:
         if cwd is not None:
             os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = seqpack_main([str(a) for a in args])
+            code = bridgepack_main([str(a) for a in args])
     finally:
         os.chdir(here)
     return Ran(code, out.getvalue(), err.getvalue())
@@ -139,7 +139,7 @@ def config_values(ctx: Mapping[str, Path], check: Mapping[str, Any]) -> dict[str
     """Dotted keys of the task's base config (``config``), normalised; empty without one."""
     if "config" not in check:
         return {}
-    import yaml  # seqpack depends on PyYAML
+    import yaml  # bridgepack depends on PyYAML
 
     values: dict[str, str] = {}
 
@@ -167,9 +167,9 @@ def check_doctor(ctx: dict[str, Path], check: dict[str, Any]) -> None:
     args = fill_args(check["args"], ctx)
     if "overrides" in check:
         args += read_overrides(answer_file(ctx, check["overrides"]))
-    ran = seqpack(["doctor", *args, "--format", "json"])
+    ran = bridgepack(["doctor", *args, "--format", "json"])
     if ran.returncode == 2:
-        raise Miss(f"seqpack doctor cannot read the answer: {tail(ran)}")
+        raise Miss(f"bridgepack doctor cannot read the answer: {tail(ran)}")
     report = json.loads(ran.stdout)
     fail_on = set(check.get("fail_on", []))
     bad = [
@@ -179,7 +179,7 @@ def check_doctor(ctx: dict[str, Path], check: dict[str, Any]) -> None:
     ]
     if bad or ran.returncode != 0:
         found = "; ".join(f"{f['id']} {f['message']}" for f in bad) or f"an error (exit {ran.returncode})"
-        raise Miss(f"seqpack doctor finds {found}")
+        raise Miss(f"bridgepack doctor finds {found}")
 
 
 def check_keeps(ctx: dict[str, Path], check: dict[str, Any]) -> None:
@@ -221,7 +221,7 @@ def check_product(ctx: dict[str, Path], check: dict[str, Any]) -> None:
 
 
 def tool_overrides(args: list[str]) -> dict[str, str]:
-    """The ``key=value`` lines a seqpack command prints (its JSON ``overrides``), normalised."""
+    """The ``key=value`` lines a bridgepack command prints (its JSON ``overrides``), normalised."""
     return dict(_tool_overrides(tuple(args)))
 
 
@@ -229,9 +229,9 @@ def tool_overrides(args: list[str]) -> dict[str, str]:
 def _tool_overrides(args: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     # Once per command line and process: its inputs are the task's files, which a grade does not change.
     cut = args.index("--") if "--" in args else len(args)  # what follows -- is the command's own input
-    ran = seqpack([*args[:cut], "--format", "json", *args[cut:]])
+    ran = bridgepack([*args[:cut], "--format", "json", *args[cut:]])
     if ran.returncode not in (0, 1):
-        raise Miss(f"seqpack {' '.join(args)} failed: {tail(ran)}")
+        raise Miss(f"bridgepack {' '.join(args)} failed: {tail(ran)}")
     return tuple(pairs(json.loads(ran.stdout)["overrides"]).items())
 
 
@@ -242,7 +242,7 @@ def compare_to_tool(
     tool: str,
     leave_out: Iterable[str] = (),
 ) -> None:
-    """Hold an answer to what a seqpack command printed: each required key with the tool's value, every
+    """Hold an answer to what a bridgepack command printed: each required key with the tool's value, every
     key one the tool printed with the same value (none invented), none of the ``leave_out`` patterns."""
     problems = []
     patterns = list(leave_out)
@@ -261,7 +261,7 @@ def compare_to_tool(
 def check_tool(ctx: dict[str, Path], check: dict[str, Any]) -> None:
     args = fill_args(check["command"], ctx)
     truth = tool_overrides(args)
-    tool = f"seqpack {args[0]}"
+    tool = f"bridgepack {args[0]}"
     compare_to_tool(answer_pairs(ctx, check["file"]), truth, truth, tool)
 
 

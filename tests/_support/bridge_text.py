@@ -11,7 +11,7 @@ session fixture ``bridge_text`` (in ``tests/conftest.py``)::
 
 ``loss_mask`` is unshifted, one per input id: Bridge's ``loss_mask`` where the example has one, else
 ``idx >= answer_start_idx`` (how ``fill_packing_strategy`` reads legacy examples). ``versions`` records the
-transformers / tokenizers / jinja2 the child used (the same interpreter, so the same as seqpack's side) and
+transformers / tokenizers / jinja2 the child used (the same interpreter, so the same as bridgepack's side) and
 ``stand_ins`` what was replaced in it (nothing on the tokenization path).
 """
 

@@ -2,7 +2,7 @@
 
 Run as ``python bridge_text_child.py BRIDGE_ROOT MCORE_ROOT`` with both unpacked wheels; it reads one JSON
 request per line on stdin and answers one JSON line on stdout (logs go to stderr). It imports nothing from
-the tests (and of seqpack only its config child's placeholders).
+the tests (and of bridgepack only its config child's placeholders).
 
 What runs is Bridge's code, unchanged: the tokenizer is ``build_tokenizer(TokenizerConfig(tokenizer_type=
 "HuggingFaceTokenizer", tokenizer_model=DIR, chat_template_path=...))`` (Megatron-Core 0.19.2's
@@ -19,8 +19,8 @@ Stand-ins (listed in every answer's ``stand_ins``), none on the tokenization pat
   imported file by file;
 * ``typing.override`` (Python 3.12) = ``typing_extensions.override``; placeholders for ``megatron.energon``
   and Megatron-Core's ``paged_stash`` (a Triton kernel module its schedules import) when not installed, the
-  same stand-ins as ``seqpack.verify._bridge_config_child`` (its ``prepare_modules``, loaded by path;
-  nothing else of seqpack).
+  same stand-ins as ``bridgepack.verify._bridge_config_child`` (its ``prepare_modules``, loaded by path;
+  nothing else of bridgepack).
 """
 
 from __future__ import annotations
@@ -44,12 +44,13 @@ BARE_PACKAGES = ("megatron.bridge", "megatron.bridge.data", "megatron.bridge.dat
 
 
 def _config_child() -> types.ModuleType:
-    """seqpack's own Bridge child (``verify``'s config part), loaded by path without importing seqpack: its
+    """bridgepack's own Bridge child (``verify``'s config part), loaded by path without importing bridgepack:
+    its
     placeholder modules are the ones used here."""
-    spec = find_spec("seqpack")
+    spec = find_spec("bridgepack")
     assert spec is not None and spec.submodule_search_locations
     path = Path(spec.submodule_search_locations[0]) / "verify" / "_bridge_config_child.py"
-    module_spec = importlib.util.spec_from_file_location("_seqpack_bridge_config_child", path)
+    module_spec = importlib.util.spec_from_file_location("_bridgepack_bridge_config_child", path)
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)

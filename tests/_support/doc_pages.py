@@ -2,7 +2,7 @@
 
 The docs test (``tests/docs/test_pages.py``) runs every page as a script. A page's command that a unit test
 already runs word for word carries ``# pinned: tests/<area>/test_<x>.py``: the docs test only parses it
-(and checks its options against seqpack's parser), and the unit test named there runs it in its own
+(and checks its options against bridgepack's parser), and the unit test named there runs it in its own
 process -- with the inputs the page's earlier commands would have made -- and holds it to the page's
 promises, its exit code and every line it shows::
 
@@ -61,12 +61,13 @@ def command_id(cmd: fenced_blocks.Command) -> str:
 
 
 def run_in_process(cmd: fenced_blocks.Command, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """A pinned ``seqpack`` command run by ``seqpack.cli.main`` in this process (in the working directory
+    """A pinned ``bridgepack`` command run by ``bridgepack.cli.main`` in this process (in the working
+    directory
     the test chose): its exit code, standard output and standard error."""
-    from seqpack.cli import main
+    from bridgepack.cli import main
 
     words = cmd.words()
-    assert words[0] == "seqpack", f"{cmd.where}: a pinned command runs seqpack"
+    assert words[0] == "bridgepack", f"{cmd.where}: a pinned command runs bridgepack"
     capsys.readouterr()
     code = main(words[1:])
     captured = capsys.readouterr()

@@ -1,5 +1,5 @@
 """The generated tables of ``docs/doctor.md``, each between two marker lines: the rules (from the one rule
-catalog, ``seqpack.doctor.rules_markdown``) and the defect survey (``_defect_survey.survey_markdown``).
+catalog, ``bridgepack.doctor.rules_markdown``) and the defect survey (``_defect_survey.survey_markdown``).
 Tests hold the page to them; after a rule or a survey entry changes,
 
     python tests/_support/doctor_tables.py        # rewrites both tables in place
@@ -18,8 +18,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "doctor.md"
 
 def tables() -> dict[str, Callable[[], str]]:
     """Each table's marker name -> the function that writes it."""
-    from seqpack.doctor import rules_markdown
-    from seqpack.doctor._defect_survey import survey_markdown
+    from bridgepack.doctor import rules_markdown
+    from bridgepack.doctor._defect_survey import survey_markdown
 
     return {"rules": rules_markdown, "survey": survey_markdown}
 

@@ -3,7 +3,7 @@
 
 Each is given once with ``@GEN@``/``@END@`` where a ``{% generation %}`` block opens and closes around what
 an assistant turn adds after its generation prompt (content, tool calls, end marker): :func:`plain` drops
-them (the template seqpack infers the turns of), :func:`annotated` writes the block (the reference Bridge
+them (the template bridgepack infers the turns of), :func:`annotated` writes the block (the reference Bridge
 masks by). Text right after a marker is written as an expression (GLM-4's ``{{ '\\n' + m.content }}``):
 transformers' Jinja drops the newline that follows a block tag (``trim_blocks``), so a literal newline after
 ``{% generation %}`` would change the annotated template's text. Every template renders the rows of
@@ -169,7 +169,7 @@ SPECIAL_MARKERS = (
 
 
 def plain(name: str) -> str:
-    """The template without ``{% generation %}`` (what seqpack's default mode infers the turns of)."""
+    """The template without ``{% generation %}`` (what bridgepack's default mode infers the turns of)."""
     return TEMPLATES[name].replace("@GEN@", "").replace("@END@", "")
 
 

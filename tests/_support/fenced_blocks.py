@@ -12,7 +12,7 @@ The markers, all inside the page itself:
   commands of a page run in page order, each in its own ``bash -c``, all in one working directory, so a
   later command reads what an earlier one wrote (environment variables do not carry over);
 - a trailing comment ``# exit N`` states the exit code (default 0), e.g.
-  ``seqpack doctor bad.yaml   # exit 1: the config has errors``;
+  ``bridgepack doctor bad.yaml   # exit 1: the config has errors``;
 - a trailing comment ``# needs: gpu`` (or ``cluster``, ``network``) marks a command that cannot run in CI:
   it gets a syntax check (``bash -n``) only;
 - a trailing comment ``# pinned: tests/x/test_y.py`` marks a command that unit test runs, word for word,
@@ -38,7 +38,7 @@ The markers, all inside the page itself:
 Example page fragment::
 
     ```bash
-    seqpack doctor assets/configs/sft.yaml --world-size 32 --fix   # exit 1
+    bridgepack doctor assets/configs/sft.yaml --world-size 32 --fix   # exit 1
     ```
     ```output
     ...
@@ -61,13 +61,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _support import warm_seqpack
+from _support import warm_bridgepack
 
 COMMAND_LANGS = frozenset({"bash", "sh", "shell"})
 PYTHON_LANG = "python"
 OUTPUT_LANG = "output"
 PROMPT = "$ "
-_PY_END = "SEQPACK_PY_BLOCK_END"
+_PY_END = "BRIDGEPACK_PY_BLOCK_END"
 NEEDS = ("gpu", "cluster", "network")
 ELLIPSIS = "..."
 
@@ -76,7 +76,7 @@ _EXIT = re.compile(r"#\s*exit\s+(\d+)\b")
 _NEEDS = re.compile(r"#\s*needs:\s*(\w+)")
 _PINNED = re.compile(r"#.*?\bpinned:\s*(\S+)")
 _FILE = re.compile(r"(?:^|\s)file=(\S+)")
-_FILE_END = "SEQPACK_FILE_END"
+_FILE_END = "BRIDGEPACK_FILE_END"
 # What differs between two runs of the same command, masked on both sides before a shown line is compared.
 _VOLATILE = (
     re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),  # ISO time
@@ -388,7 +388,7 @@ def missing_lines(shown: Sequence[str], output: str) -> list[str]:
 
 
 def default_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment examples run in: this Python's scripts first on PATH (so ``seqpack`` is the one
+    """The environment examples run in: this Python's scripts first on PATH (so ``bridgepack`` is the one
     under test), a fixed terminal width (tables wrap the same everywhere), an English locale."""
     env = dict(os.environ)
     for key in ("LC_ALL", "LC_MESSAGES", "LANGUAGE"):
@@ -403,9 +403,9 @@ def default_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def _warm_text(cmd: Command) -> str:
-    """A python block's command for the warm server (``seqpack-py``, :mod:`_support.warm_seqpack`)."""
+    """A python block's command for the warm server (``bridgepack-py``, :mod:`_support.warm_bridgepack`)."""
     cold = f"python - <<'{_PY_END}'"
-    return "seqpack-py" + cmd.text[len("python") :] if cmd.text.startswith(cold) else cmd.text
+    return "bridgepack-py" + cmd.text[len("python") :] if cmd.text.startswith(cold) else cmd.text
 
 
 def _run_bash(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float) -> tuple[int, str]:
@@ -439,10 +439,10 @@ def run(
     warm: bool = True,
 ) -> list[Result]:
     """Run the commands in order in ``cwd``; each result lists how it broke the page's promises. With
-    ``warm`` (the default) ``seqpack`` and the python blocks run in forks of this process's warm server
-    (:mod:`_support.warm_seqpack`), each still a process of its own, through ``bash`` as written."""
+    ``warm`` (the default) ``bridgepack`` and the python blocks run in forks of this process's warm server
+    (:mod:`_support.warm_bridgepack`), each still a process of its own, through ``bash`` as written."""
     env = dict(env) if env is not None else default_env()
-    server = warm_seqpack.shared() if warm else None
+    server = warm_bridgepack.shared() if warm else None
     if server is not None:
         env = server.environ(env)
     results: list[Result] = []

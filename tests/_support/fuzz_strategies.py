@@ -108,7 +108,7 @@ def jsonl_documents(draw: st.DrawFn, records: st.SearchStrategy[Any]) -> bytes:
 @st.composite
 def metadata_documents(draw: st.DrawFn) -> bytes:
     keys = ("dataset_max_seqlen", "max_samples_per_bin", "packing_factor", "packing_efficiency",
-            "pack_size", "min_packed_seqlen", "seqpack")  # fmt: skip
+            "pack_size", "min_packed_seqlen", "bridgepack")  # fmt: skip
     entry = st.dictionaries(st.sampled_from(keys), json_values, max_size=7)
     doc = draw(st.one_of(st.lists(entry, max_size=3), json_values))
     return _dumps(doc)

@@ -1,7 +1,7 @@
-"""Every reader of seqpack as a fuzz target: bytes in, and either a result or one kind of failure out.
+"""Every reader of bridgepack as a fuzz target: bytes in, and either a result or one kind of failure out.
 
 The contract (``docs/failure-behaviour.md``): for any input, a reader returns, or raises a
-:class:`~seqpack.errors.SeqpackError` whose message is one line and names the input. Any other exception
+:class:`~bridgepack.errors.BridgepackError` whose message is one line and names the input. Any other exception
 is a bug in the reader. Hangs and memory blow-ups are caught by the runner (atheris ``-timeout`` and
 ``-rss_limit_mb``; the hypothesis tests by bounded input sizes and the readers' stated limits).
 
@@ -23,8 +23,8 @@ import orjson
 import pyarrow as pa
 
 from _support.sample_files import WRITERS, parquet_bytes
-from seqpack.data.samples import INPUT_FORMATS, InputFormat
-from seqpack.errors import SeqpackError
+from bridgepack.data.samples import INPUT_FORMATS, InputFormat
+from bridgepack.errors import BridgepackError
 
 
 class ContractBroken(AssertionError):
@@ -54,7 +54,7 @@ def check(target: Target, data: bytes, directory: Path) -> None:
     path.write_bytes(data)
     try:
         target.read(path)
-    except SeqpackError as exc:
+    except BridgepackError as exc:
         message = str(exc)
         if "\n" in message or "\r" in message:
             raise ContractBroken(f"{target.name}: message is not one line: {message!r}") from exc
@@ -67,14 +67,14 @@ def check(target: Target, data: bytes, directory: Path) -> None:
 
 
 def _samples(path: Path) -> None:
-    from seqpack.data.samples import ChunkToExamples, convert_all, iter_chunks
+    from bridgepack.data.samples import ChunkToExamples, convert_all, iter_chunks
 
     for _ in convert_all(iter_chunks([path], chunk_rows=4), ChunkToExamples((os.fspath(path),)), workers=1):
         pass
 
 
 def _packed(path: Path) -> None:
-    from seqpack.data.packed import PackedReader, collect_stats
+    from bridgepack.data.packed import PackedReader, collect_stats
 
     reader = PackedReader(path, validate=True)
     try:
@@ -88,13 +88,13 @@ def _packed(path: Path) -> None:
 
 
 def _legacy_npy(path: Path) -> None:
-    from seqpack.data.packed import read_legacy_npy, validate_block
+    from bridgepack.data.packed import read_legacy_npy, validate_block
 
     validate_block(read_legacy_npy(path), allow_empty_sequences=False)
 
 
 def _metadata(path: Path) -> None:
-    from seqpack.data.format import combine_metadata, read_metadata
+    from bridgepack.data.format import combine_metadata, read_metadata
 
     entries = read_metadata(path)
     if entries:
@@ -102,25 +102,25 @@ def _metadata(path: Path) -> None:
 
 
 def _bridge_yaml(path: Path) -> None:
-    from seqpack.doctor import load_config
+    from bridgepack.doctor import load_config
 
     load_config(path)
 
 
 def _model_config(path: Path) -> None:
-    from seqpack.translate import load_model_args, mlm_to_bridge
+    from bridgepack.translate import load_model_args, mlm_to_bridge
 
     mlm_to_bridge(load_model_args(path))
 
 
 def _mlm_args(path: Path) -> None:
-    from seqpack.translate import mlm_to_bridge, split_mlm_args
+    from bridgepack.translate import mlm_to_bridge, split_mlm_args
 
     mlm_to_bridge(split_mlm_args(_text(path)))
 
 
 def _overrides(path: Path) -> None:
-    from seqpack.doctor import load_config
+    from bridgepack.doctor import load_config
 
     load_config(None, overrides=[line for line in _text(path).splitlines() if line])
 
@@ -131,7 +131,7 @@ def _text(path: Path) -> str:
 
 def _curves(fmt: str | None) -> Callable[[Path], object]:
     def read(path: Path) -> object:
-        from seqpack.curves import read_curves
+        from bridgepack.curves import read_curves
 
         return read_curves(path, fmt)
 
@@ -165,7 +165,7 @@ _METADATA = [
         "packing_efficiency": 73.33,
         "pack_size": 10,
         "min_packed_seqlen": 5,
-        "seqpack": {"split": "training"},
+        "bridgepack": {"split": "training"},
     }
 ]
 _BRIDGE_YAML = b"""\

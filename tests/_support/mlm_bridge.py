@@ -104,7 +104,7 @@ class BridgeCase:
 
     @classmethod
     def from_lines(cls, id: str, lines: Iterable[str], world_size: int = 1) -> BridgeCase:
-        """From ``seqpack translate``'s printed lines, as a shell reads them (comments dropped)."""
+        """From ``bridgepack translate``'s printed lines, as a shell reads them (comments dropped)."""
         words = [w for line in lines if line and not line.startswith("#") for w in shlex.split(line)]
         return cls(id, tuple(words), world_size)
 
@@ -161,7 +161,7 @@ class MlmBridge:
     """The child process and its pipes; requests are serialised (one at a time)."""
 
     def __init__(self) -> None:
-        env = {**os.environ, "SEQPACK_SRC": str(SRC)}
+        env = {**os.environ, "BRIDGEPACK_SRC": str(SRC)}
         self._proc = subprocess.Popen(
             [sys.executable, str(CHILD), str(bridge_wheel_root()), str(megatron_core_wheel_root())],
             stdin=subprocess.PIPE,

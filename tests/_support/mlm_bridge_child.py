@@ -20,7 +20,7 @@ and its LR and weight decay at sampled iterations (``schedule.*``), and the trai
 tokenizer values (``train.*``, ``dataset.*``, ...). A refusal (Megatron-LM's argparse exit or assertion,
 Bridge's ValueError/AssertionError) is answered as ``{"refused": "..."}``.
 
-Stand-ins, none in the config logic: the config child's (``seqpack.verify._bridge_config_child``:
+Stand-ins, none in the config logic: the config child's (``bridgepack.verify._bridge_config_child``:
 packages registered without their ``__init__``, placeholders for Energon and a Triton kernel module,
 Python 3.12's ``typing.override``), plus ``megatron.bridge.recipes``, ``.recipes.gpt`` and
 ``.recipes.gpt.h100`` registered bare (their ``__init__`` imports every model family's recipes); an
@@ -70,10 +70,11 @@ SAMPLED_ITERATIONS = (0, 1, 2, 3, 10, 50, 99, 100, 1000)
 
 
 def _config_child() -> types.ModuleType:
-    """seqpack's Bridge config child, loaded by path (its stand-ins and wheel loading are the ones used)."""
+    """bridgepack's Bridge config child, loaded by path (its stand-ins and wheel loading are the ones
+    used)."""
     spec = spec_from_file_location(
-        "_seqpack_bridge_config_child",
-        Path(os.environ["SEQPACK_SRC"]) / "seqpack" / "verify" / "_bridge_config_child.py",
+        "_bridgepack_bridge_config_child",
+        Path(os.environ["BRIDGEPACK_SRC"]) / "bridgepack" / "verify" / "_bridge_config_child.py",
     )
     assert spec is not None and spec.loader is not None
     module = module_from_spec(spec)

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from _support.stand_ins import load_with_stand_ins
-from seqpack.batching.cp import zigzag_indices
+from bridgepack.batching.cp import zigzag_indices
 
 
 def roll_on_rank(

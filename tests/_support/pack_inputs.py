@@ -10,7 +10,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from seqpack.cli import main
+from bridgepack.cli import main
 
 EOS = 2
 

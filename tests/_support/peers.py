@@ -26,7 +26,7 @@ BRIDGE_VERSION = "0.6.2"
 #: The Megatron-Core whose ``megatron.training`` Bridge 0.6.2's ``training/config.py`` imports with (0.17.x
 #: lacks TokenizerConfig, 0.18.x lacks ``megatron.training.models.gpt``).
 MCORE_VERSION = "0.19.2"
-CACHE_DIR = Path(os.environ.get("SEQPACK_TEST_CACHE", Path.home() / ".cache" / "seqpack-tests"))
+CACHE_DIR = Path(os.environ.get("BRIDGEPACK_TEST_CACHE", Path.home() / ".cache" / "bridgepack-tests"))
 
 
 def _unavailable(reason: str) -> None:
@@ -139,7 +139,7 @@ def load_module_by_path(
     """Import the file at ``path`` as module ``name``, with ``stubs`` (module -> attributes) pre-installed.
 
     Stand-in modules are installed only while the module executes its imports, then removed again,
-    so they never leak into seqpack's own imports.
+    so they never leak into bridgepack's own imports.
     """
     installed: list[str] = []
     for mod_name, attrs in (stubs or {}).items():

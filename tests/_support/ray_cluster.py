@@ -41,7 +41,7 @@ def _node_args(**extra: Any) -> dict[str, Any]:
     }
 
 
-#: The fault the workers carry (``seqpack._faults``): kill the first worker past a task's "shard" point (a
+#: The fault the workers carry (``bridgepack._faults``): kill the first worker past a task's "shard" point (a
 #: chunk spooled in phase 1, a row group written in phase 2), once, when a test deletes :func:`fault_file`
 #: (it exists, disarmed, from the start).
 WORKER_FAULT = "shard:1:kill"
@@ -54,7 +54,7 @@ def fault_file(tmp: str) -> str:
 def workdir(tmp: str) -> str:
     """The nodes' working directory, so their workers' (empty until a test writes there): a relative path a
     driver started here passes to a task means the same file on the workers, as for a reader who runs
-    ``ray start`` and ``seqpack pack`` in one directory (docs/scale.md runs its commands here)."""
+    ``ray start`` and ``bridgepack pack`` in one directory (docs/scale.md runs its commands here)."""
     return os.path.join(tmp, "work")
 
 
@@ -67,13 +67,13 @@ def two_node_cluster() -> Iterator[tuple[Any, str]]:
     ):  # its environment is read once, at import: a cluster now would not be on loopback
         raise RuntimeError("ray was imported in this process before two_node_cluster set its environment")
     tmp = tempfile.mkdtemp(prefix="sp-ray-", dir="/tmp")
-    saved = {k: os.environ.get(k) for k in [*_ENV, "RAY_TMPDIR", "SEQPACK_FAULT", "SEQPACK_FAULT_ONCE"]}
+    saved = {k: os.environ.get(k) for k in [*_ENV, "RAY_TMPDIR", "BRIDGEPACK_FAULT", "BRIDGEPACK_FAULT_ONCE"]}
     os.environ.update({k: v for k, v in _ENV.items() if v})
     os.environ["RAY_TMPDIR"] = tmp
     # the raylets' workers inherit these; the driver never passes the "shard" point
     open(fault_file(tmp), "w").close()
-    os.environ["SEQPACK_FAULT"] = WORKER_FAULT
-    os.environ["SEQPACK_FAULT_ONCE"] = fault_file(tmp)
+    os.environ["BRIDGEPACK_FAULT"] = WORKER_FAULT
+    os.environ["BRIDGEPACK_FAULT_ONCE"] = fault_file(tmp)
     os.makedirs(os.path.join(tmp, "ray"))
     os.makedirs(workdir(tmp))
     cwd = os.getcwd()
@@ -89,7 +89,7 @@ def two_node_cluster() -> Iterator[tuple[Any, str]]:
         finally:
             os.chdir(cwd)
         ray.init(address=cluster.address, _node_ip_address=LOOPBACK, log_to_driver=False)
-        for key in ("SEQPACK_FAULT", "SEQPACK_FAULT_ONCE"):  # the raylets have them; no other test may
+        for key in ("BRIDGEPACK_FAULT", "BRIDGEPACK_FAULT_ONCE"):  # the raylets have them; no other test may
             _restore(key, saved.pop(key))
         yield cluster, tmp
     finally:

@@ -1,5 +1,5 @@
-"""A table of rows written as a file (or folder) of each input format ``seqpack pack`` reads, keyed by the
-format's name in the input-format table (``seqpack.data.samples.INPUT_FORMATS``): sweeps over input formats
+"""A table of rows written as a file (or folder) of each input format ``bridgepack pack`` reads, keyed by the
+format's name in the input-format table (``bridgepack.data.samples.INPUT_FORMATS``): sweeps over input formats
 take them from here and check their keys against the table, so a format added there is swept everywhere."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def parquet_bytes(table: pa.Table, row_group_size: int = 2) -> bytes:
 
 def parquet_file(table: pa.Table, path: Path) -> Path:
     path = path.with_suffix(".parquet")
-    pq.write_table(table, path)  # no seqpack run id
+    pq.write_table(table, path)  # no bridgepack run id
     return path
 
 

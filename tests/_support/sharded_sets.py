@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seqpack.data.pipeline import (
+from bridgepack.data.pipeline import (
     PackOptions,
     PackResult,
     commit_sharded,

@@ -7,8 +7,8 @@ the tool: ``tests/skills/test_rules_reference.py`` holds the files to it, and af
 
     python tests/_support/skill_rules.py        # rewrites the tables and the ranges in place
 
-brings them back. :func:`catalog` is the one place that reads seqpack: ``seqpack.doctor.CATALOG``, the
-catalog ``seqpack doctor --list-rules`` and ``--explain`` print.
+brings them back. :func:`catalog` is the one place that reads bridgepack: ``bridgepack.doctor.CATALOG``, the
+catalog ``bridgepack doctor --list-rules`` and ``--explain`` print.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-SKILL = Path(__file__).resolve().parents[2] / "skills" / "seqpack-sequence-packing"
+SKILL = Path(__file__).resolve().parents[2] / "skills" / "bridgepack-sequence-packing"
 #: The page that carries the generated table, by language.
 PAGES = {"en": "references/rules.md", "zh": "references/zh.md"}
-BEGIN = "<!-- rule table: generated from seqpack doctor's rule catalog (tests/_support/skill_rules.py) -->"
+BEGIN = "<!-- rule table: generated from bridgepack doctor's rule catalog (tests/_support/skill_rules.py) -->"
 END = "<!-- end of the generated rule table -->"
 HEADERS = {
     "en": ("id", "severity", "what the doctor reports"),
@@ -41,10 +41,11 @@ class RuleRow:
 
 
 def catalog(lang: str) -> list[RuleRow]:
-    """Every id the doctor can report, from its one public catalog (``seqpack.doctor.CATALOG``, the one
-    ``seqpack doctor --list-rules`` prints): a rule's title is its message with each value the finding fills
+    """Every id the doctor can report, from its one public catalog (``bridgepack.doctor.CATALOG``, the one
+    ``bridgepack doctor --list-rules`` prints): a rule's title is its message with each value the finding
+    fills
     in shown by its name (⟨mbs⟩); a known defect's title is followed by the releases it affects."""
-    from seqpack.doctor import CATALOG
+    from bridgepack.doctor import CATALOG
 
     return [
         RuleRow(

@@ -2,7 +2,7 @@
 
 For code paths that only need torch (batch plumbing, CP index math, collates): the file's own functions run
 for real, the names it imports from the rest of its package are inert stand-ins, and ``sys.modules`` is
-restored afterwards so nothing leaks into seqpack's or other tests' imports.
+restored afterwards so nothing leaks into bridgepack's or other tests' imports.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from _support.packs import make_row, write_metadata, write_packs
-from seqpack.batching import PackedCollator, PackedDataset
-from seqpack.errors import DataError, InputError, UsageError
+from bridgepack.batching import PackedCollator, PackedDataset
+from bridgepack.errors import DataError, InputError, UsageError
 
 EOS = 2
 

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.batching import (
+from bridgepack.batching import (
     PackedCollator,
     partition_packed_batch,
     partition_rows,
@@ -17,8 +17,8 @@ from seqpack.batching import (
     unpartition_thd,
     zigzag_indices,
 )
-from seqpack.errors import DataError
-from seqpack.packing import pad_multiple
+from bridgepack.errors import DataError
+from bridgepack.packing import pad_multiple
 
 
 def test_pad_multiple_table() -> None:

@@ -1,4 +1,4 @@
-"""seqpack inspect --dump-batches: collated batches as .npz, compared by seqpack diff."""
+"""bridgepack inspect --dump-batches: collated batches as .npz, compared by bridgepack diff."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from _support.diff_samples import EOS, packs_of, write_packed
-from seqpack.cli import main
+from bridgepack.cli import main
 
 pytest.importorskip("torch")
 

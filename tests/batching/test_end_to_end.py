@@ -1,4 +1,4 @@
-"""From `seqpack pack` output to CP shards: inspect, dataset, sampler, collate, zigzag partition."""
+"""From `bridgepack pack` output to CP shards: inspect, dataset, sampler, collate, zigzag partition."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seqpack.batching import (
+from bridgepack.batching import (
     GlobalBatchSampler,
     PackedCollator,
     PackedDataset,
     partition_packed_batch,
     unpartition_thd,
 )
-from seqpack.cli import main
-from seqpack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
+from bridgepack.cli import main
+from bridgepack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
 
 PACK, CP = 256, 2
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seqpack.batching import PackedCollator, pack_in_batch, to_hf_packed, to_packed_seq_params
+from bridgepack.batching import PackedCollator, pack_in_batch, to_hf_packed, to_packed_seq_params
 
 ITEMS = [
     {

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import torch
 
-from seqpack.batching import pack_in_batch, pack_rows
-from seqpack.errors import DataError, UsageError
+from bridgepack.batching import pack_in_batch, pack_rows
+from bridgepack.errors import DataError, UsageError
 
 
 def _batch(lengths: list[int], width: int | None = None, pad: int = 0) -> dict[str, torch.Tensor]:

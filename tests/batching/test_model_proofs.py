@@ -3,7 +3,7 @@
 A tiny randomly initialised transformers Llama on CPU with SDPA, in float64 so the tolerances are about
 layout, not rounding:
 
-(a) the packed batch (seqpack's collate or its Hugging Face layout) gives the same per-token loss and the
+(a) the packed batch (bridgepack's collate or its Hugging Face layout) gives the same per-token loss and the
     same gradients as the sequences run one by one (bridge-format §9: sum of token losses / number of tokens);
 (b) context parallelism simulated in one process: each rank attends with its zigzag query chunks to the
     key/value shards of all ranks, ring style (online softmax over the shards, masked causally by *global*
@@ -25,7 +25,7 @@ import torch
 
 from _support.packs import make_row
 from _support.tiny_llama import tiny_llama
-from seqpack.batching import PackedCollator, to_hf_packed, unpartition_thd, zigzag_indices
+from bridgepack.batching import PackedCollator, to_hf_packed, unpartition_thd, zigzag_indices
 
 transformers = pytest.importorskip("transformers")
 

@@ -8,8 +8,8 @@ import types
 
 import pytest
 
-from seqpack.batching import PAD_INDEX, GlobalBatchSampler
-from seqpack.errors import UsageError
+from bridgepack.batching import PAD_INDEX, GlobalBatchSampler
+from bridgepack.errors import UsageError
 
 
 @functools.cache

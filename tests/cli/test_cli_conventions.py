@@ -1,6 +1,7 @@
 """What every command does alike at the edges (issue #32, defects 5-7), swept over the commands of the app.
 
-- a reader that goes away (``seqpack plan ... | head -1``) ends the command quietly with 141 (128 + SIGPIPE),
+- a reader that goes away (``bridgepack plan ... | head -1``) ends the command quietly with 141 (128 +
+  SIGPIPE),
   never 1, which means a finding;
 - a usage error is one line on stderr, the ``--help`` hint on it, not click's four (``Usage:``, ``Try``, a
   blank, ``Error:``); ``--debug`` works after the command name too;
@@ -23,9 +24,9 @@ from typing import Any
 import pytest
 import typer
 
-from seqpack.cli import app, main
-from seqpack.data.samples import example_dataset_path
-from seqpack.errors import InputError
+from bridgepack.cli import app, main
+from bridgepack.data.samples import example_dataset_path
+from bridgepack.errors import InputError
 
 #: The shipped samples: what ``plan`` reads (a packed set given to it is refused).
 SAMPLES = example_dataset_path()
@@ -89,7 +90,7 @@ def _option_names(command: Any) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("path", "command"), [pytest.param((), typer.main.get_command(app), id="seqpack"), *ALL]
+    ("path", "command"), [pytest.param((), typer.main.get_command(app), id="bridgepack"), *ALL]
 )
 def test_piped_help_names_every_option_whole(
     path: tuple[str, ...], command: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -102,16 +103,16 @@ def test_piped_help_names_every_option_whole(
     assert shown[0] == shown[1], "piped --help depends on COLUMNS"
     names = _option_names(command)
     cut = [n for n in names if not re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", shown[0])]
-    assert not cut, f"seqpack {' '.join(path)} --help: not shown whole: {cut}\n{shown[0]}"
+    assert not cut, f"bridgepack {' '.join(path)} --help: not shown whole: {cut}\n{shown[0]}"
     assert "╭" not in shown[0] and "…" not in shown[0]
 
 
 def test_a_terminal_gets_the_help_panels(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import seqpack.cli
+    import bridgepack.cli
 
-    monkeypatch.setattr(seqpack.cli, "stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(bridgepack.cli, "stdout_is_terminal", lambda: True)
     monkeypatch.setenv("COLUMNS", "100")
     assert main(["plan", "--help"]) == 0
     assert "╭─ Options" in capsys.readouterr().out
@@ -157,7 +158,7 @@ def test_a_report_to_a_closed_pipe_ends_with_141(args: list[str], example: Path)
             [
                 sys.executable,
                 "-m",
-                "seqpack",
+                "bridgepack",
                 *(a.format(ex=example, samples=SAMPLES) for a in args),
             ],
             stdout=stdout,
@@ -173,14 +174,14 @@ def test_a_usage_error_is_one_line_with_the_help_hint(
 ) -> None:
     assert main([*path, "--no-such-option"]) == 2
     err = capsys.readouterr().err
-    hint = f"(see 'seqpack {' '.join(path)} --help')"
+    hint = f"(see 'bridgepack {' '.join(path)} --help')"
     assert err.count("\n") == 1 and err.startswith("error: ") and err.rstrip().endswith(hint), err
     assert "--no-such-option" in err
 
 
 def test_an_unknown_command_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["no-such-command"]) == 2
-    assert capsys.readouterr().err == "error: No such command 'no-such-command'. (see 'seqpack --help')\n"
+    assert capsys.readouterr().err == "error: No such command 'no-such-command'. (see 'bridgepack --help')\n"
 
 
 @pytest.mark.parametrize(
@@ -209,7 +210,7 @@ def test_debug_after_a_group_reaches_its_subcommand(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("path", "command"), LEAVES)
 def test_every_command_takes_quiet(path: tuple[str, ...], command: Any) -> None:
     opts = {opt for p in command.params for opt in p.opts}
-    assert {"--quiet", "-q"} <= opts, f"seqpack {' '.join(path)} has no -q"
+    assert {"--quiet", "-q"} <= opts, f"bridgepack {' '.join(path)} has no -q"
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from seqpack import __version__
-from seqpack.cli import main
+from bridgepack import __version__
+from bridgepack.cli import main
 
 
 def test_version_prints_package_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out.strip() == f"seqpack {__version__}"
+    assert capsys.readouterr().out.strip() == f"bridgepack {__version__}"
 
 
 def test_unknown_command_is_usage_error() -> None:
@@ -21,21 +21,21 @@ def test_unknown_command_is_usage_error() -> None:
 
 
 def test_module_entry_runs() -> None:
-    result = subprocess.run([sys.executable, "-m", "seqpack", "--version"], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "bridgepack", "--version"], capture_output=True, text=True)
     assert result.returncode == 0
-    assert result.stdout.startswith("seqpack ")
+    assert result.stdout.startswith("bridgepack ")
 
 
 def test_commands_are_registered_one_way() -> None:
     """Every command module exposes ``COMMAND`` (a command's function or a group's Typer app) and registers
-    nothing itself: ``seqpack.cli._commands`` adds each under its module's name."""
+    nothing itself: ``bridgepack.cli._commands`` adds each under its module's name."""
     import importlib
 
     import typer
 
-    from seqpack.cli._commands import COMMAND_MODULES
+    from bridgepack.cli._commands import COMMAND_MODULES
 
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"seqpack.cli.{name}")
+        module = importlib.import_module(f"bridgepack.cli.{name}")
         assert callable(module.COMMAND) or isinstance(module.COMMAND, typer.Typer), name
-        assert not hasattr(module, "register"), f"seqpack.cli.{name} registers itself"
+        assert not hasattr(module, "register"), f"bridgepack.cli.{name} registers itself"

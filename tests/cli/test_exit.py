@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from seqpack.cli._exit import BROKEN_PIPE
+from bridgepack.cli._exit import BROKEN_PIPE
 
-#: Buffered standard output, as a user's shell gives a piped ``seqpack`` (whatever this test runner has).
+#: Buffered standard output, as a user's shell gives a piped ``bridgepack`` (whatever this test runner has).
 BUFFERED = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 
 
@@ -31,7 +31,7 @@ def test_threads_atexit_and_buffered_output_complete_before_exit() -> None:
     result = _run(
         """
         import atexit, sys, threading, time
-        from seqpack.cli._exit import exit_process
+        from bridgepack.cli._exit import exit_process
 
         atexit.register(lambda: print("atexit ran"))
         def late():
@@ -50,15 +50,15 @@ def test_threads_atexit_and_buffered_output_complete_before_exit() -> None:
 
 @pytest.mark.parametrize("code", [0, 1, 2])
 def test_exit_code_passes_through(code: int) -> None:
-    result = _run(f"from seqpack.cli._exit import exit_process; print('out'); exit_process({code})")
+    result = _run(f"from bridgepack.cli._exit import exit_process; print('out'); exit_process({code})")
     assert (result.returncode, result.stdout) == (code, "out\n")
 
 
 def test_stdout_without_reader_is_a_broken_pipe_141() -> None:
-    """``seqpack ... | head``: the reader is gone when the buffered output is flushed at exit."""
+    """``bridgepack ... | head``: the reader is gone when the buffered output is flushed at exit."""
     read_end, write_end = os.pipe()
     os.close(read_end)
-    code = "import sys; from seqpack.cli._exit import exit_process; print('pending'); exit_process(0)"
+    code = "import sys; from bridgepack.cli._exit import exit_process; print('pending'); exit_process(0)"
     with os.fdopen(write_end, "wb") as stdout:
         result = subprocess.run(
             [sys.executable, "-c", code], stdout=stdout, stderr=subprocess.PIPE, env=BUFFERED, timeout=120
@@ -67,10 +67,20 @@ def test_stdout_without_reader_is_a_broken_pipe_141() -> None:
 
 
 def test_console_entry_keeps_exit_codes_and_output(tmp_path: Path) -> None:
-    ok = subprocess.run([sys.executable, "-m", "seqpack", "--version"], capture_output=True, text=True)
-    assert (ok.returncode, ok.stdout.startswith("seqpack ")) == (0, True)
+    ok = subprocess.run([sys.executable, "-m", "bridgepack", "--version"], capture_output=True, text=True)
+    assert (ok.returncode, ok.stdout.startswith("bridgepack ")) == (0, True)
     bad = subprocess.run(
-        [sys.executable, "-m", "seqpack", "pack", "/no/such/file.jsonl", "-n", "128", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "bridgepack",
+            "pack",
+            "/no/such/file.jsonl",
+            "-n",
+            "128",
+            "--out",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
     )
@@ -83,7 +93,7 @@ def test_an_executor_left_open_does_not_hold_the_exit() -> None:
     result = _run(
         """
         from concurrent.futures import ThreadPoolExecutor
-        from seqpack.cli._exit import exit_process
+        from bridgepack.cli._exit import exit_process
 
         pool = ThreadPoolExecutor(1)
         print(pool.submit(lambda: "done").result())

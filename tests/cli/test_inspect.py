@@ -1,4 +1,4 @@
-"""``seqpack inspect``: statistics, metadata recomputation, exit codes."""
+"""``bridgepack inspect``: statistics, metadata recomputation, exit codes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from _support.packs import bridge_metadata, make_row, random_rows, write_metadata, write_packs
-from seqpack.cli import main
+from bridgepack.cli import main
 
 
 def _spec_example(tmp_path: Path) -> list[dict]:

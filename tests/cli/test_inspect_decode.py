@@ -1,4 +1,4 @@
-"""``seqpack inspect --decode K --tokenizer DIR``: packed sequences as text, trained spans marked."""
+"""``bridgepack inspect --decode K --tokenizer DIR``: packed sequences as text, trained spans marked."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 
 from _support.byte_bpe import build_byte_bpe
 from _support.packs import make_row, write_packs
-from seqpack.cli import main
-from seqpack.data.packed import decode_pieces, first_sequences
-from seqpack.data.packed._decode import runs
-from seqpack.data.packed._supervised import bridge_supervised
+from bridgepack.cli import main
+from bridgepack.data.packed import decode_pieces, first_sequences
+from bridgepack.data.packed._decode import runs
+from bridgepack.data.packed._supervised import bridge_supervised
 
 # ------------------------------------------------------------------------------ the stored-mask convention
 
@@ -290,7 +290,7 @@ def test_a_bpe_tokenizer_that_asks_for_cleanup_decodes_without_a_warning(tmp_pat
     out = tmp_path / "out"
     assert main(["pack", str(data), "-o", str(out), "-n", "64", "--tokenizer", tok, "-q"]) == 0
     args = ["inspect", str(out / "training_64.idx.parquet"), "--decode", "2", "--tokenizer", tok]
-    done = subprocess.run([sys.executable, "-m", "seqpack", *args], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "bridgepack", *args], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "Hello there." in done.stdout and "' Hello'" in done.stdout
     assert "clean_up_tokenization_spaces" not in done.stderr, done.stderr

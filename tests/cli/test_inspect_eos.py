@@ -1,4 +1,5 @@
-"""``seqpack inspect --tokenizer DIR`` (#15 item 3): readers take the EOS id from the metadata record, and a
+"""``bridgepack inspect --tokenizer DIR`` (#15 item 3): readers take the EOS id from the metadata record, and
+a
 recorded EOS that is not the tokenizer's is a finding.
 
 Rows a Qwen3 chat template rendered end with ``<|im_end|>`` and a newline (id 198); packed as token ids
@@ -17,7 +18,7 @@ import pytest
 from _support.pack_inputs import write_jsonl
 from _support.packs import bridge_metadata, make_row, write_packs
 from _support.tokenizers import qwen3_tokenizer_dir
-from seqpack.cli import main
+from bridgepack.cli import main
 
 NEWLINE, IM_END = 198, 151645
 ROWS = [
@@ -86,7 +87,7 @@ def test_without_tokenizer_the_output_has_no_eos_check(
 def test_a_sidecar_without_a_recorded_eos_is_not_checked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], qwen: Path
 ) -> None:
-    """Bridge writes no seqpack record: nothing to compare, no finding."""
+    """Bridge writes no bridgepack record: nothing to compare, no finding."""
     rows = [make_row([[5, 6, IM_END], [7, IM_END]])]
     write_packs(tmp_path / "training_8.idx.parquet", rows)
     (tmp_path / "8_metadata.jsonl").write_text(json.dumps([bridge_metadata(rows, 8)]))
@@ -116,8 +117,8 @@ def test_batch_dumps_pad_with_the_recorded_eos_not_a_reinferred_one(
 
 
 def test_the_python_api_reports_the_same(tmp_path: Path, qwen: Path) -> None:
-    import seqpack
+    import bridgepack
 
-    report = seqpack.inspect(_pack(tmp_path), tokenizer=qwen)
+    report = bridgepack.inspect(_pack(tmp_path), tokenizer=qwen)
     assert report.eos is not None and report.eos.status == "mismatch" and not report.ok
-    assert seqpack.inspect(_pack(tmp_path, "--tokenizer", str(qwen)), tokenizer=qwen).ok
+    assert bridgepack.inspect(_pack(tmp_path, "--tokenizer", str(qwen)), tokenizer=qwen).ok

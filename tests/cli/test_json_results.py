@@ -3,7 +3,7 @@
 The commands are discovered from the Typer app (every command with a ``--format`` option), so a command
 added later without a case here fails :func:`test_every_json_command_has_a_case`. Each case runs the
 command for real, in-process, with ``emit_json`` watched in every CLI module: the command must hand it
-exactly one :class:`seqpack.results.JsonResult`, and stdout must be that result's ``to_dict()`` and
+exactly one :class:`bridgepack.results.JsonResult`, and stdout must be that result's ``to_dict()`` and
 nothing else -- the CLI adds, drops or renames nothing, and the version is the one the result's class
 states.
 """
@@ -24,14 +24,14 @@ import pytest
 import typer
 import yaml
 
-import seqpack.cli
+import bridgepack.cli
 from _support import peers
 from _support.byte_bpe import build_byte_bpe
+from bridgepack.cli import main
+from bridgepack.cli._commands import COMMAND_MODULES
+from bridgepack.results import JsonResult
 from correlate.test_plan import SPEC, with_field
 from curves._lines import mlm_line
-from seqpack.cli import main
-from seqpack.cli._commands import COMMAND_MODULES
-from seqpack.results import JsonResult
 
 EOS = 2
 VOCAB = 64
@@ -50,13 +50,13 @@ def _json_commands() -> set[tuple[str, ...]]:
         ):
             found.add(path)
 
-    walk(typer.main.get_command(seqpack.cli.app), ())
+    walk(typer.main.get_command(bridgepack.cli.app), ())
     return found
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Real inputs for every case: samples packed by ``seqpack pack``, a tokenizer, logs, a spec, a folder
+    """Real inputs for every case: samples packed by ``bridgepack pack``, a tokenizer, logs, a spec, a folder
     to clean."""
     root = tmp_path_factory.mktemp("json")
     rng = np.random.default_rng(5)
@@ -149,8 +149,8 @@ def test_every_json_command_has_a_case() -> None:
 def emitted(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """What every CLI module hands ``emit_json`` (which still writes it)."""
     for name in [*COMMAND_MODULES, "_decode_view"]:
-        importlib.import_module(f"seqpack.cli.{name}")
-    original = seqpack.cli._common.emit_json
+        importlib.import_module(f"bridgepack.cli.{name}")
+    original = bridgepack.cli._common.emit_json
     seen: list[Any] = []
 
     def watched(result: Any) -> None:
@@ -158,7 +158,7 @@ def emitted(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         original(result)
 
     for name, module in list(sys.modules.items()):
-        if name.startswith("seqpack.cli") and getattr(module, "emit_json", None) is original:
+        if name.startswith("bridgepack.cli") and getattr(module, "emit_json", None) is original:
             monkeypatch.setattr(module, "emit_json", watched)
     return seen
 
@@ -180,7 +180,7 @@ def test_json_is_the_results_to_dict(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if path == ("verify",):  # the config part needs an importable Megatron-Core: skipped, never run here
-        from seqpack.verify import _bridge_config
+        from bridgepack.verify import _bridge_config
 
         monkeypatch.setattr(_bridge_config, "_installed_mcore_training", lambda: None)
     words = shlex.split(argv(files))
@@ -196,9 +196,9 @@ def test_json_is_the_results_to_dict(
 
 
 def test_no_cli_module_shapes_json() -> None:
-    """Only ``seqpack.cli._common`` (``emit_json``) imports a JSON library: the documents are the
+    """Only ``bridgepack.cli._common`` (``emit_json``) imports a JSON library: the documents are the
     library's."""
-    cli_dir = Path(seqpack.cli.__file__).parent
+    cli_dir = Path(bridgepack.cli.__file__).parent
     shaping = []
     for source in sorted(cli_dir.glob("*.py")):
         for node in ast.walk(ast.parse(source.read_text())):

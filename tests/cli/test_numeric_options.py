@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import typer
 
-from seqpack.cli import app, main
+from bridgepack.cli import app, main
 
 BAD_VALUES = ["0", "-1", str(2**64), "nan", "inf"]
 
@@ -57,8 +57,8 @@ def command() -> Any:
 
 
 def _run(command: Any, monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> int:
-    """``seqpack.cli.main`` (its exit-code mapping), on a command tree built once instead of per call."""
-    import seqpack.cli as cli
+    """``bridgepack.cli.main`` (its exit-code mapping), on a command tree built once instead of per call."""
+    import bridgepack.cli as cli
 
     monkeypatch.setattr(cli, "app", lambda **kw: command.main(**kw))
     return main(argv)

@@ -1,4 +1,5 @@
-"""``seqpack plan`` suggests a ``seqpack pack`` command that repeats the options both take: each such option
+"""``bridgepack plan`` suggests a ``bridgepack pack`` command that repeats the options both take: each such
+option
 must be the same option in both commands (flags, help text with its range, default)."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from typing import Any
 
 import typer
 
-from seqpack.cli import app
+from bridgepack.cli import app
 
 #: What both commands take and what they mean alike (``--overwrite`` is not one: pack's replaces a pack
 #: set, plan's the --plot file; ``--format`` / ``--quiet`` are every command's).

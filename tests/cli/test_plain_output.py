@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from _support.pack_inputs import random_examples, write_jsonl
+from bridgepack.cli import main
 from curves._lines import mlm_line
-from seqpack.cli import main
 
 COLUMNS = 40
 #: What a Rich table or a styled terminal line would leave in the text.
@@ -72,7 +72,7 @@ Capture = pytest.CaptureFixture[str]
 #: One child runs every command in turn (one interpreter start, not seven), its stdout a pipe throughout.
 _RUNNER = """
 import json, sys
-from seqpack.cli import main
+from bridgepack.cli import main
 for argv in json.loads(sys.argv[1]):
     code = main(argv)
     sys.stdout.flush()

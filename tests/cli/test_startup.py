@@ -1,4 +1,4 @@
-"""Starting a ``seqpack`` command imports what that command needs and nothing else: not torch (2 s of
+"""Starting a ``bridgepack`` command imports what that command needs and nothing else: not torch (2 s of
 CPU; only the commands that train import it), not pandas (pyarrow's ``pa.array`` on numpy pulls it in,
 ~0.35 s), not the other commands' modules (~0.5 s)."""
 
@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 
 from _support.pack_inputs import random_examples, write_jsonl
-from seqpack.cli import _commands
+from bridgepack.cli import _commands
 
 #: Imported by a fresh process: prints ``{"rc": exit code, "modules": [...]}`` after running ``argv``.
 _RUN = """
 import json, sys
-from seqpack.cli import main
+from bridgepack.cli import main
 rc = main(json.loads(sys.argv[1]))
 print(json.dumps({"rc": rc, "modules": sorted(sys.modules)}))
 """
@@ -32,11 +32,13 @@ def _fresh(argv: list[str]) -> tuple[int, set[str]]:
 
 
 def _commands_imported(modules: set[str]) -> set[str]:
-    return {name for name in _commands.COMMAND_MODULES if f"seqpack.cli.{name}" in modules}
+    return {name for name in _commands.COMMAND_MODULES if f"bridgepack.cli.{name}" in modules}
 
 
 def test_the_cli_does_not_import_torch() -> None:
-    code = "import sys, seqpack.cli; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    code = (
+        "import sys, bridgepack.cli; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -67,7 +69,7 @@ def test_command_in_skips_root_options() -> None:
 
 
 def test_demo_default_threads_agree() -> None:
-    from seqpack.cli import demo as cli_demo
-    from seqpack.demo import DEFAULT_THREADS
+    from bridgepack.cli import demo as cli_demo
+    from bridgepack.demo import DEFAULT_THREADS
 
     assert cli_demo.DEFAULT_THREADS == DEFAULT_THREADS

@@ -1,4 +1,4 @@
-"""``seqpack clean``: lists experiment folders, moves them aside with --yes, deletes with --delete --yes,
+"""``bridgepack clean``: lists experiment folders, moves them aside with --yes, deletes with --delete --yes,
 never touches anything outside the named folders and never follows a symlink."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from seqpack.cli import main
-from seqpack.correlate import CleanReport, clean_experiments, find_experiments
+from bridgepack.cli import main
+from bridgepack.correlate import CleanReport, clean_experiments, find_experiments
 
 
 def tree(base: Path) -> dict[str, Path]:
@@ -64,7 +64,7 @@ def test_dry_run_lists_with_size_and_newest_checkpoint(
         "default/checkpoints/iter_0000010",
     )
     assert (mlm["kind"], mlm["bytes"], mlm["newest_checkpoint"]) == ("checkpoints", 302, "iter_0000020")
-    assert bridge["action"] == "would move" and "seqpack-clean-" in bridge["to"]
+    assert bridge["action"] == "would move" and "bridgepack-clean-" in bridge["to"]
     assert listing(tmp_path) == before
 
 
@@ -77,7 +77,7 @@ def test_yes_moves_aside_and_nothing_else(tmp_path: Path, capsys: pytest.Capture
         moved = Path(item["to"])
         assert moved.is_dir() and not Path(item["path"]).exists()
         assert moved.parent.parent == Path(item["path"]).parent
-        assert moved.parent.name.startswith("seqpack-clean-")
+        assert moved.parent.name.startswith("bridgepack-clean-")
     root = paths["root"]
     assert (root / "keep" / "notes.txt").read_text() == "keep me"
     assert (root / "link_out").is_symlink() and (root / "nemo_link").is_symlink()
@@ -139,7 +139,7 @@ def test_a_mount_point_is_left_alone_and_says_why(
     code, doc = clean(capsys, str(root), "--yes", *extra)
     assert code == 1 and [f["action"] for f in doc["found"]] == ["skipped", "skipped"]
     assert {f["mount_point"] for f in doc["found"]} == mounts
-    assert listing(tmp_path) == before  # nothing moved, no empty seqpack-clean-* folder left behind
+    assert listing(tmp_path) == before  # nothing moved, no empty bridgepack-clean-* folder left behind
     assert main(["clean", str(root), "--yes", *extra]) == 1
     out, err = capsys.readouterr()
     assert f"skipped: {root / 'nemo_experiments'}" in out and "is a mount point (unmount it" in out
@@ -151,7 +151,7 @@ def test_the_json_document_is_the_library_report(tmp_path: Path, capsys: pytest.
     report = clean_experiments([paths["root"]], yes=False, delete=False, stamp="20260830-101500")
     code, doc = clean(capsys, str(paths["root"]))
     assert code == 0 and doc["schema_version"] == CleanReport.SCHEMA_VERSION == 1
-    stamp = Path(doc["found"][0]["to"]).parent.name.removeprefix("seqpack-clean-")
+    stamp = Path(doc["found"][0]["to"]).parent.name.removeprefix("bridgepack-clean-")
     expected = json.loads(json.dumps(report.to_dict()).replace("20260830-101500", stamp))
     assert doc == expected and next(iter(doc)) == "schema_version"
     assert [a.action for a in report.actions] == ["would move", "would move"] and not report.skipped

@@ -1,4 +1,4 @@
-"""``seqpack correlate plan``: every knob on both sides, the skill's unmatched knobs, and blocked specs."""
+"""``bridgepack correlate plan``: every knob on both sides, the skill's unmatched knobs, and blocked specs."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqpack.cli import main
-from seqpack.correlate import (
+from bridgepack.cli import main
+from bridgepack.correlate import (
     KNOBS,
     analyse_pair,
     build_plan,
@@ -25,8 +25,8 @@ from seqpack.correlate import (
     parse_spec,
     unmatched_knobs,
 )
-from seqpack.errors import DataError, InputError
-from seqpack.translate import mlm_to_bridge
+from bridgepack.errors import DataError, InputError
+from bridgepack.translate import mlm_to_bridge
 
 SPEC: dict[str, Any] = {
     "model": {
@@ -154,7 +154,7 @@ def test_two_plans_in_one_second_each_get_their_own_folder(
     import datetime as dt
 
     frozen = dt.datetime(2026, 8, 30, 10, 15, 0, tzinfo=dt.timezone.utc)
-    monkeypatch.setattr("seqpack.correlate._plan._utc_now", lambda: frozen)
+    monkeypatch.setattr("bridgepack.correlate._plan._utc_now", lambda: frozen)
     spec, out = write_spec(tmp_path, SPEC), tmp_path / "runs"
     dirs = []
     for _ in range(2):
@@ -297,7 +297,8 @@ def test_unreadable_spec_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_the_bridge_side_is_the_mlm_commands_translation(tmp_path: Path) -> None:
-    """The Bridge overrides are ``seqpack translate``'s of the MLM command as a whole launch (output folders
+    """The Bridge overrides are ``bridgepack translate``'s of the MLM command as a whole launch (output
+    folders
     differ by side), plus the knobs both launchers leave at one shared default."""
     spec = parse_spec(SPEC)
     plan = build_plan(spec, tmp_path / "run")

@@ -1,4 +1,5 @@
-"""``seqpack correlate plan``'s two commands resolved by the frameworks' own config code (the resolution peer:
+"""``bridgepack correlate plan``'s two commands resolved by the frameworks' own config code (the resolution
+peer:
 Megatron-LM's argparse + ``validate_args``, Bridge's recipe + overrides + ``finalize()``/``validate()``): the
 MLM command is accepted and both sides train the same knobs -- weight decay and the distributed optimizer
 included (issue #38's reverse cases)."""
@@ -10,8 +11,8 @@ from typing import Any
 import pytest
 
 from _support.mlm_bridge import BridgeCase, MlmCase, knob_differences, mlm_bridge
+from bridgepack.correlate import build_plan, parse_spec
 from correlate.test_plan import SPEC, mlm_side
-from seqpack.correlate import build_plan, parse_spec
 
 DOCS: dict[str, dict[str, Any]] = {
     "1gpu": SPEC,

@@ -1,4 +1,4 @@
-"""``seqpack correlate run``: real training commands on CPU, logs teed into new run folders, compared."""
+"""``bridgepack correlate run``: real training commands on CPU, logs teed into new run folders, compared."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 import yaml
 
-from _support import warm_seqpack
-from seqpack.cli import main
-from seqpack.correlate import claim_run_dir, new_run_dir, run_logged
+from _support import warm_bridgepack
+from bridgepack.cli import main
+from bridgepack.correlate import claim_run_dir, new_run_dir, run_logged
 
 TINY = Path(__file__).with_name("tiny_train.py")
 
 
 def train(*flags: str) -> str:
     """The tiny trainer's command line (python from the tests' warm server: torch is imported once)."""
-    return shlex.join([warm_seqpack.python(), str(TINY), *flags])
+    return shlex.join([warm_bridgepack.python(), str(TINY), *flags])
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
@@ -102,7 +102,7 @@ def test_existing_run_folder_is_never_overwritten(
     existing = tmp_path / "correlate-20260830-101500"
     existing.mkdir()
     (existing / "a.log").write_text("old log\n")
-    monkeypatch.setattr("seqpack.correlate._plan._utc_now", lambda: FROZEN)
+    monkeypatch.setattr("bridgepack.correlate._plan._utc_now", lambda: FROZEN)
     # exit 1: two runs without a loss curve to compare; what matters here is where they ran
     assert main(["correlate", "run", "--a", "true", "--b", "true", "--out", str(tmp_path)]) == 1
     assert [p.name for p in existing.iterdir()] == ["a.log"]
@@ -173,7 +173,7 @@ def test_spec_runs_the_planned_pair(tmp_path: Path, capsys: pytest.CaptureFixtur
         "lr": {"lr": 0.02},
         "seed": {"init": 5},
         # Stand-ins for torchrun + the two training scripts: the trainer ignores what it does not know.
-        "launch": {"launcher": f"{warm_seqpack.python()} {TINY}", "mlm_script": "pretrain_gpt.py"},
+        "launch": {"launcher": f"{warm_bridgepack.python()} {TINY}", "mlm_script": "pretrain_gpt.py"},
     }
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))

@@ -1,4 +1,4 @@
-"""``seqpack curves compare|show|export``: exit codes, JSON, plots, HTML, golden export round trip."""
+"""``bridgepack curves compare|show|export``: exit codes, JSON, plots, HTML, golden export round trip."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from curves._lines import mlm_line
-from seqpack.cli import main
-from seqpack.curves import (
+from bridgepack.cli import main
+from bridgepack.curves import (
     SCHEMA_VERSION,
     CompareReport,
     ExportReport,
@@ -19,6 +18,7 @@ from seqpack.curves import (
     compare_curves,
     read_curves,
 )
+from curves._lines import mlm_line
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -173,7 +173,7 @@ def test_export_without_loss_exits_1(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_help_has_an_example(capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("compare", "show", "export"):
         assert main(["curves", command, "--help"]) == 0
-        assert "Example: seqpack curves " + command in capsys.readouterr().out
+        assert "Example: bridgepack curves " + command in capsys.readouterr().out
 
 
 def test_a_loss_left_off_the_line_is_named_in_the_comparison(

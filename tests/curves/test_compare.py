@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.cli._common import flag
-from seqpack.curves import Profile, Series, bf16_ulp, compare_series, tolerated_failures
-from seqpack.errors import UsageError
+from bridgepack.cli._common import flag
+from bridgepack.curves import Profile, Series, bf16_ulp, compare_series, tolerated_failures
+from bridgepack.errors import UsageError
 
 
 def series(values: list[float], start: int = 1, step: int = 1) -> Series:

@@ -1,4 +1,4 @@
-"""The tables of formats ``seqpack curves`` reads: a line format is an entry (any header word, no kernel
+"""The tables of formats ``bridgepack curves`` reads: a line format is an entry (any header word, no kernel
 edit), the kernel returns named arrays, and what no entry reads is an error, never a guess."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bridgepack.cli import main
+from bridgepack.curves import CURVE_FORMATS, FORMATS, _kernel, _log_lines, detect_format, read_curves
+from bridgepack.curves._log_lines import LogLine
+from bridgepack.errors import InputError, UsageError
 from curves._lines import mlm_line, nemo_line
-from seqpack.cli import main
-from seqpack.curves import CURVE_FORMATS, FORMATS, _kernel, _log_lines, detect_format, read_curves
-from seqpack.curves._log_lines import LogLine
-from seqpack.errors import InputError, UsageError
 
 HEADER = st.text("abcdefghjklmnopqrstuvwxyz_", min_size=1, max_size=14)
 
@@ -73,7 +73,9 @@ def test_a_binary_file_is_no_log(tmp_path: Path, capsys: pytest.CaptureFixture[s
     iteration lines): now the error names the formats and how to force one."""
     blob = tmp_path / "run.bin"
     blob.write_bytes(b"\x18\x00\x00\x00\x00\x00\x00\x00\xa3\x7f\x4b\x22" + bytes(range(256)))
-    with pytest.raises(InputError, match=r"run\.bin: binary, and of no format seqpack curves detects \(hf, "):
+    with pytest.raises(
+        InputError, match=r"run\.bin: binary, and of no format bridgepack curves detects \(hf, "
+    ):
         read_curves(blob)
     assert main(["curves", "show", str(blob)]) == 2
     assert "force one with --input-format" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seqpack.curves import Profile, compare_curves, read_curves
+from bridgepack.curves import Profile, compare_curves, read_curves
 
 pytestmark = pytest.mark.shared
 

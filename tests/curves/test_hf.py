@@ -1,4 +1,4 @@
-"""Hugging Face Trainer runs in ``seqpack curves``: a real tiny Trainer run, read back and compared.
+"""Hugging Face Trainer runs in ``bridgepack curves``: a real tiny Trainer run, read back and compared.
 
 The fixture trains a random-init tiny Llama for 6 steps on CPU (no hub) with ``report_to=tensorboard``,
 saving ``checkpoint-3``, ``checkpoint-6`` and ``trainer_state.json``; a callback records what the Trainer
@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bridgepack.cli import main
+from bridgepack.curves import detect_format, parse_metric_map, read_curves, rename_metrics
+from bridgepack.errors import DataError, InputError, UsageError
 from curves._lines import mlm_line
-from seqpack.cli import main
-from seqpack.curves import detect_format, parse_metric_map, read_curves, rename_metrics
-from seqpack.errors import DataError, InputError, UsageError
 
 STEPS = 6
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bridgepack.curves import read_curves
+from bridgepack.errors import InputError
 from curves._lines import mlm_line, nemo_line, validation_block
-from seqpack.curves import read_curves
-from seqpack.errors import InputError
 
 
 def write(tmp_path: Path, lines: list[str], name: str = "train.log", newline: bool = True) -> Path:
@@ -153,7 +153,7 @@ def test_missing_file_and_directory_are_input_errors(tmp_path: Path) -> None:
 
 def test_blocks_are_stitched_across_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A record split by the block boundary is read whole (tiny blocks force many boundaries)."""
-    from seqpack.curves import _logs
+    from bridgepack.curves import _logs
 
     monkeypatch.setattr(_logs, "BLOCK_BYTES", 97)
     lines = [mlm_line(i, 10.0 - i / 1000) for i in range(1, 41)]
@@ -181,7 +181,7 @@ def test_values_round_trip_through_the_printed_format(values: list[float]) -> No
 )
 def test_kernel_parses_numbers_exactly_like_python_float(value: float, fmt: str) -> None:
     """The kernel's fast path and its fallback give the same double as ``float()``."""
-    from seqpack.curves import _kernel
+    from bridgepack.curves import _kernel
 
     text = fmt.format(value)
     line = f" iteration 1/ 2 | x: {text} |\n".encode()

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from seqpack.curves import Curves, Profile, Series, compare_curves, curves_figure
+from bridgepack.curves import Curves, Profile, Series, compare_curves, curves_figure
 
 pytest.importorskip("matplotlib")
 

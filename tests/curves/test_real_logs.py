@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from seqpack.curves import read_curves
+from bridgepack.curves import read_curves
 
 pytestmark = pytest.mark.shared
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.curves import detect_format, read_curves, read_runs
-from seqpack.errors import DataError, InputError, UsageError
+from bridgepack.curves import detect_format, read_curves, read_runs
+from bridgepack.errors import DataError, InputError, UsageError
 
 
 def test_golden_nan_string_is_not_recorded_but_numbers_are_kept(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_wandb_panel_of_two_runs_is_two_runs(tmp_path: Path) -> None:
 
 
 def test_wandb_panel_runs_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from seqpack.cli import main
+    from bridgepack.cli import main
 
     path = tmp_path / "panel.csv"
     path.write_text(WANDB_PANEL)
@@ -215,7 +215,7 @@ def test_tensorboard_without_the_extra_says_how_to_install(
 
     monkeypatch.setitem(sys.modules, "tbparse", None)  # import fails as if not installed
     with pytest.raises(
-        InputError, match=r"needs the 'tensorboard' extra \(pip install 'seqpack\[tensorboard\]'\)"
+        InputError, match=r"needs the 'tensorboard' extra \(pip install 'bridgepack\[tensorboard\]'\)"
     ):
         read_curves(tmp_path)
 
@@ -237,7 +237,7 @@ def _mask(crc: int) -> int:
 )
 def test_record_checksums_are_crc32c(data: bytes, crc: int) -> None:
     pytest.importorskip("google_crc32c")
-    from seqpack.curves._tables import _masked_crc32c
+    from bridgepack.curves._tables import _masked_crc32c
 
     assert _masked_crc32c(data) == _mask(crc)
 
@@ -247,7 +247,7 @@ def test_record_checksums_match_tensorboards_own(data: bytes) -> None:
     pytest.importorskip("google_crc32c")
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
-    from seqpack.curves._tables import _masked_crc32c
+    from bridgepack.curves._tables import _masked_crc32c
 
     assert _masked_crc32c(data) == masked_crc32c(data)
 

@@ -2,7 +2,7 @@
 
 Bridge's steps run from its wheel: ``_pre_pad_data_point`` (offline.py, for M > 1), then ``create_hist``,
 ``create_packing_strategy`` and ``fill_packing_strategy`` (algorithms.py) under ``np.random.seed(seed)``,
-exactly as ``prepare_gpt_sft_packed_data`` calls them. seqpack packs the same stored examples from JSONL.
+exactly as ``prepare_gpt_sft_packed_data`` calls them. bridgepack packs the same stored examples from JSONL.
 """
 
 from __future__ import annotations
@@ -117,4 +117,4 @@ def test_compat_rows_and_metadata_equal_bridge(
     long = sum(len(e["input_ids"]) - 1 > max_len // mult * mult for e in examples)
     rejects = (out / f"rejects_training_{pack_size}.jsonl").read_text().splitlines()
     assert len(rejects) == long
-    assert entry["seqpack"]["counts"]["samples_in"] == n
+    assert entry["bridgepack"]["counts"]["samples_in"] == n

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from tokenizers import AddedToken
 
 from _support.tokenizers import llama32_tokenizer_dir, qwen3_tokenizer_dir
-from seqpack.data.samples.text import load_tokenizer
-from seqpack.data.samples.text._chat._render import AddedTokenSplits, Renderer
+from bridgepack.data.samples.text import load_tokenizer
+from bridgepack.data.samples.text._chat._render import AddedTokenSplits, Renderer
 
 pytestmark = pytest.mark.network
 

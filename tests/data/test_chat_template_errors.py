@@ -18,7 +18,7 @@ import pytest
 
 from _support.pack_inputs import write_jsonl
 from _support.tokenizers import _TEMPLATES, qwen3_tokenizer_dir
-from seqpack.cli import main
+from bridgepack.cli import main
 
 pytestmark = pytest.mark.network
 pytest.importorskip("transformers")

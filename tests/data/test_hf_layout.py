@@ -14,9 +14,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from seqpack.cli import main
-from seqpack.data.format import check_run_ids
-from seqpack.errors import DataError
+from bridgepack.cli import main
+from bridgepack.data.format import check_run_ids
+from bridgepack.errors import DataError
 
 
 def _pack_both_splits(tmp_path: Path) -> Path:

@@ -13,11 +13,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import seqpack
+import bridgepack
 from _support.pack_inputs import random_examples, write_jsonl
-from seqpack.cli import main
-from seqpack.data.samples import INPUT_FORMATS, iter_chunks
-from seqpack.errors import InputError
+from bridgepack.cli import main
+from bridgepack.data.samples import INPUT_FORMATS, iter_chunks
+from bridgepack.errors import InputError
 
 ROWS = random_examples(np.random.default_rng(7), 40, 30)
 SHORT = random_examples(np.random.default_rng(8), 5, 3)  # three batches of a damaged file, each byte tried
@@ -70,7 +70,7 @@ def test_ipc_file_and_stream_pack_as_jsonl_does(tmp_path: Path) -> None:
         "file": _ipc_file(tmp_path / "rows.arrow", ROWS, batch=11),
     }
     packed = {
-        kind: pq.read_table(seqpack.pack(path, tmp_path / kind, 64, eos_id=2).packed_path)
+        kind: pq.read_table(bridgepack.pack(path, tmp_path / kind, 64, eos_id=2).packed_path)
         for kind, path in inputs.items()
     }
     assert packed["stream"].equals(packed["jsonl"]) and packed["file"].equals(packed["jsonl"])
@@ -141,7 +141,7 @@ def test_what_no_format_reads_is_refused_naming_the_formats(tmp_path: Path) -> N
             list(iter_chunks([tmp_path / name]))
         assert listed in str(refused.value)
     (tmp_path / "folder").mkdir()
-    with pytest.raises(InputError, match="folder: a directory of no input format seqpack reads"):
+    with pytest.raises(InputError, match="folder: a directory of no input format bridgepack reads"):
         list(iter_chunks([tmp_path / "folder"]))
     assert [f.name for f in INPUT_FORMATS][:3] == ["JSON Lines", "Parquet", "Arrow IPC"]
 

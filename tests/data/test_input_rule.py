@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seqpack.cli import main
-from seqpack.data.samples import iter_chunks
-from seqpack.data.samples._examples import pretokenized
-from seqpack.errors import DataError
+from bridgepack.cli import main
+from bridgepack.data.samples import iter_chunks
+from bridgepack.data.samples._examples import pretokenized
+from bridgepack.errors import DataError
 
 MAX_ID = 2**32 - 1
 GOOD_ID = st.integers(0, MAX_ID)
@@ -55,7 +55,7 @@ def rows(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _read(path: Path) -> tuple[str, Any]:
-    """("ok", (tokens, mask)) or ("error", message) from seqpack's ingest of ``path``."""
+    """("ok", (tokens, mask)) or ("error", message) from bridgepack's ingest of ``path``."""
     try:
         [chunk] = list(iter_chunks([path]))
         examples = pretokenized(str(path), chunk)

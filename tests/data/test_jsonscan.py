@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.data.samples._jsonscan import scan_lines
+from bridgepack.data.samples._jsonscan import scan_lines
 
 json_values = st.recursive(
     st.none()

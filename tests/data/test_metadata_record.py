@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqpack.data.format import MetadataEntry, PackingMetadata, read_metadata
-from seqpack.errors import DataError
-from seqpack.packing import BRIDGE_METADATA_KEYS
+from bridgepack.data.format import MetadataEntry, PackingMetadata, read_metadata
+from bridgepack.errors import DataError
+from bridgepack.packing import BRIDGE_METADATA_KEYS
 
 _INT_KEYS = {"dataset_max_seqlen", "max_samples_per_bin", "pack_size", "min_packed_seqlen"}
 _json = st.recursive(
@@ -33,7 +33,9 @@ def entries(draw: st.DrawFn) -> dict[str, Any]:
         for key in BRIDGE_METADATA_KEYS
     }
     if draw(st.booleans()):
-        values["seqpack"] = draw(st.dictionaries(st.sampled_from(["split", "eos_id", "run_id", "x"]), _json))
+        values["bridgepack"] = draw(
+            st.dictionaries(st.sampled_from(["split", "eos_id", "run_id", "x"]), _json)
+        )
     for key in draw(st.lists(st.text(min_size=1, max_size=6), max_size=2)):
         values.setdefault(key, draw(_json))
     order = draw(st.permutations(list(values)))

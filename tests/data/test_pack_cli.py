@@ -1,4 +1,4 @@
-"""``seqpack pack`` behaviour: too-long modes, splits in one directory, --overwrite, JSON, --example."""
+"""``bridgepack pack`` behaviour: too-long modes, splits in one directory, --overwrite, JSON, --example."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import orjson
 import pytest
 
 from _support.pack_inputs import EOS, random_examples, read_rows, run, write_jsonl
-from seqpack.cli import main
-from seqpack.data.pipeline._scratch import ScratchStore
-from seqpack.data.samples import example_dataset_path
-from seqpack.errors import InputError
+from bridgepack.cli import main
+from bridgepack.data.pipeline._scratch import ScratchStore
+from bridgepack.data.samples import example_dataset_path
+from bridgepack.errors import InputError
 
 LONG = {
     "input_ids": [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, EOS],
@@ -56,7 +56,9 @@ def test_reject_is_default_and_listed(tmp_path: Path, capsys: pytest.CaptureFixt
         "reason": "too long: 10 runtime tokens > 8",
         "length": 10,
         "action": "rejected (not packed)",
-        "run_id": orjson.loads((tmp_path / "out" / "8_metadata.jsonl").read_bytes())[0]["seqpack"]["run_id"],
+        "run_id": orjson.loads((tmp_path / "out" / "8_metadata.jsonl").read_bytes())[0]["bridgepack"][
+            "run_id"
+        ],
     }
     assert sequences(tmp_path / "out" / "training_8.idx.parquet") == [([5, 6, EOS], [1, 1, 0])]
 
@@ -108,7 +110,7 @@ def test_split_covers_every_label_once(tmp_path: Path, capsys: pytest.CaptureFix
 def test_cp_derives_pad_multiple(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     summary = pack(tmp_path, capsys, "--pack-size", "16", "--cp", "2")
     meta = json.loads((tmp_path / "out" / "16_metadata.jsonl").read_text())[0]
-    assert meta["seqpack"]["pad_seq_to_mult"] == 4
+    assert meta["bridgepack"]["pad_seq_to_mult"] == 4
     assert "dataset.offline_packing_specs.pad_seq_to_mult=4" in summary["overrides"]
     # The overrides carry the topology the packs were made for, with CP's loss rules (bridge-format §8).
     assert {"model.context_parallel_size=2", "model.calculate_per_token_loss=true"} <= set(
@@ -123,7 +125,7 @@ def test_validation_split_joins_and_overwrite(tmp_path: Path, capsys: pytest.Cap
     summary = pack(tmp_path, capsys, "--pack-size", "16", "--split", "validation")
     out = tmp_path / "out"
     entries = json.loads((out / "16_metadata.jsonl").read_text())
-    assert [e["seqpack"]["split"] for e in entries] == ["training", "validation"]
+    assert [e["bridgepack"]["split"] for e in entries] == ["training", "validation"]
     assert any("packed_val_data_path" in o for o in summary["overrides"])
     source = str(tmp_path / "in.jsonl")
     code, _, err = run([source, "--out", str(out), "--pack-size", "16"], capsys)
@@ -165,7 +167,7 @@ def test_example_dataset_text_summary(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_interrupt_leaves_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from seqpack.data.pipeline import _pipeline
+    from bridgepack.data.pipeline import _pipeline
 
     def interrupted(*_args: object, **_kwargs: object) -> None:
         raise KeyboardInterrupt
@@ -236,4 +238,6 @@ def test_an_unusable_scratch_dir_is_named_as_given(
         [str(source), "--out", str(tmp_path / "out"), "-n", "8", "--scratch-dir", str(blocked / "s")], capsys
     )
     assert code == 2
-    assert err.startswith(f"error: {blocked / 's'}: cannot use the scratch store") and ".seqpack" not in err
+    assert (
+        err.startswith(f"error: {blocked / 's'}: cannot use the scratch store") and ".bridgepack" not in err
+    )

@@ -18,10 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.pack_inputs import EOS, random_examples, read_rows, write_jsonl
-from seqpack.data.format import read_metadata
-from seqpack.data.pipeline import PackOptions, TooLong, pack_files
-from seqpack.errors import UsageError
-from seqpack.packing import ALGORITHMS
+from bridgepack.data.format import read_metadata
+from bridgepack.data.pipeline import PackOptions, TooLong, pack_files
+from bridgepack.errors import UsageError
+from bridgepack.packing import ALGORITHMS
 
 Piece = tuple[tuple[int, ...], tuple[int, ...]]
 

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.pack_inputs import EOS, random_examples, read_rows, write_jsonl
-from seqpack.data.pipeline import PackOptions, TooLong, pack_files
-from seqpack.packing import ALGORITHMS
+from bridgepack.data.pipeline import PackOptions, TooLong, pack_files
+from bridgepack.packing import ALGORITHMS
 
 
 def expected_pieces(

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-import seqpack
+import bridgepack
 from _support.pack_inputs import run, write_jsonl
-from seqpack.cli._common import flag
-from seqpack.data.pipeline import InputOptions, LengthPolicy, PackOptions, PackSize, RunSettings, TooLong
-from seqpack.data.samples.text import TextOptions
-from seqpack.errors import DataError, UsageError, param
-from seqpack.packing import CostModel
+from bridgepack.cli._common import flag
+from bridgepack.data.pipeline import InputOptions, LengthPolicy, PackOptions, PackSize, RunSettings, TooLong
+from bridgepack.data.samples.text import TextOptions
+from bridgepack.errors import DataError, UsageError, param
+from bridgepack.packing import CostModel
 
 
 def test_flat_keywords_land_in_their_groups(tmp_path: Path) -> None:
@@ -115,8 +115,9 @@ CASES: list[tuple[dict[str, Any], list[str], str, str]] = [
     (
         {"cp": 4096, "tp": 64, "sequence_parallel": True},
         ["--cp", "4096", "--tp", "64", "--sequence-parallel"],
-        "cp 4096 tp 64 need a pre-padding multiple of 262144, larger than 65536, the largest seqpack writes",
-        "--cp 4096 --tp 64 need a pre-padding multiple of 262144, larger than 65536, the largest seqpack "
+        "cp 4096 tp 64 need a pre-padding multiple of 262144, larger than 65536, the largest bridgepack "
+        "writes",
+        "--cp 4096 --tp 64 need a pre-padding multiple of 262144, larger than 65536, the largest bridgepack "
         "writes",
     ),
     (
@@ -151,7 +152,7 @@ def test_errors_name_parameters_in_python_and_flags_on_the_command_line(
 ) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [{"input_ids": [5, 2]}])
     with pytest.raises(UsageError) as caught:
-        seqpack.pack(source, tmp_path / "out", 8, **keywords)
+        bridgepack.pack(source, tmp_path / "out", 8, **keywords)
     assert (str(caught.value), caught.value.exit_code) == (library, 2)
     code, _, err = run([str(source), "--out", str(tmp_path / "out"), "--pack-size", "8", *flags], capsys)
     assert (code, err) == (2, f"error: {cli}\n")
@@ -161,15 +162,15 @@ def test_errors_name_parameters_in_python_and_flags_on_the_command_line(
 def test_hints_name_the_parameter_to_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [{"input_ids": [5, 2]}])
     out = tmp_path / "out"
-    seqpack.pack(source, out, 8)
+    bridgepack.pack(source, out, 8)
     packed = out / "training_8.idx.parquet"
     with pytest.raises(UsageError) as caught:
-        seqpack.pack(source, out, 8)
+        bridgepack.pack(source, out, 8)
     assert str(caught.value) == f"{packed}: already exists (pass overwrite to replace it)"
     code, _, err = run([str(source), "--out", str(out), "--pack-size", "8"], capsys)
     assert (code, err) == (2, f"error: {packed}: already exists (pass --overwrite to replace it)\n")
     with pytest.raises(UsageError, match=r"has 1; use another out_dir directory$"):
-        seqpack.pack(source, out, 8, split="validation", seed=1)
+        bridgepack.pack(source, out, 8, split="validation", seed=1)
     code, _, err = run(
         [str(source), "--out", str(out), "--pack-size", "8", "--split", "validation", "--seed", "1"], capsys
     )

@@ -16,14 +16,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.packs import make_row, random_rows, write_packs
-from seqpack.data.packed import (
+from bridgepack.data.packed import (
     PackedBlock,
     PackedReader,
     read_legacy_npy,
     resolve_packed_paths,
     validate_block,
 )
-from seqpack.errors import DataError, InputError
+from bridgepack.errors import DataError, InputError
 
 
 def _touch_pack(path: Path) -> Path:

@@ -1,5 +1,5 @@
 """One scan of packed data (#17): the facts ``inspect``, the doctor and the trainer check come from one pass
-(:class:`seqpack.data.packed._scan.PackedScan`), equal to what a plain loop over every sequence finds."""
+(:class:`bridgepack.data.packed._scan.PackedScan`), equal to what a plain loop over every sequence finds."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _support.packs import bridge_metadata, make_row, random_rows, write_metadata, write_packs
-from seqpack.data.packed import PackedReader, PackedScan
-from seqpack.doctor import DoctorOptions, check, load_config
+from bridgepack.data.packed import PackedReader, PackedScan
+from bridgepack.doctor import DoctorOptions, check, load_config
 
 EOS = 2
 
@@ -75,7 +75,7 @@ def test_the_doctor_reads_each_row_group_once(tmp_path: Path, monkeypatch: pytes
     rows = [make_row([[5, EOS, 6, EOS], [7, EOS]], [[1, 1, 1, 0], [1, 0]]) for _ in range(3)]
     path = write_packs(tmp_path / "training_64.idx.parquet", rows, row_group_size=1)
     write_metadata(
-        tmp_path / "64_metadata.jsonl", [{**bridge_metadata(rows, 64), "seqpack": {"eos_id": EOS}}]
+        tmp_path / "64_metadata.jsonl", [{**bridge_metadata(rows, 64), "bridgepack": {"eos_id": EOS}}]
     )
     reads: list[int] = []
     original = PackedReader._read_group

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from _support.pack_inputs import read_rows, run, write_jsonl
-from seqpack.data.samples.text import eos_disagreement
-from seqpack.demo import build_tokenizer
+from bridgepack.data.samples.text import eos_disagreement
+from bridgepack.demo import build_tokenizer
 
 NEWLINE = 198  # what every row of a Qwen chat render ends with
 ROWS = [{"input_ids": [11, 12, 13, NEWLINE], "loss_mask": [0, 1, 1, 1]}, {"input_ids": [21, 22, NEWLINE]}]
@@ -29,7 +29,7 @@ def pack(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tup
     code, _, err = run(args, capsys)
     assert code == 0, err
     ids = [t for row in read_rows(out / "training_16.idx.parquet") for t in row["input_ids"]]
-    record = json.loads((out / "16_metadata.jsonl").read_text())[0]["seqpack"]
+    record = json.loads((out / "16_metadata.jsonl").read_text())[0]["bridgepack"]
     return ids, record, err
 
 
@@ -73,8 +73,8 @@ def test_a_recorded_eos_other_than_the_tokenizers_is_flagged(tokenizer_dir: Path
 
 
 def test_lengths_of_pretokenized_rows_with_a_tokenizer(tmp_path: Path, tokenizer_dir: Path) -> None:
-    """``seqpack plan`` reads lengths through the same rule: the rows' ids, not a re-tokenization."""
-    from seqpack.data.pipeline import read_lengths
+    """``bridgepack plan`` reads lengths through the same rule: the rows' ids, not a re-tokenization."""
+    from bridgepack.data.pipeline import read_lengths
 
     source = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     assert read_lengths([source], tokenizer=tokenizer_dir, workers=1, quiet=True).tolist() == [3, 2]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.data.samples import _readers, iter_chunks
+from bridgepack.data.samples import _readers, iter_chunks
 
 LINE = st.one_of(
     st.just(b""),

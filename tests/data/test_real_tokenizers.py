@@ -17,7 +17,7 @@ from _support.tokenizers import (
     llama32_tokenizer_dir,
     qwen3_tokenizer_dir,
 )
-from seqpack.data.samples.text._tokenizer import AUTO_CLASSES, _auto_class
+from bridgepack.data.samples.text._tokenizer import AUTO_CLASSES, _auto_class
 
 pytestmark = pytest.mark.network
 
@@ -56,8 +56,8 @@ def test_llama32_tokenizer_with_our_llama3_template() -> None:
 
 @pytest.mark.parametrize("tokenizer_dir", [qwen3_tokenizer_dir, llama32_tokenizer_dir], ids=["qwen", "llama"])
 def test_load_tokenizer_is_autotokenizers_tokenizer(tokenizer_dir: Any) -> None:
-    """seqpack's loader skips AutoTokenizer (and torch) but builds the very tokenizer it builds."""
-    from seqpack.data.samples.text import _tokenizer
+    """bridgepack's loader skips AutoTokenizer (and torch) but builds the very tokenizer it builds."""
+    from bridgepack.data.samples.text import _tokenizer
 
     path = tokenizer_dir()
     assert _tokenizer._auto_class(transformers, path) is not None  # the direct route is the one tested
@@ -88,7 +88,7 @@ def test_auto_classes_are_autotokenizers_choice(tmp_path: Path, name: str) -> No
 def test_text_path_does_not_import_torch() -> None:
     """A fresh process that loads a tokenizer and renders a chat never imports torch (a second of start)."""
     code = (
-        "import sys; from pathlib import Path; from seqpack.data.samples.text import load_tokenizer; "
+        "import sys; from pathlib import Path; from bridgepack.data.samples.text import load_tokenizer; "
         f"t = load_tokenizer(Path({str(qwen3_tokenizer_dir())!r})); "
         "t.apply_chat_template([{'role': 'user', 'content': 'hi'}], tokenize=False); "
         "print('torch' in sys.modules)"

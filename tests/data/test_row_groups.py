@@ -16,10 +16,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.pack_inputs import random_examples, write_jsonl
-from seqpack.data.format import HF_SCHEMA, PACKED_SCHEMA, ROW_GROUP_SIZE
-from seqpack.data.pipeline import PackOptions, pack_files
-from seqpack.data.pipeline._row_groups import RowGroupStitcher, StitchError, encode_row_group, writer_options
-from seqpack.data.pipeline._thrift_compact import ThriftError, read_struct, write_struct
+from bridgepack.data.format import HF_SCHEMA, PACKED_SCHEMA, ROW_GROUP_SIZE
+from bridgepack.data.pipeline import PackOptions, pack_files
+from bridgepack.data.pipeline._row_groups import (
+    RowGroupStitcher,
+    StitchError,
+    encode_row_group,
+    writer_options,
+)
+from bridgepack.data.pipeline._thrift_compact import ThriftError, read_struct, write_struct
 
 COMPRESSIONS = ["snappy", "zstd", "none"]
 
@@ -204,7 +209,7 @@ def test_pack_output_is_identical_for_any_number_of_workers(
 ) -> None:
     """Pre-tokenized input, several chunks and row groups: threads scan and encode, bytes do not move
     (the run id, which every run draws afresh, held equal)."""
-    monkeypatch.setattr("seqpack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32)
+    monkeypatch.setattr("bridgepack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32)
     rng = np.random.default_rng(7)
     source = write_jsonl(tmp_path / "in.jsonl", random_examples(rng, 6 * ROW_GROUP_SIZE, 8))
     outputs = []

@@ -10,10 +10,10 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from seqpack.cli import main
-from seqpack.data.format import PARQUET_RUN_ID, RUN_ID, PackingMetadata, check_run_ids
-from seqpack.data.format._runs import parquet_run_id
-from seqpack.errors import DataError
+from bridgepack.cli import main
+from bridgepack.data.format import PARQUET_RUN_ID, RUN_ID, PackingMetadata, check_run_ids
+from bridgepack.data.format._runs import parquet_run_id
+from bridgepack.errors import DataError
 
 
 def _pack(tmp_path: Path, name: str, split: str = "training", size: int = 8, *extra: str) -> Path:
@@ -59,7 +59,7 @@ def test_each_split_is_compared_with_its_own_entry(
         check_run_ids([out / "training_8.idx.parquet"], out / "8_metadata.jsonl")
     assert main(["inspect", os.fspath(out / "validation_8.idx.parquet"), "--quiet"]) == 0
     assert main(["inspect", os.fspath(out / "training_8.idx.parquet"), "--quiet"]) == 1
-    assert "come from different seqpack pack runs" in capsys.readouterr().err
+    assert "come from different bridgepack pack runs" in capsys.readouterr().err
 
 
 def _strip_parquet_run_id(path: Path) -> None:
@@ -71,7 +71,7 @@ def _strip_parquet_run_id(path: Path) -> None:
 def _strip_metadata_run_id(path: Path) -> None:
     entries = orjson.loads(path.read_bytes())
     for entry in entries:
-        del entry["seqpack"][RUN_ID]
+        del entry["bridgepack"][RUN_ID]
     path.write_bytes(orjson.dumps(entries))
 
 
@@ -108,7 +108,7 @@ def test_legacy_sets_are_read_and_partial_run_ids_refused(
     err = capsys.readouterr().err
     assert code == (0 if accepted else 1), err
     if not accepted:
-        assert "come from different seqpack pack runs" in err and "(no run id)" in err, err
+        assert "come from different bridgepack pack runs" in err and "(no run id)" in err, err
 
 
 def test_a_legacy_rejects_file_shared_by_pack_sizes_is_read_as_before(tmp_path: Path) -> None:

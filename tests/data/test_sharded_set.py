@@ -10,11 +10,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-import seqpack
+import bridgepack
 from _support.pack_inputs import random_examples, write_jsonl
 from _support.packs import random_rows, write_packs
 from _support.sharded_sets import sharded_pack
-from seqpack.data.format import (
+from bridgepack.data.format import (
     ROW_GROUP_SIZE,
     find_metadata,
     is_sharded,
@@ -22,9 +22,9 @@ from seqpack.data.format import (
     shard_filename,
     sharded_dirname,
 )
-from seqpack.data.packed import PackedSource, fingerprint_packed
-from seqpack.data.pipeline import slice_inputs
-from seqpack.fingerprint import PackedFingerprinter
+from bridgepack.data.packed import PackedSource, fingerprint_packed
+from bridgepack.data.pipeline import slice_inputs
+from bridgepack.fingerprint import PackedFingerprinter
 
 
 def test_shard_names_sort_in_pack_order_and_say_their_split_and_size(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_one_plan_over_every_slice_gives_the_local_pack_row_for_row(
     rng = np.random.default_rng(files)
     inputs = [write_jsonl(tmp_path / f"in{i}.jsonl", random_examples(rng, 900, 160)) for i in range(files)]
     options: dict[str, Any] = {"chunk_rows": 100, "pad_seq_to_mult": 2}
-    local = seqpack.pack(inputs, tmp_path / "local", 128, **options)
+    local = bridgepack.pack(inputs, tmp_path / "local", 128, **options)
     result = sharded_pack(inputs, tmp_path / "sharded", shards, **options)
     shard_files = sorted(result.packed_path.glob("*.parquet"))
     assert len(shard_files) == min(shards, -(-local.num_packs // ROW_GROUP_SIZE)) > 1

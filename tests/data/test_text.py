@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from _support.pack_inputs import read_rows, run, write_jsonl
-from seqpack.data.samples import iter_chunks
-from seqpack.data.samples.text import ResolvedText, tokenize_chunk
-from seqpack.demo import build_tokenizer
+from bridgepack.data.samples import iter_chunks
+from bridgepack.data.samples.text import ResolvedText, tokenize_chunk
+from bridgepack.demo import build_tokenizer
 
 TEXTS = ["what is two plus two ?", "it is four .", "hello there", "hi , how can I help ?", "be brief ."]
 
@@ -75,7 +75,7 @@ def test_chat_mask_covers_assistant_turns_only(tmp_path: Path, tokenizer_dir: Pa
 def prompt_completion_args(
     source: Path, out: Path, tokenizer_dir: Path, workers: str, chunk_rows: str | None
 ) -> list[str]:
-    """``seqpack pack`` arguments for prompt-completion JSONL into packs of 64 (``chunk_rows=None``: the
+    """``bridgepack pack`` arguments for prompt-completion JSONL into packs of 64 (``chunk_rows=None``: the
     default)."""
     args = [str(source), "--out", str(out), "--pack-size", "64", "--tokenizer", str(tokenizer_dir)]
     args += ["--prompt-field", "prompt", "--completion-field", "completion", "--workers", workers]
@@ -94,8 +94,8 @@ def random_prompt_completions(path: Path, n: int, seed: int) -> Path:
 def packed_bytes(
     args: list[str], out: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> bytes:
-    """The packed file ``seqpack pack args`` writes (the run id, drawn afresh per run, held fixed)."""
-    monkeypatch.setattr("seqpack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32)
+    """The packed file ``bridgepack pack args`` writes (the run id, drawn afresh per run, held fixed)."""
+    monkeypatch.setattr("bridgepack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32)
     code, _, err = run(args, capsys)
     assert code == 0, err
     return (out / "training_64.idx.parquet").read_bytes()
@@ -133,7 +133,7 @@ def test_killed_worker_fails_with_its_range(
 ) -> None:
     import os
 
-    from seqpack.data.samples import _ingest
+    from bridgepack.data.samples import _ingest
 
     real = _ingest.tokenize_chunk
 
@@ -154,9 +154,9 @@ def test_killed_worker_fails_with_its_range(
 
 
 def test_text_chunks_default_smaller_than_token_id_chunks() -> None:
-    from seqpack.data.samples import chunk_rows_for
-    from seqpack.data.samples._ingest import TEXT_CHUNK_ROWS
-    from seqpack.data.samples._readers import DEFAULT_CHUNK_ROWS
+    from bridgepack.data.samples import chunk_rows_for
+    from bridgepack.data.samples._ingest import TEXT_CHUNK_ROWS
+    from bridgepack.data.samples._readers import DEFAULT_CHUNK_ROWS
 
     spec = ResolvedText("tok", 0)
     assert (chunk_rows_for(None, None), chunk_rows_for(spec, None)) == (DEFAULT_CHUNK_ROWS, TEXT_CHUNK_ROWS)

@@ -4,7 +4,7 @@ with the real Qwen3 and Llama 3.2 tokenizers (``_support/bridge_text.py`` runs B
 Bridge side: ``ChatSFTPreprocessingConfig(loss_mode=...)`` through ``tokenize_dataset`` (its examples) and
 ``GPTSFTDatasetBuilder.prepare_data`` (packed Parquet + metadata), the template override as
 ``TokenizerConfig.chat_template_path`` and dataset-wide tools as ``dataset_kwargs["tool_schemas"]``.
-seqpack side: its text step plus compat shaping, and the whole ``seqpack pack --bridge-compat`` CLI.
+bridgepack side: its text step plus compat shaping, and the whole ``bridgepack pack --bridge-compat`` CLI.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from _support.tokenizers import (
     qwen3_with_family_tokens,
     template_path,
 )
-from seqpack.data.pipeline._shape import Shaping, shape
-from seqpack.data.samples import iter_chunks
-from seqpack.data.samples.text import ResolvedText, load_tokenizer, tokenize_chunk
-from seqpack.data.samples.text._settings import ChatOptions
-from seqpack.demo._resources import dataset_path
-from seqpack.errors import DataError
+from bridgepack.data.pipeline._shape import Shaping, shape
+from bridgepack.data.samples import iter_chunks
+from bridgepack.data.samples.text import ResolvedText, load_tokenizer, tokenize_chunk
+from bridgepack.data.samples.text._settings import ChatOptions
+from bridgepack.demo._resources import dataset_path
+from bridgepack.errors import DataError
 
 pytestmark = pytest.mark.network
 
@@ -48,7 +48,7 @@ def chat_spec(
     loss_mode: str | None = None,
     tools: list[Any] | None = None,
 ) -> ResolvedText:
-    """seqpack's compat settings for Bridge's ``ChatSFTPreprocessingConfig(loss_mode)``."""
+    """bridgepack's compat settings for Bridge's ``ChatSFTPreprocessingConfig(loss_mode)``."""
     text = None if template is None else template.read_text()
     chat = ChatOptions(template=text, tool_schemas=tools, compat=True)
     return ResolvedText(
@@ -59,7 +59,7 @@ def chat_spec(
 def ours(
     jsonl: Path, spec: ResolvedText, max_len: int = 4096, mult: int = 1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """seqpack's compat examples as the pipeline stores them: flat ids, flat mask, row lengths."""
+    """bridgepack's compat examples as the pipeline stores them: flat ids, flat mask, row lengths."""
     parts = []
     for chunk in iter_chunks([jsonl], 32):
         ex = tokenize_chunk(str(jsonl), chunk, spec)
@@ -89,7 +89,7 @@ def mismatched_rows(
 
 
 def accepted_rows(rows: list[dict[str, Any]], tmp: Path, spec: ResolvedText) -> list[dict[str, Any]]:
-    """The rows seqpack turns into examples one by one (the others are Bridge refusals, tested apart)."""
+    """The rows bridgepack turns into examples one by one (the others are Bridge refusals, tested apart)."""
     kept = []
     for row in rows:
         path = write_jsonl(tmp / "one.jsonl", [row])
@@ -155,7 +155,7 @@ def test_sentencepiece_style_tokenizer_with_its_own_template_equals_bridge(
     bridge_text: Any, trained_tokenizers: dict[str, Path], tmp_path: Path, loss_mode: str | None
 ) -> None:
     """A SentencePiece-style tokenizer (a "▁" before every text segment, byte fallback) whose own ChatML
-    template Bridge masks by its markers: the rows seqpack accepts are Bridge's, and it refuses the rest
+    template Bridge masks by its markers: the rows bridgepack accepts are Bridge's, and it refuses the rest
     (the marker's newline merges with the turn's first characters there, as with ChatML on Llama)."""
     tokenizer = trained_tokenizers["metaspace"]
     spec = chat_spec(tokenizer, loss_mode=loss_mode)
@@ -188,7 +188,7 @@ def test_other_template_families_equal_bridge(
     template = template_path(family)
     spec = chat_spec(family_tokenizer, template, loss_mode)
     rows = chat_rows(seed=len(family), n=40)
-    # Harmony: Bridge (and seqpack) refuse a few rows, e.g. an empty user turn before an assistant turn
+    # Harmony: Bridge (and bridgepack) refuse a few rows, e.g. an empty user turn before an assistant turn
     kept = accepted_rows(rows, tmp_path, spec) if family == "harmony" else rows
     assert len(kept) > len(rows) * 3 // 4
     jsonl = write_jsonl(tmp_path / "chat.jsonl", kept)
@@ -289,7 +289,8 @@ def test_rows_bridge_refuses_are_refused_with_their_line(
 def test_compat_pack_equals_bridges_prepare_data(
     bridge_text: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Packed Parquet rows and metadata: Bridge's ``prepare_data`` vs ``seqpack pack --bridge-compat``, with a
+    """Packed Parquet rows and metadata: Bridge's ``prepare_data`` vs ``bridgepack pack --bridge-compat``,
+    with a
     pad multiple (long rows truncated and pre-padded as Bridge does) and with 1 (long rows dropped)."""
     tokenizer = qwen3_tokenizer_dir()
     jsonl = write_jsonl(tmp_path / "chat.jsonl", chat_rows(seed=9, n=90))
@@ -314,7 +315,7 @@ def test_compat_pack_equals_bridges_prepare_data(
         assert mine == theirs
         bridge_meta = json.loads(metadata.read_text())
         our_meta = json.loads((out / f"{seq}_metadata.jsonl").read_text())
-        assert [{k: v for k, v in m.items() if k != "seqpack"} for m in our_meta] == bridge_meta
+        assert [{k: v for k, v in m.items() if k != "bridgepack"} for m in our_meta] == bridge_meta
 
 
 GENERATION_CHATML = (
@@ -348,9 +349,10 @@ def test_generation_blocks_with_known_markers(
 
 
 def test_generation_template_without_known_markers(bridge_text: Any, tmp_path: Path) -> None:
-    """seqpack's toy tokenizer: its template marks answers with ``{% generation %}`` and belongs to no family
+    """bridgepack's toy tokenizer: its template marks answers with ``{% generation %}`` and belongs to no
+    family
     Bridge knows, so the mask is Hugging Face's alone (the demo's path)."""
-    from seqpack.demo import build_tokenizer
+    from bridgepack.demo import build_tokenizer
 
     rows = chat_rows(seed=6, n=30, reasoning=False, tools=False)
     turns = [

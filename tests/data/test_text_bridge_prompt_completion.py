@@ -3,8 +3,8 @@ for pack, with the real Qwen3 and Llama 3.2 tokenizers (``_support/bridge_text.p
 
 Bridge side: ``PromptCompletionSFTPreprocessingConfig(input, output, separator=" ", ...)`` through
 ``tokenize_dataset`` (examples, pre-padded when the pad multiple is > 1) and ``GPTSFTDatasetBuilder
-.prepare_data`` (packed Parquet + metadata). seqpack side: its text step plus its compat shaping, and the
-whole ``seqpack pack --bridge-compat`` CLI.
+.prepare_data`` (packed Parquet + metadata). bridgepack side: its text step plus its compat shaping, and the
+whole ``bridgepack pack --bridge-compat`` CLI.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from _support.bridge_text import RECIPE_PROMPT_COMPLETION, BridgeRefused, TextCa
 from _support.pack_inputs import run
 from _support.text_rows import prompt_completion_rows, write_rows
 from _support.tokenizers import llama32_tokenizer_dir, qwen3_tokenizer_dir
-from seqpack.data.pipeline._shape import Shaping, shape
-from seqpack.data.samples import iter_chunks
-from seqpack.data.samples.text import ResolvedText, load_tokenizer, tokenize_chunk, tokenizer_eos_id
-from seqpack.data.samples.text._tokenizer import is_space_sensitive
-from seqpack.errors import SeqpackError
-from seqpack.packing import BRIDGE_DEFAULT_SEED
+from bridgepack.data.pipeline._shape import Shaping, shape
+from bridgepack.data.samples import iter_chunks
+from bridgepack.data.samples.text import ResolvedText, load_tokenizer, tokenize_chunk, tokenizer_eos_id
+from bridgepack.data.samples.text._tokenizer import is_space_sensitive
+from bridgepack.errors import BridgepackError
+from bridgepack.packing import BRIDGE_DEFAULT_SEED
 
 pytestmark = pytest.mark.network
 
@@ -39,7 +39,7 @@ TOKENIZERS = {"qwen3": qwen3_tokenizer_dir, "llama32": llama32_tokenizer_dir}
 
 
 def text_spec(tokenizer: Path, options: Mapping[str, Any], max_length: int | None) -> ResolvedText:
-    """seqpack's compat settings for Bridge's ``PromptCompletionSFTPreprocessingConfig(**options)``."""
+    """bridgepack's compat settings for Bridge's ``PromptCompletionSFTPreprocessingConfig(**options)``."""
     settings = {**RECIPE_PROMPT_COMPLETION, **options}
     settings["prompt_field"] = settings.pop("prompt_column")
     settings["completion_field"] = settings.pop("completion_column")
@@ -48,8 +48,8 @@ def text_spec(tokenizer: Path, options: Mapping[str, Any], max_length: int | Non
     return ResolvedText(str(tokenizer), eos, max_length=max_length, allow_missing_completion=True, **settings)
 
 
-def seqpack_examples(jsonl: Path, spec: ResolvedText, max_len: int, mult: int) -> list[Example]:
-    """seqpack's compat examples as the pipeline stores them (text step, then compat shaping)."""
+def bridgepack_examples(jsonl: Path, spec: ResolvedText, max_len: int, mult: int) -> list[Example]:
+    """bridgepack's compat examples as the pipeline stores them (text step, then compat shaping)."""
     out: list[Example] = []
     for chunk in iter_chunks([jsonl], 64):
         ex = tokenize_chunk(str(jsonl), chunk, spec)
@@ -98,7 +98,7 @@ def test_compat_examples_equal_bridge(
     case = TextCase(jsonl, tokenizer, options=settings, seq_length=seq_length, pad_seq_to_mult=mult)
     want = bridge_text.examples(case)
     spec = text_spec(tokenizer, options, seq_length + int(mult > 1))
-    ours = seqpack_examples(jsonl, spec, seq_length, mult)
+    ours = bridgepack_examples(jsonl, spec, seq_length, mult)
     assert differences(ours, want) == []
     long = sum(len(b["input_ids"]) >= seq_length for b in want)
     assert seq_length > 900 or long > 0  # the short cases really truncate
@@ -110,12 +110,12 @@ def test_negative_controls_are_caught(bridge_text: Any, tmp_path: Path) -> None:
     jsonl = write_rows(tmp_path / "rows.jsonl", prompt_completion_rows(40, seed=1))
     want = bridge_text.examples(TextCase(jsonl, tokenizer))
     spec = text_spec(tokenizer, {}, None)
-    ours = seqpack_examples(jsonl, spec, 4096, 1)
+    ours = bridgepack_examples(jsonl, spec, 4096, 1)
     assert differences(ours, want) == []
     flipped = [(ids, list(mask)) for ids, mask in ours]
     flipped[17][1][3] ^= 1
     assert len(differences(flipped, want)) == 1
-    no_space = seqpack_examples(jsonl, replace(spec, separator=""), 4096, 1)
+    no_space = bridgepack_examples(jsonl, replace(spec, separator=""), 4096, 1)
     assert len(differences(no_space, want)) > len(want) // 2
 
 
@@ -135,8 +135,8 @@ def test_compat_refuses_what_bridge_refuses(
     jsonl = write_rows(tmp_path / "rows.jsonl", [{"input": "ok", "output": "fine"}, jsonl_row])
     with pytest.raises(BridgeRefused):
         bridge_text.examples(TextCase(jsonl, tokenizer, options={**RECIPE_PROMPT_COMPLETION, **options}))
-    with pytest.raises(SeqpackError, match=r"rows\.jsonl:2|token"):
-        seqpack_examples(jsonl, text_spec(tokenizer, options, 2048), 2048, 1)
+    with pytest.raises(BridgepackError, match=r"rows\.jsonl:2|token"):
+        bridgepack_examples(jsonl, text_spec(tokenizer, options, 2048), 2048, 1)
 
 
 @pytest.mark.parametrize(("name", "pack_size", "mult"), [("qwen3", 128, 1), ("llama32", 96, 4)])
@@ -150,7 +150,7 @@ def test_compat_pack_equals_bridge_prepare_data(
     # the seed Bridge's recipe presets set (GPTSFTDatasetConfig(seed=5678)), compat's default
     case = TextCase(jsonl, tokenizer, seq_length=pack_size, pad_seq_to_mult=mult, seed=BRIDGE_DEFAULT_SEED)
     bridge_parquet, bridge_meta = bridge_text.pack(case, tmp_path / "bridge", pack_size)
-    out = tmp_path / "seqpack"
+    out = tmp_path / "bridgepack"
     args = [str(jsonl), "--out", str(out), "--pack-size", str(pack_size), "--bridge-compat"]
     args += ["--tokenizer", str(tokenizer), "--prompt-field", "input", "--completion-field", "output"]
     args += ["--pad-seq-to-mult", str(mult), "--workers", "2", "--chunk-rows", "32"]
@@ -166,7 +166,7 @@ def test_compat_pack_equals_bridge_prepare_data(
     entry = json.loads((out / f"{pack_size}_metadata.jsonl").read_text())[0]
     (expected,) = json.loads(bridge_meta.read_text())
     assert {k: entry[k] for k in expected} == expected
-    record = entry["seqpack"]
+    record = entry["bridgepack"]
     assert record["seed"] == BRIDGE_DEFAULT_SEED == 5678
     libraries = ("transformers", "tokenizers", "jinja2")
     assert record["text"]["versions"] == {k: bridge_text.versions[k] for k in libraries}
@@ -211,7 +211,7 @@ def test_other_tokenizer_kinds_equal_bridge(
         TextCase(jsonl, tokenizer, options=settings, seq_length=seq_length, pad_seq_to_mult=mult)
     )
     spec = text_spec(tokenizer, options, seq_length + int(mult > 1))
-    assert differences(seqpack_examples(jsonl, spec, seq_length, mult), want) == []
+    assert differences(bridgepack_examples(jsonl, spec, seq_length, mult), want) == []
     loaded = load_tokenizer(tokenizer)
     # neither is space-sensitive: the SentencePiece-style one puts its own "▁" before every text
     assert not is_space_sensitive(loaded)
@@ -223,12 +223,12 @@ def test_tokenizer_without_eos_packs_with_its_sep_as_bridge_does(
     bridge_text: Any, trained_tokenizers: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Megatron-Core's tokenizer reports a SEP-only tokenizer's ``[SEP]`` as its EOS: Bridge ends examples
-    and pads packs with it, so ``seqpack pack`` takes it too (it used to ask for ``--eos-id``)."""
+    and pads packs with it, so ``bridgepack pack`` takes it too (it used to ask for ``--eos-id``)."""
     tokenizer = trained_tokenizers["wordpiece"]
     jsonl = write_rows(tmp_path / "rows.jsonl", rows_with_a_prompt(80, seed=5))
     case = TextCase(jsonl, tokenizer, seq_length=64, pad_seq_to_mult=4, seed=BRIDGE_DEFAULT_SEED)
     bridge_parquet, bridge_meta = bridge_text.pack(case, tmp_path / "bridge", 64)
-    out = tmp_path / "seqpack"
+    out = tmp_path / "bridgepack"
     args = [str(jsonl), "--out", str(out), "-n", "64", "--bridge-compat", "--tokenizer", str(tokenizer)]
     code, _, err = run([*args, "--pad-seq-to-mult", "4"], capsys)
     assert code == 0, err
@@ -240,7 +240,7 @@ def test_tokenizer_without_eos_packs_with_its_sep_as_bridge_does(
     (expected,) = json.loads(bridge_meta.read_text())
     assert {k: entry[k] for k in expected} == expected
     sep = load_tokenizer(tokenizer).sep_token_id
-    assert (entry["seqpack"]["eos_id"], entry["seqpack"]["eos_source"]) == (sep, "tokenizer")
+    assert (entry["bridgepack"]["eos_id"], entry["bridgepack"]["eos_source"]) == (sep, "tokenizer")
 
 
 TEXT = st.text(
@@ -258,7 +258,7 @@ def test_random_text_equals_bridge(
     tokenizer = TOKENIZERS[name]()
     jsonl = write_rows(tmp_path / f"random-{name}.jsonl", rows)
     want = bridge_text.examples(TextCase(jsonl, tokenizer, seq_length=64))
-    assert differences(seqpack_examples(jsonl, text_spec(tokenizer, {}, 64), 64, 1), want) == []
+    assert differences(bridgepack_examples(jsonl, text_spec(tokenizer, {}, 64), 64, 1), want) == []
 
 
 def test_missing_completion_is_empty_as_in_bridges_packing(bridge_text: Any, tmp_path: Path) -> None:
@@ -268,5 +268,5 @@ def test_missing_completion_is_empty_as_in_bridges_packing(bridge_text: Any, tmp
     rows = [{"input": "Name a colour.", "output": "Blue"}, {"input": "Only a prompt"}]
     jsonl = write_rows(tmp_path / "rows.jsonl", rows)
     want = bridge_text.examples(TextCase(jsonl, tokenizer))
-    assert differences(seqpack_examples(jsonl, text_spec(tokenizer, {}, 2048), 2048, 1), want) == []
+    assert differences(bridgepack_examples(jsonl, text_spec(tokenizer, {}, 2048), 2048, 1), want) == []
     assert want[1]["loss_mask"][-2:] == [1, 1]  # the separator's space and the EOS are the targets

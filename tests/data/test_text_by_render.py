@@ -1,4 +1,4 @@
-"""Chat templates Bridge 0.6.2 has no markers for, in seqpack's default mode: assistant turns found by
+"""Chat templates Bridge 0.6.2 has no markers for, in bridgepack's default mode: assistant turns found by
 rendering (``_chat/_by_render.py``), checked against the row (``_chat/_self_check.py``), refused per row
 with a reason when the template is not prefix-consistent, or found by explicit markers; real tokenizers.
 
@@ -18,11 +18,11 @@ import pytest
 from _support.family_templates import SPECIAL_MARKERS, plain
 from _support.pack_inputs import run, write_jsonl
 from _support.tokenizers import qwen3_tokenizer_dir, qwen3_with_family_tokens
-from seqpack.data.samples import iter_chunks
-from seqpack.data.samples.text import ResolvedText, load_tokenizer, tokenize_chunk
-from seqpack.data.samples.text._chat import _by_render
-from seqpack.data.samples.text._settings import ChatOptions
-from seqpack.errors import UsageError
+from bridgepack.data.samples import iter_chunks
+from bridgepack.data.samples.text import ResolvedText, load_tokenizer, tokenize_chunk
+from bridgepack.data.samples.text._chat import _by_render
+from bridgepack.data.samples.text._settings import ChatOptions
+from bridgepack.errors import UsageError
 
 pytestmark = pytest.mark.network
 
@@ -214,7 +214,7 @@ def test_pack_cli_records_the_path_and_lists_refused_rows(
     """The whole CLI on the rendering path with CP pre-padding and ``--too-long truncate``: the summary and
     its JSON name the path, the rejects file lists the refused row with its reason, ``inspect --decode``
     says how the masks were found."""
-    from seqpack.cli import main
+    from bridgepack.cli import main
 
     template = tmp_path / "last_reasoning.jinja"
     template.write_text(plain("last_reasoning"))
@@ -274,7 +274,7 @@ def test_deepseek_and_mistral_files_decode_to_exactly_the_assistant_text(
     """A DeepSeek-style and a Mistral-style file packed in the default mode: ``inspect --decode`` shows the
     trained pieces to be each answer and its end marker, nothing else."""
     from _support.tokenizers import deepseek_tokenizer_dir, llama32_tokenizer_dir
-    from seqpack.cli import main
+    from bridgepack.cli import main
 
     tok = {"deepseek": deepseek_tokenizer_dir, "llama32": llama32_tokenizer_dir}[tokenizer]()
     template = tmp_path / f"{family}.jinja"

@@ -1,4 +1,4 @@
-"""Proof of the rendering path across model families: seqpack's default mode on a plain template gives, row
+"""Proof of the rendering path across model families: bridgepack's default mode on a plain template gives, row
 for row, the ids and loss masks Megatron-Bridge 0.6.2's own text path gives on the same template with
 ``{% generation %}`` around exactly what each assistant turn adds after its generation prompt.
 
@@ -8,7 +8,7 @@ with the families' markers added as special tokens -- so each family runs with i
 and as plain text. Rows: ``_support/chat_rows.py`` (three schemas, system turns, tools with tool calls and
 tool answers, reasoning, Chinese, code, empty and whitespace-edged content, long conversations).
 
-A row seqpack refuses (the template is not prefix-consistent for it) is left out of the comparison and its
+A row bridgepack refuses (the template is not prefix-consistent for it) is left out of the comparison and its
 reason checked; the DeepSeek-, Mistral- and Phi-3-style files refuse none.
 """
 
@@ -31,9 +31,9 @@ from _support.tokenizers import (
     qwen3_tokenizer_dir,
     qwen3_with_family_tokens,
 )
-from seqpack.data.samples import iter_chunks
-from seqpack.data.samples.text import ResolvedText, load_tokenizer, tokenize_chunk
-from seqpack.data.samples.text._settings import ChatOptions
+from bridgepack.data.samples import iter_chunks
+from bridgepack.data.samples.text import ResolvedText, load_tokenizer, tokenize_chunk
+from bridgepack.data.samples.text._settings import ChatOptions
 
 pytestmark = pytest.mark.network
 
@@ -87,10 +87,10 @@ def tokenizers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-def seqpack_examples(
+def bridgepack_examples(
     jsonl: Path, spec: ResolvedText
 ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, str]]:
-    """seqpack's examples by JSONL line, and the refused lines' reasons."""
+    """bridgepack's examples by JSONL line, and the refused lines' reasons."""
     kept, refused = {}, {}
     for chunk in iter_chunks([jsonl], 32):
         ex = tokenize_chunk(str(jsonl), chunk, spec)
@@ -121,7 +121,7 @@ def test_rendering_equals_bridge_on_the_annotated_template(
     reference.write_text(annotated(family))
     chat = ChatOptions(template=plain(family), tool_schemas=schemas)
     eos = int(load_tokenizer(tok).eos_token_id)
-    kept, refused = seqpack_examples(jsonl, ResolvedText(str(tok), eos, loss_mode=loss_mode, chat=chat))
+    kept, refused = bridgepack_examples(jsonl, ResolvedText(str(tok), eos, loss_mode=loss_mode, chat=chat))
     options = {} if loss_mode is None else {"loss_mode": loss_mode}
     kwargs = None if schemas is None else {"tool_schemas": schemas}
     case = TextCase(jsonl, tok, kind="chat", options=options, chat_template=reference, dataset_kwargs=kwargs)

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from _support.pack_inputs import run, write_jsonl
-from seqpack.data.samples import iter_chunks
-from seqpack.data.samples.text import ResolvedText, tokenize_chunk
-from seqpack.data.samples.text._settings import ChatOptions
-from seqpack.demo import build_tokenizer
-from seqpack.errors import DataError
+from bridgepack.data.samples import iter_chunks
+from bridgepack.data.samples.text import ResolvedText, tokenize_chunk
+from bridgepack.data.samples.text._settings import ChatOptions
+from bridgepack.demo import build_tokenizer
+from bridgepack.errors import DataError
 
 TEXTS = ["be brief .", "what is two plus two ?", "it is four .", "hello there", "hi"]
 
@@ -135,7 +135,7 @@ def test_cli_chat_options_and_workers(
     tmp_path: Path, toy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
-        "seqpack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32
+        "bridgepack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32
     )  # drawn afresh per run
     rows = [
         {
@@ -165,7 +165,7 @@ def test_cli_chat_options_and_workers(
         assert code == 0, err
         outputs.append((out / "training_64.idx.parquet").read_bytes())
     assert outputs[0] == outputs[1]
-    record = json.loads((tmp_path / "out1" / "64_metadata.jsonl").read_text())[0]["seqpack"]["text"]
+    record = json.loads((tmp_path / "out1" / "64_metadata.jsonl").read_text())[0]["bridgepack"]["text"]
     assert record["format"] == "chat" and record["loss_mode"] == "last_turn"
     assert record["chat_template_sha256"] is None
 
@@ -214,8 +214,8 @@ def test_fast_render_is_the_tokenizers_render_and_steps_aside_when_it_differs(
 ) -> None:
     from transformers import AutoTokenizer
 
-    from seqpack.data.samples.text._chat._jinja import FastTemplate
-    from seqpack.data.samples.text._chat._render import Renderer
+    from bridgepack.data.samples.text._chat._jinja import FastTemplate
+    from bridgepack.data.samples.text._chat._render import Renderer
 
     tok = AutoTokenizer.from_pretrained(str(toy), local_files_only=True)
     template = "{% for m in messages %}{{ m.role.upper() }}:{{ m.content.strip() }}"
@@ -249,7 +249,7 @@ def test_fast_render_is_the_tokenizers_render_and_steps_aside_when_it_differs(
     assert renderer.render(prefixes, tools) == hf(prefixes)  # messages prepared once, reused
     assert renderer._fast is not None  # the texts above are the fast path's: it agreed, so it stayed on
     monkeypatch.setattr(FastTemplate, "render", lambda self, conversation, tools: "not the same")
-    from seqpack.data.samples.text._chat import _jinja as _chat_jinja
+    from bridgepack.data.samples.text._chat import _jinja as _chat_jinja
 
     monkeypatch.setattr(_chat_jinja, "_CACHE", {})
     assert Renderer(tok, template).render(convs, tools) == want

@@ -21,8 +21,8 @@ import pytest
 from _support.chat_rows import chat_rows
 from _support.pack_inputs import write_jsonl
 from _support.text_rows import prompt_completion_rows
-from seqpack.cli import main
-from seqpack.demo import build_tokenizer
+from bridgepack.cli import main
+from bridgepack.demo import build_tokenizer
 
 pytest.importorskip("transformers")
 

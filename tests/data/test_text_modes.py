@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from _support.pack_inputs import read_rows, run, write_jsonl
-from seqpack.cli import main
-from seqpack.demo import build_tokenizer
+from bridgepack.cli import main
+from bridgepack.demo import build_tokenizer
 
 WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
@@ -28,7 +28,7 @@ def pack(source: Path, out: Path, tokenizer: Path, *extra: str) -> list[str]:
 def outcome(out: Path) -> tuple[list[dict[str, list[int]]], list[dict[str, object]], dict[str, object]]:
     rows = read_rows(out / "training_16.idx.parquet")
     rejects = [json.loads(line) for line in (out / "rejects_training_16.jsonl").read_text().splitlines()]
-    record = json.loads((out / "16_metadata.jsonl").read_text())[0]["seqpack"]
+    record = json.loads((out / "16_metadata.jsonl").read_text())[0]["bridgepack"]
     return rows, rejects, record
 
 

@@ -1,4 +1,5 @@
-"""A tokenizer directory seqpack cannot prove real is refused where it is loaded, before anything is written
+"""A tokenizer directory bridgepack cannot prove real is refused where it is loaded, before anything is
+written
 (issue #29 item 1): no vocabulary, a vocabulary far smaller than the ids its files declare, added tokens
 beyond it. The variants are made from the real Qwen3 and Llama 3.2 tokenizer directories."""
 
@@ -14,10 +15,10 @@ import pytest
 
 from _support.pack_inputs import write_jsonl
 from _support.tokenizers import TOKENIZER_WHEELS, llama32_tokenizer_dir, qwen3_tokenizer_dir
-from seqpack.cli import main
-from seqpack.data.samples.text import load_tokenizer
-from seqpack.doctor import DoctorOptions, check, load_config
-from seqpack.errors import InputError
+from bridgepack.cli import main
+from bridgepack.data.samples.text import load_tokenizer
+from bridgepack.doctor import DoctorOptions, check, load_config
+from bridgepack.errors import InputError
 
 pytestmark = pytest.mark.network
 pytest.importorskip("transformers")

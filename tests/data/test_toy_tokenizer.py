@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seqpack.demo import build_tokenizer
+from bridgepack.demo import build_tokenizer
 
 TEXTS = ["406 plus 199 is 605 .", "Sort these numbers : 43 7"]
 

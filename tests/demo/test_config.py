@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seqpack.data.pipeline import PackOptions, TooLong, pack_files
-from seqpack.demo import EXPECTED_FINDING, QUICK, Layout, build_tokenizer, config_path, dataset_path
-from seqpack.demo._steps import conversation_texts, doctor
-from seqpack.doctor import DoctorOptions, apply_overrides, check, load_config, suggest_fixes
+from bridgepack.data.pipeline import PackOptions, TooLong, pack_files
+from bridgepack.demo import EXPECTED_FINDING, QUICK, Layout, build_tokenizer, config_path, dataset_path
+from bridgepack.demo._steps import conversation_texts, doctor
+from bridgepack.doctor import DoctorOptions, apply_overrides, check, load_config, suggest_fixes
 
 OPTIONS = DoctorOptions(world_size=1)
 

@@ -1,4 +1,5 @@
-"""``seqpack demo --quick`` end to end: the files, the self-contained report, the summary, the exit codes."""
+"""``bridgepack demo --quick`` end to end: the files, the self-contained report, the summary, the exit
+codes."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ import orjson
 import pytest
 
 from _support import doc_pages, fenced_blocks
-from seqpack.cli import main
-from seqpack.curves import read_curves
-from seqpack.data.packed import PackedReader
-from seqpack.demo import STEPS, DemoResult, Layout, StepResult
-from seqpack.demo._layout import prepare_out_dir
-from seqpack.errors import UsageError
+from bridgepack.cli import main
+from bridgepack.curves import read_curves
+from bridgepack.data.packed import PackedReader
+from bridgepack.demo import STEPS, DemoResult, Layout, StepResult
+from bridgepack.demo._layout import prepare_out_dir
+from bridgepack.errors import UsageError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 STEP_NAMES = [name for name, _ in STEPS]
@@ -59,7 +60,7 @@ def test_quick_run_passes_and_writes_every_file(json_run: tuple[int, dict[str, A
         layout.summary,
     ):
         assert path.is_file(), path
-    assert not list(out.rglob(".seqpack-tmp-*"))
+    assert not list(out.rglob(".bridgepack-tmp-*"))
 
 
 def test_summary_json(json_run: tuple[int, dict[str, Any], Path]) -> None:
@@ -90,7 +91,7 @@ def test_summary_json(json_run: tuple[int, dict[str, Any], Path]) -> None:
 
 
 def test_data_and_logs_are_real_outputs(json_run: tuple[int, dict[str, Any], Path]) -> None:
-    """The packs are Bridge packed Parquet and the logs are Megatron-LM lines seqpack curves reads."""
+    """The packs are Bridge packed Parquet and the logs are Megatron-LM lines bridgepack curves reads."""
     _, doc, out = json_run
     steps = {s["name"]: s["data"] for s in doc["steps"]}
     reader = PackedReader(out / steps["pack"]["packed"], validate=True)
@@ -208,9 +209,9 @@ def test_the_pages_quick_run_and_a_second_run_into_its_folder(
 def test_without_out_the_demo_writes_a_new_folder_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """No --out: the folder the run prepares is a new seqpack-demo-<time> in the working directory (stopped
+    """No --out: the folder the run prepares is a new bridgepack-demo-<time> in the working directory (stopped
     there: the steps are the other tests' business)."""
-    from seqpack.demo import _run
+    from bridgepack.demo import _run
 
     prepared: list[Path] = []
 
@@ -223,7 +224,7 @@ def test_without_out_the_demo_writes_a_new_folder_here(
     assert main(["demo", "--quick", "--quiet"]) == 2
     assert "stopped by the test" in capsys.readouterr().err
     (out,) = prepared
-    assert out.resolve().parent == tmp_path.resolve() and out.name.startswith("seqpack-demo-")
+    assert out.resolve().parent == tmp_path.resolve() and out.name.startswith("bridgepack-demo-")
     assert not out.exists()
 
 
@@ -249,8 +250,8 @@ def test_out_dir_rules(tmp_path: Path) -> None:
 
 def test_a_failed_step_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The exit code follows the steps: one that did not do what it should makes the demo exit 1."""
-    from seqpack.cli import demo as cli_demo
-    from seqpack.demo import QUICK
+    from bridgepack.cli import demo as cli_demo
+    from bridgepack.demo import QUICK
 
     def fake_run(options: Any, reporter: Any) -> DemoResult:
         result = DemoResult(layout=Layout(tmp_path, QUICK.pack_size), sizes=QUICK, threads=1)
@@ -269,8 +270,8 @@ def test_bad_threads_is_usage_error(tmp_path: Path) -> None:
 
 def test_report_of_a_run_that_stopped_early(tmp_path: Path) -> None:
     """A run that ended early (interrupted, or a step that failed) still renders, and says so."""
-    from seqpack.demo import QUICK
-    from seqpack.demo._report import render_packing_png, render_report
+    from bridgepack.demo import QUICK
+    from bridgepack.demo._report import render_packing_png, render_report
 
     result = DemoResult(layout=Layout(tmp_path, QUICK.pack_size), sizes=QUICK, threads=1, interrupted=True)
     result.steps.append(StepResult("tokenizer", True, 0.1, "85 tokens"))
@@ -283,13 +284,13 @@ def test_report_of_a_run_that_stopped_early(tmp_path: Path) -> None:
 
 
 def test_default_out_dir_is_new(tmp_path: Path) -> None:
-    from seqpack.demo import default_out_dir
+    from bridgepack.demo import default_out_dir
 
     first = default_out_dir(tmp_path)
     first.mkdir()
     second = default_out_dir(tmp_path)
     assert second != first and not second.exists()
-    assert second.name.startswith("seqpack-demo-")
+    assert second.name.startswith("bridgepack-demo-")
 
 
 def test_missing_extras_are_named_before_anything_is_written(
@@ -297,13 +298,13 @@ def test_missing_extras_are_named_before_anything_is_written(
 ) -> None:
     import importlib.util
 
-    from seqpack.demo import DemoOptions, run_demo
+    from bridgepack.demo import DemoOptions, run_demo
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name: None if name == "matplotlib" else real(name)
     )
-    with pytest.raises(UsageError, match=r"matplotlib: pip install 'seqpack\[demo\]'"):
+    with pytest.raises(UsageError, match=r"matplotlib: pip install 'bridgepack\[demo\]'"):
         run_demo(DemoOptions(out=tmp_path / "out", quick=True))
     assert not (tmp_path / "out").exists()
 
@@ -321,10 +322,12 @@ def test_an_unknown_language_is_refused_before_any_step(
 def test_wrapped_commands_keep_to_the_width_wherever_a_path_is_long(path_length: int) -> None:
     """Every printed line (a continuation's indent and the trailing ``\\`` counted) holds 78 columns, or is
     one unit (an option and its value) that cannot break; the shell reads the same words back."""
-    from seqpack.demo._report import wrap_command
+    from bridgepack.demo._report import wrap_command
 
     path = "/" + "d" * (path_length - 1)
-    command = f"seqpack pack {path}/chat.jsonl --out {path}/packed --pack-size 512 --tokenizer {path}/tok -q"
+    command = (
+        f"bridgepack pack {path}/chat.jsonl --out {path}/packed --pack-size 512 --tokenizer {path}/tok -q"
+    )
     wrapped = wrap_command(command)
     for line in wrapped.splitlines():
         unit = line.strip().removesuffix("\\").strip()

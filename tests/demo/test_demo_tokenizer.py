@@ -1,4 +1,5 @@
-"""``seqpack demo --tokenizer DIR``: the whole path with a user's tokenizer, ids remapped for a tiny model."""
+"""``bridgepack demo --tokenizer DIR``: the whole path with a user's tokenizer, ids remapped for a tiny
+model."""
 
 from __future__ import annotations
 
@@ -14,17 +15,17 @@ import pytest
 
 from _support.byte_bpe import build_byte_bpe
 from _support.packs import bridge_metadata, make_row, write_packs
-from seqpack.cli import main
-from seqpack.demo import dataset_path
-from seqpack.demo._remap import MAPPING_NAME, remap_packs
-from seqpack.demo._steps import conversation_texts
+from bridgepack.cli import main
+from bridgepack.demo import dataset_path
+from bridgepack.demo._remap import MAPPING_NAME, remap_packs
+from bridgepack.demo._steps import conversation_texts
 
 
 def test_remap_is_the_rank_among_the_ids_present(tmp_path: Path) -> None:
     rows = [make_row([[151644, 271, 198, 151645]]), make_row([[271, 151645], [198, 198, 151645]])]
     write_packs(tmp_path / "training_8.idx.parquet", rows)
     bridge = bridge_metadata(rows, 8)
-    entry = {**bridge, "seqpack": {"eos_id": 151643, "fingerprint": {"content": "x"}}}
+    entry = {**bridge, "bridgepack": {"eos_id": 151643, "fingerprint": {"content": "x"}}}
     (tmp_path / "8_metadata.jsonl").write_text(json.dumps([entry]))
     remap = remap_packs(
         tmp_path / "training_8.idx.parquet", tmp_path / "8_metadata.jsonl", tmp_path / "out",
@@ -38,8 +39,8 @@ def test_remap_is_the_rank_among_the_ids_present(tmp_path: Path) -> None:
     assert table["seq_start_id"] == [r["seq_start_id"] for r in rows]
     (meta,) = json.loads((tmp_path / "out" / "8_metadata.jsonl").read_text())
     assert {k: meta[k] for k in bridge} == bridge
-    assert meta["seqpack"]["eos_id"] == 2 and "fingerprint" not in meta["seqpack"]
-    assert meta["seqpack"]["vocab_remap"] == {
+    assert meta["bridgepack"]["eos_id"] == 2 and "fingerprint" not in meta["bridgepack"]
+    assert meta["bridgepack"]["vocab_remap"] == {
         "tokenizer": "TOK", "tokenizer_size": 151669, "kept": 5, "mapping": MAPPING_NAME,
     }  # fmt: skip
     mapping = json.loads((tmp_path / "out" / MAPPING_NAME).read_text())
@@ -76,7 +77,7 @@ def test_demo_trains_on_remapped_ids(bpe: Path, run: tuple[Path, dict[str, Any]]
     present = np.union1d(np.unique(ids), [tokenizer.eos_token_id])
     (meta,) = json.loads((out / "packed_vocab" / "512_metadata.jsonl").read_text())
     # The metadata names the mapping file beside the packs: a reader needs nothing else to undo the remap.
-    mapping = json.loads((out / "packed_vocab" / meta["seqpack"]["vocab_remap"]["mapping"]).read_text())
+    mapping = json.loads((out / "packed_vocab" / meta["bridgepack"]["vocab_remap"]["mapping"]).read_text())
     assert mapping["original_id"] == present.tolist()
     assert np.array_equal(np.asarray(mapping["original_id"])[new], ids)  # a bijection: the same sequences
     for name in ("loss_mask", "seq_start_id"):
@@ -87,7 +88,7 @@ def test_demo_trains_on_remapped_ids(bpe: Path, run: tuple[Path, dict[str, Any]]
     assert pack["data"]["vocab_remap"] == {
         "tokenizer": str(bpe), "tokenizer_size": len(tokenizer), "kept": kept, "model_vocab": vocab,
     }  # fmt: skip
-    assert mapping["original_id"][meta["seqpack"]["eos_id"]] == tokenizer.eos_token_id
+    assert mapping["original_id"][meta["bridgepack"]["eos_id"]] == tokenizer.eos_token_id
     (train,) = [s for s in doc["steps"] if s["name"] == "train packed"]
     assert train["data"]["first_loss"] == pytest.approx(np.log(vocab), abs=0.5)
     page = (out / "report.html").read_text()

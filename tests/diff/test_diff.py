@@ -1,4 +1,5 @@
-"""seqpack diff on real Parquet / legacy .npy / .npz files: assignment-only, mask kinds, missing samples."""
+"""bridgepack diff on real Parquet / legacy .npy / .npz files: assignment-only, mask kinds, missing
+samples."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _support.diff_samples import EOS, chat, packs_of, write_packed
-from seqpack.cli import main
-from seqpack.data.format import write_metadata_entry
-from seqpack.data.packed import not_as_recorded
-from seqpack.diff import diff_paths
+from bridgepack.cli import main
+from bridgepack.data.format import write_metadata_entry
+from bridgepack.data.packed import not_as_recorded
+from bridgepack.diff import diff_paths
 
 SAMPLES = [chat([10 + i, 11, 12], [20 + i] * (1 + i % 4)) for i in range(12)]
 BRIDGE_META = {
@@ -299,9 +300,11 @@ def test_two_runs_of_one_packing_are_identical(
     assert main(["diff", *files, "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["verdict"] == "identical" and report["metadata"]["differences"] == {}
-    assert {"seqpack.run_id", "seqpack.version", "seqpack.inputs"} <= set(report["metadata"]["not_compared"])
+    assert {"bridgepack.run_id", "bridgepack.version", "bridgepack.inputs"} <= set(
+        report["metadata"]["not_compared"]
+    )
     ids = [
-        json.loads((tmp_path / n / "512_metadata.jsonl").read_text())[0]["seqpack"]["run_id"] for n in "ab"
+        json.loads((tmp_path / n / "512_metadata.jsonl").read_text())[0]["bridgepack"]["run_id"] for n in "ab"
     ]
     assert ids[0] != ids[1]  # the runs really differ in what is left out
     assert main(["diff", *files]) == 0

@@ -6,14 +6,14 @@ page order in one fresh temporary directory, each exit status held to the page's
 0). A ``text`` block right after a command block, or the lines after a ``$ cmd`` line, shows output: every
 shown line must be printed, in order, with what varies between runs (times, run ids, paths) compared by
 shape. The inputs are what the page itself shows (a block that writes the file),
-the package's own data, or ``seqpack pack --example``: nothing the reader cannot see. Commands marked
+the package's own data, or ``bridgepack pack --example``: nothing the reader cannot see. Commands marked
 ``# needs: gpu|cluster|network`` are only parsed, at most a tenth of them; so are commands marked
 ``# pinned: tests/...py``, which that unit test runs word for word against the page's promises
-(``_support/doc_pages.py``). Both kinds are read by seqpack's own parser, so a misspelt option fails here.
-docs/scale.md's ``ray start`` lines are parsed only; its seqpack lines run on the test run's one Ray
+(``_support/doc_pages.py``). Both kinds are read by bridgepack's own parser, so a misspelt option fails here.
+docs/scale.md's ``ray start`` lines are parsed only; its bridgepack lines run on the test run's one Ray
 cluster (``ray_cluster`` in tests/conftest.py), which stands in for the cluster those lines start. The
 runner and its markers are ``tests/_support/fenced_blocks.py`` (the skills' test uses the same); the
-``seqpack`` commands and python blocks run in forks of one warm process (``_support/warm_seqpack.py``).
+``bridgepack`` commands and python blocks run in forks of one warm process (``_support/warm_bridgepack.py``).
 The test never rewrites a page.
 """
 
@@ -30,7 +30,7 @@ import pytest
 from _support import doc_pages, fenced_blocks
 from _support.doc_pages import REPO_ROOT, page_commands, page_text
 from _support.peers import BRIDGE_VERSION, CACHE_DIR, MCORE_VERSION, wheel_file
-from seqpack.cli import main
+from bridgepack.cli import main
 
 # The fence languages a page may use: commands, output, and files shown as they are.
 LANGS = frozenset({"bash", "python", "text", "yaml", "json", "toml"})
@@ -187,7 +187,8 @@ CLAIMS = (
         "docs/train.md",
         "Packed training is the faster one",
         _greater(
-            ("seqpack train --data", REAL_TOKENS_PER_S), ("seqpack train --padded-from", REAL_TOKENS_PER_S)
+            ("bridgepack train --data", REAL_TOKENS_PER_S),
+            ("bridgepack train --padded-from", REAL_TOKENS_PER_S),
         ),
     ),
 )
@@ -209,21 +210,22 @@ def test_few_commands_are_marked() -> None:
 
 
 def test_commands_not_run_here_name_real_options(capsys: pytest.CaptureFixture[str]) -> None:
-    """A command only parsed here (``# needs:``, ``# pinned:``) is still spelled right: seqpack's parser reads
+    """A command only parsed here (``# needs:``, ``# pinned:``) is still spelled right: bridgepack's parser
+    reads
     it with ``--help`` appended (an unknown command or option is a usage error, exit 2)."""
     cmds = [c for page in PAGES for c in page_commands(page) if (c.needs or c.pinned)]
     bad = []
-    for cmd in (c for c in cmds if c.words()[0] == "seqpack"):
+    for cmd in (c for c in cmds if c.words()[0] == "bridgepack"):
         if main([*cmd.words()[1:], "--help"]) != 0:
             bad.append(f"{cmd.where}: {capsys.readouterr().err.strip()[-300:]}")
     assert not bad, "\n".join(bad)
 
 
 def test_pins_name_the_test_that_runs_them() -> None:
-    """``# pinned: FILE``: a seqpack command, and FILE is a test module that runs the commands pinned to it
+    """``# pinned: FILE``: a bridgepack command, and FILE is a test module that runs the commands pinned to it
     (``doc_pages.pinned_by(__file__)``), so the page's promises are checked there instead of here."""
     pinned = [c for page in PAGES for c in page_commands(page) if c.pinned]
-    bad = [f"{c.where}: a pinned command runs seqpack" for c in pinned if c.words()[0] != "seqpack"]
+    bad = [f"{c.where}: a pinned command runs bridgepack" for c in pinned if c.words()[0] != "bridgepack"]
     for test_file in sorted({c.pinned for c in pinned if c.pinned}):
         path = REPO_ROOT / test_file
         if not (test_file.startswith("tests/") and path.is_file()):
@@ -246,7 +248,7 @@ def test_the_runner_catches_a_drifted_page(tmp_path: Path) -> None:
         "```bash\npython hello.py\n```\n```text\nhello\n```\n"
         "```python\n>>> x = 2\n>>> x + 1\n3\n```\n"
         "```python\n>>> x * 2  # the names of the page's earlier doctest\n5\n```\n"
-        "```text\n$ seqpack nope --at-all   # exit 1, pinned: tests/x/test_y.py\nnot checked here\n```\n"
+        "```text\n$ bridgepack nope --at-all   # exit 1, pinned: tests/x/test_y.py\nnot checked here\n```\n"
     )
     cmds = list(doc_pages.commands_of(page, "p.md"))
     assert [c.exit_code for c in cmds] == [0, 1, 0, 0, 0, 0, 0, 0, 0, 1]

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from _support.peers import bridge_wheel_root
-from seqpack.doctor import _bridge_fields as bf
-from seqpack.doctor._view import DatasetView, ModelView, PackedSpecsView
+from bridgepack.doctor import _bridge_fields as bf
+from bridgepack.doctor._view import DatasetView, ModelView, PackedSpecsView
 
 pytestmark = pytest.mark.network
 NOT_LITERAL = object()

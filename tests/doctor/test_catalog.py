@@ -13,8 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support import doctor_tables
-from doctor.test_packed import write_packs
-from seqpack.doctor import (
+from bridgepack.doctor import (
     CATALOG,
     DEFECTS,
     RULES,
@@ -28,10 +27,11 @@ from seqpack.doctor import (
     rules_markdown,
     suggest_fixes,
 )
-from seqpack.doctor._catalog import defect_links, shown_template
-from seqpack.doctor._findings import ERROR, RAISES, Hit
-from seqpack.doctor._registry import RuleDefinitionError, make_rule, returned_params, rule
-from seqpack.errors import UsageError
+from bridgepack.doctor._catalog import defect_links, shown_template
+from bridgepack.doctor._findings import ERROR, RAISES, Hit
+from bridgepack.doctor._registry import RuleDefinitionError, make_rule, returned_params, rule
+from bridgepack.errors import UsageError
+from doctor.test_packed import write_packs
 
 DOCS = Path(__file__).parents[2] / "docs" / "doctor.md"
 SPECS = "dataset.offline_packing_specs"

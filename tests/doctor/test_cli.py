@@ -1,4 +1,5 @@
-"""``seqpack doctor`` and ``seqpack translate`` end to end: exit codes, JSON schema, --fix, languages."""
+"""``bridgepack doctor`` and ``bridgepack translate`` end to end: exit codes, JSON schema, --fix,
+languages."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from seqpack.cli import main
+from bridgepack.cli import main
 
 FINDING_KEYS = {"id", "severity", "fields", "message", "why", "fix", "upstream", "allowed", "location"}
 
@@ -179,7 +180,7 @@ def test_overrides_without_a_config_file(capsys: pytest.CaptureFixture[str]) -> 
 def test_translated_values_survive_shell_and_hydra_quoting(capsys: pytest.CaptureFixture[str]) -> None:
     import shlex
 
-    from seqpack.doctor import parse_override
+    from bridgepack.doctor import parse_override
 
     assert main(["translate", "mlm-to-bridge", "--", "--split", "949,50,1", "--data-path", "1.0 /a b"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -203,15 +204,15 @@ def test_mlm_args_override_the_model_config(capsys: pytest.CaptureFixture[str], 
 def test_env_option_adds_installed_stack_findings(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import seqpack.cli.doctor as doctor_cli
-    from seqpack.env import VersionTable, env_findings
+    import bridgepack.cli.doctor as doctor_cli
+    from bridgepack.env import VersionTable, env_findings
 
     old_stack = VersionTable(python="3.11.7", packages={"megatron-core": "0.16.1", "megatron-bridge": None})
     monkeypatch.setattr(doctor_cli, "env_findings", lambda: env_findings(old_stack))
     assert main(["doctor", "--cp", "1", "--env", "--allow", "ENV001", "--format", "json"]) == 0
     findings = {f["id"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
     assert findings["ENV001"]["allowed"] is True
-    assert findings["ENV001"]["upstream"] == "installed versions (seqpack env)"
+    assert findings["ENV001"]["upstream"] == "installed versions (bridgepack env)"
     assert not [i for i in findings if i.startswith("SP0")]
 
 
@@ -219,7 +220,7 @@ def test_json_carries_the_librarys_schema_version(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI emits the version the library's report states, not a default of its own."""
-    from seqpack.doctor import Report
+    from bridgepack.doctor import Report
 
     monkeypatch.setattr(Report, "SCHEMA_VERSION", 7)
     _, doc = _json(capsys, ["doctor", "--cp", "2", "--seq-length", "512", "--format", "json"])
@@ -278,7 +279,7 @@ def test_a_config_container_wrapper_is_read_as_the_config_inside(
 
 
 def test_list_rules_and_explain_read_the_one_catalog(capsys: pytest.CaptureFixture[str]) -> None:
-    from seqpack.doctor import CATALOG
+    from bridgepack.doctor import CATALOG
 
     _, doc = _json(capsys, ["doctor", "--list-rules", "--format", "json", "--lang", "zh"])
     assert doc["schema_version"] == 1 and doc["lang"] == "zh"
@@ -294,7 +295,7 @@ def test_list_rules_and_explain_read_the_one_catalog(capsys: pytest.CaptureFixtu
     assert main(["doctor", "--explain", "SP011", "--lang", "zh"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "SP011 error: seq_length ⟨seq⟩ 不能被 2*CP = ⟨mult⟩ 整除（context_parallel_size ⟨cp⟩）"
-    assert "example: seqpack doctor model.context_parallel_size=2 model.seq_length=510" in out
+    assert "example: bridgepack doctor model.context_parallel_size=2 model.seq_length=510" in out
 
 
 @pytest.mark.parametrize(
@@ -327,8 +328,8 @@ def test_github_annotations_point_at_the_file(capsys: pytest.CaptureFixture[str]
 
 
 def test_github_escapes_what_would_end_a_property_or_a_line() -> None:
-    from seqpack.cli._doctor_view import github_annotation
-    from seqpack.findings import Finding, Location
+    from bridgepack.cli._doctor_view import github_annotation
+    from bridgepack.findings import Finding, Location
 
     finding = Finding("SP101", "warning", "100% a, b\nc", location=Location("a,b:c.yaml", 3, 1))
     assert (
@@ -355,7 +356,7 @@ def test_several_configs_are_checked_one_by_one(capsys: pytest.CaptureFixture[st
 def test_a_terminal_gets_the_table(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import seqpack.cli._doctor_view as view
+    import bridgepack.cli._doctor_view as view
 
     monkeypatch.setattr(view, "stdout_is_terminal", lambda: True)
     assert main(["doctor", "--cp", "2", "--seq-length", "510"]) == 1

@@ -27,11 +27,11 @@ import pytest
 
 from _support.peers import bridge_wheel_root, megatron_core_wheel_root
 from _support.stand_ins import load_with_stand_ins
-from seqpack.data.packed._scan import eos_inside_trained_spans
-from seqpack.doctor import DEFECTS, DoctorOptions, check, load_config
-from seqpack.doctor._defect_config import FP8_PRESETS, fp8_attention
-from seqpack.doctor._defect_facts import DefectContext
-from seqpack.doctor._versions import BRIDGE, MCORE, release
+from bridgepack.data.packed._scan import eos_inside_trained_spans
+from bridgepack.doctor import DEFECTS, DoctorOptions, check, load_config
+from bridgepack.doctor._defect_config import FP8_PRESETS, fp8_attention
+from bridgepack.doctor._defect_facts import DefectContext
+from bridgepack.doctor._versions import BRIDGE, MCORE, release
 
 pytestmark = pytest.mark.network
 
@@ -207,10 +207,10 @@ def test_in_batch_packing_lengths(version: str) -> None:
 def test_packed_cp_partition_of_the_collated_batch(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The wheel's packed collate feeds the wheel's CP partitioning (as when the batch keeps the dataset's
     attention_mask). Transformer Engine's index helper is stood in for by one that records the cu_seqlens it
-    is handed and returns seqpack's zigzag indices of their valid (non-negative) prefix."""
+    is handed and returns bridgepack's zigzag indices of their valid (non-negative) prefix."""
     torch = pytest.importorskip("torch")
     from _support.bridge_batching import legacy_packed_dataset_cls
-    from seqpack.batching.cp import zigzag_indices
+    from bridgepack.batching.cp import zigzag_indices
 
     sequences = [[11, 12, 13, 14, EOS], [21, 22, 23, 24, 25, 26, 27, 28, EOS]]  # runtime lengths 4 and 8
     item = {

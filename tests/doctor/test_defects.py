@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _support.packs import bridge_metadata, make_row, random_rows, write_metadata, write_packs
-from seqpack.cli import main
-from seqpack.doctor import (
+from bridgepack.cli import main
+from bridgepack.doctor import (
     DEFECTS,
     ON_BOTH,
     ON_BRIDGE,
@@ -33,12 +33,12 @@ from seqpack.doctor import (
     stack_summary,
     suggest_fixes,
 )
-from seqpack.doctor._atlas import _message, _ruled_out_by_era, _why
-from seqpack.doctor._defect_survey import CITED, NO_RELEASE, SURVEY, survey_markdown
-from seqpack.doctor._versions import BRIDGE, CUDNN, DATACENTRE_GPUS, MCORE, TE, Affected, release
-from seqpack.env import installed_packages
-from seqpack.errors import UsageError
-from seqpack.translate import mlm_to_bridge, split_mlm_args
+from bridgepack.doctor._atlas import _message, _ruled_out_by_era, _why
+from bridgepack.doctor._defect_survey import CITED, NO_RELEASE, SURVEY, survey_markdown
+from bridgepack.doctor._versions import BRIDGE, CUDNN, DATACENTRE_GPUS, MCORE, TE, Affected, release
+from bridgepack.env import installed_packages
+from bridgepack.errors import UsageError
+from bridgepack.translate import mlm_to_bridge, split_mlm_args
 
 SEQ = [
     "dataset.seq_length=4096",
@@ -182,7 +182,7 @@ MLM_LOOP = {"SP202", "SP232", "SP252", "SP257"}
 
 
 def _loaded(overrides: list[str], mlm: str = "") -> LoadedConfig:
-    """A config from overrides and Megatron-LM flags, loaded as ``seqpack doctor`` loads them."""
+    """A config from overrides and Megatron-LM flags, loaded as ``bridgepack doctor`` loads them."""
     return load_config(overrides=overrides, mlm=mlm_to_bridge(split_mlm_args(mlm)) if mlm else None)
 
 
@@ -320,7 +320,9 @@ def _chat_packs(tmp_path: Path, eos_inside: bool) -> Path:
         make_row([[31, 32, 33, 2]]),
     ]
     path = write_packs(tmp_path / "training_64.idx.parquet", rows)
-    write_metadata(tmp_path / "64_metadata.jsonl", [{**bridge_metadata(rows, 64), "seqpack": {"eos_id": 2}}])
+    write_metadata(
+        tmp_path / "64_metadata.jsonl", [{**bridge_metadata(rows, 64), "bridgepack": {"eos_id": 2}}]
+    )
     return path
 
 
@@ -375,7 +377,7 @@ def test_eos_scan_matches_a_per_sequence_loop(
     directory = tmp_path_factory.mktemp("scan")
     path = write_packs(directory / "training_32.idx.parquet", rows, row_group_size=group)
     write_metadata(
-        directory / "32_metadata.jsonl", [{**bridge_metadata(rows, 32), "seqpack": {"eos_id": EOS_ID}}]
+        directory / "32_metadata.jsonl", [{**bridge_metadata(rows, 32), "bridgepack": {"eos_id": EOS_ID}}]
     )
     hits = []
     for r, row in enumerate(rows):
@@ -435,7 +437,7 @@ def test_a_further_release_the_defect_needs_is_read_or_named() -> None:
     assert parse_stack(["cudnn==9.17.1"]) == {CUDNN: "9.17.1"}
     installed = {"cudnn": "9.18.0.77", "torch": "2.9.0", "megatron-core": None}
     assert known_versions(installed) == {CUDNN: "9.18.0.77"}
-    assert "cudnn" in installed_packages()  # seqpack env reports it (None when not installed)
+    assert "cudnn" in installed_packages()  # bridgepack env reports it (None when not installed)
 
 
 def test_docs_carry_the_survey_generated_from_the_code() -> None:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from seqpack._yaml import load_yaml
-from seqpack.doctor import DoctorOptions, check, load_config
-from seqpack.errors import InputError, UsageError
-from seqpack.findings import Location
-from seqpack.translate import mlm_to_bridge
+from bridgepack._yaml import load_yaml
+from bridgepack.doctor import DoctorOptions, check, load_config
+from bridgepack.errors import InputError, UsageError
+from bridgepack.findings import Location
+from bridgepack.translate import mlm_to_bridge
 
 DRY_RUN_V06 = """\
 _target_: megatron.bridge.training.config.ConfigContainer
@@ -83,7 +83,7 @@ def test_dry_run_dump_reads_clean(tmp_path: Path) -> None:
     # before 0.6.0 (SP203, SP217, SP218, SP242) cannot hit a config with 0.6's key names.
     atlas = ("SP212", "SP213", "SP243")
     assert [(f.id, f.severity) for f in findings] == [(i, "warning") for i in atlas]
-    # On the stack seqpack targets only the open Transformer Engine slowdown is left.
+    # On the stack bridgepack targets only the open Transformer Engine slowdown is left.
     on_062 = check(loaded, DoctorOptions(stack={"megatron-bridge": "0.6.2", "transformer-engine": "2.18"}))
     assert [f.id for f in on_062.findings] == ["SP213"]
 

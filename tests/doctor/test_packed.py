@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from seqpack.doctor import DoctorOptions, check, load_config
-from seqpack.doctor._packed_facts import read_packed_facts
-from seqpack.errors import DataError, InputError
+from bridgepack.doctor import DoctorOptions, check, load_config
+from bridgepack.doctor._packed_facts import read_packed_facts
+from bridgepack.errors import DataError, InputError
 
 SPECS = "dataset.offline_packing_specs"
 
@@ -45,7 +45,7 @@ def write_packs(directory: Path, rows: list[list[int]], pack_size: int, record: 
         "min_packed_seqlen": 8,
     }
     if record is not None:
-        entry["seqpack"] = record
+        entry["bridgepack"] = record
     (directory / f"{pack_size}_metadata.jsonl").write_text(json.dumps([entry]))
     return directory
 
@@ -62,7 +62,7 @@ def _config(pack: int, *extra: str) -> list[str]:
     ]
 
 
-#: The release seqpack targets: the atlas's entries for older releases stay out of these rule checks.
+#: The release bridgepack targets: the atlas's entries for older releases stay out of these rule checks.
 STACK = {"megatron-bridge": "0.6.2"}
 
 
@@ -154,10 +154,10 @@ def test_broken_rows_are_invalid_data(tmp_path: Path) -> None:
         read_packed_facts(str(packed), multiple=1, pack_size=16)
 
 
-def test_doctor_reads_what_seqpack_pack_writes(tmp_path: Path) -> None:
+def test_doctor_reads_what_bridgepack_pack_writes(tmp_path: Path) -> None:
     """End to end with the real packer: packs made for CP 1 are stale for CP 2 (SP041, SP042)."""
-    from seqpack.data.pipeline import PackOptions, pack_files
-    from seqpack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
+    from bridgepack.data.pipeline import PackOptions, pack_files
+    from bridgepack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
 
     out = tmp_path / "packed"
     options = PackOptions.from_flat(

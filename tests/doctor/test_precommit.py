@@ -1,7 +1,7 @@
 """The repository's ``.pre-commit-hooks.yaml`` with the real pre-commit, on a temporary git repository
 (#40 item 2): a commit that changes a config with an error is refused, naming ``file:line:col``; a YAML
 outside the default ``files:`` pattern is not checked; ``files:`` and ``args:`` in the user's config
-override the defaults. Nothing needs the network: the hook is ``language: system`` (the ``seqpack`` on
+override the defaults. Nothing needs the network: the hook is ``language: system`` (the ``bridgepack`` on
 PATH, this checkout's) and the hook repository is a local path.
 """
 
@@ -38,7 +38,7 @@ def _git(cwd: Path, *args: str, env: dict[str, str], check: bool = True) -> subp
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """No network, no user config: pre-commit's cache and git's identity in the test's own folder, this
-    Python's scripts (its ``seqpack``) first on PATH."""
+    Python's scripts (its ``bridgepack``) first on PATH."""
     return {
         **os.environ,
         "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
@@ -69,7 +69,7 @@ def _project(tmp_path: Path, env: dict[str, str], pre_commit: list[str], hook: s
     project = tmp_path / "project"
     project.mkdir()
     _git(project, "init", "-q", env=env)
-    config = f"repos:\n- repo: {hooks}\n  rev: {rev}\n  hooks:\n  - id: seqpack-doctor\n{hook}"
+    config = f"repos:\n- repo: {hooks}\n  rev: {rev}\n  hooks:\n  - id: bridgepack-doctor\n{hook}"
     (project / ".pre-commit-config.yaml").write_text(config)
     subprocess.run([*pre_commit, "install"], cwd=project, env=env, check=True, capture_output=True)
     return project

@@ -1,4 +1,5 @@
-"""``seqpack doctor --fix --write-config``: the user's YAML with the fixes applied, comments and order kept,
+"""``bridgepack doctor --fix --write-config``: the user's YAML with the fixes applied, comments and order
+kept,
 re-checked before an atomic write; the original never touched (#40 item 4)."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seqpack.cli import main
-from seqpack.doctor import fixed_yaml
+from bridgepack.cli import main
+from bridgepack.doctor import fixed_yaml
 
 pytest.importorskip("ruamel.yaml", reason="the yaml extra (ruamel.yaml) is in the dev extra")
 
@@ -135,4 +136,4 @@ def test_without_the_extra_it_is_a_usage_error(
     monkeypatch.setitem(sys.modules, "ruamel.yaml", None)
     config = _write(tmp_path, SFT)
     assert _doctor(str(config), "--fix", "--write-config", str(tmp_path / "fixed.yaml")) == 2
-    assert "pip install 'seqpack[yaml]'" in capsys.readouterr().err
+    assert "pip install 'bridgepack[yaml]'" in capsys.readouterr().err

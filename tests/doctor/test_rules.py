@@ -9,8 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.doctor import DEFECTS, RULES, DoctorOptions, apply_overrides, check, load_config, suggest_fixes
-from seqpack.errors import UsageError
+from bridgepack.doctor import (
+    DEFECTS,
+    RULES,
+    DoctorOptions,
+    apply_overrides,
+    check,
+    load_config,
+    suggest_fixes,
+)
+from bridgepack.errors import UsageError
 
 SEQ = ["dataset.seq_length=4096", "model.seq_length=4096"]
 BASE = [

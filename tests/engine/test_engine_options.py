@@ -1,4 +1,4 @@
-"""The ray engine's options, without a cluster: what is refused before Ray is touched, and that seqpack
+"""The ray engine's options, without a cluster: what is refused before Ray is touched, and that bridgepack
 never imports Ray unless a run asks for it."""
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from seqpack.cli import main
-from seqpack.data.samples import example_dataset_path
+from bridgepack.cli import main
+from bridgepack.data.samples import example_dataset_path
 
 
 def test_import_and_a_local_pack_never_import_ray(tmp_path: Path) -> None:
     script = (
-        "import sys, seqpack\n"
-        "assert 'ray' not in sys.modules, 'import seqpack'\n"
-        "seqpack.pack(sys.argv[1], sys.argv[2], 1024)\n"
-        "from seqpack.cli import main\n"
+        "import sys, bridgepack\n"
+        "assert 'ray' not in sys.modules, 'import bridgepack'\n"
+        "bridgepack.pack(sys.argv[1], sys.argv[2], 1024)\n"
+        "from bridgepack.cli import main\n"
         "assert main(['pack', '-q', '--example', '-o', sys.argv[2] + '-cli', '-n', '1024']) == 0\n"
         "loaded = sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.'))\n"
         "assert not loaded, loaded\n"
@@ -64,8 +64,8 @@ def test_without_an_address_a_run_starts_its_own_ray_whatever_ray_address_says(t
     if importlib.util.find_spec("ray") is None:  # not importorskip: that imports ray here
         pytest.skip("needs the ray extra")
     script = f"""
-import json, ray, seqpack
-from seqpack.errors import InputError
+import json, ray, bridgepack
+from bridgepack.errors import InputError
 asked = []
 def refuse(address=None, logging_level=None, **_):
     asked.append([address, logging_level])
@@ -75,7 +75,9 @@ ray.init = refuse
 errors = []
 for extra in ({{}}, {{"ray_address": "10.0.0.9:6379"}}):
     try:
-        seqpack.pack([{str(example_dataset_path())!r}], {str(tmp_path / "out")!r}, 256, engine="ray", **extra)
+        bridgepack.pack(
+            [{str(example_dataset_path())!r}], {str(tmp_path / "out")!r}, 256, engine="ray", **extra
+        )
     except InputError as exc:
         errors.append(str(exc))
 print(json.dumps([asked, errors]))

@@ -1,5 +1,5 @@
-"""``seqpack pack --engine ray`` on a real two-node Ray cluster: the sharded set equals the local pack,
-Bridge 0.6.2's reader takes the directory, seqpack's readers read it as they read one file."""
+"""``bridgepack pack --engine ray`` on a real two-node Ray cluster: the sharded set equals the local pack,
+Bridge 0.6.2's reader takes the directory, bridgepack's readers read it as they read one file."""
 
 from __future__ import annotations
 
@@ -23,14 +23,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import seqpack
+import bridgepack
 from _support.pack_inputs import EOS, random_examples, write_jsonl
 from _support.sample_files import WRITERS
-from seqpack.cli import main
-from seqpack.data.format import PARQUET_RUN_ID, ROW_GROUP_SIZE, PackingMetadata
-from seqpack.data.pipeline import PackOptions, overrides_for_result, prepare_sharded, read_slice
-from seqpack.data.samples import INPUT_FORMATS
-from seqpack.errors import UsageError
+from bridgepack.cli import main
+from bridgepack.data.format import PARQUET_RUN_ID, ROW_GROUP_SIZE, PackingMetadata
+from bridgepack.data.pipeline import PackOptions, overrides_for_result, prepare_sharded, read_slice
+from bridgepack.data.samples import INPUT_FORMATS
+from bridgepack.errors import UsageError
 
 PACK = 256
 
@@ -91,15 +91,15 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def local(inputs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> seqpack.PackResult:
-    return seqpack.pack(inputs, tmp_path_factory.mktemp("local"), PACK, pad_seq_to_mult=4)
+def local(inputs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> bridgepack.PackResult:
+    return bridgepack.pack(inputs, tmp_path_factory.mktemp("local"), PACK, pad_seq_to_mult=4)
 
 
 @pytest.fixture(scope="module")
 def sharded(ray_cluster: Any, inputs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The inputs packed on the cluster, three shards (one file each)."""
     out = tmp_path_factory.mktemp("sharded") / "out"
-    return seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
+    return bridgepack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
 
 
 def test_sharded_set_equals_the_local_pack(sharded: Any, inputs: list[Path], local: Any) -> None:
@@ -138,11 +138,11 @@ def test_sharded_set_equals_the_local_pack(sharded: Any, inputs: list[Path], loc
     # the combined entry is what the rows say (inspect recomputes it), and its fingerprint reads back
     overrides = overrides_for_result(result)
     assert any(o.endswith(f"packed_train_data_path={shard_dir}") for o in overrides), overrides
-    report = seqpack.inspect(shard_dir)
+    report = bridgepack.inspect(shard_dir)
     assert report.ok and report.metadata.status == "consistent"
     # the DP imbalance Bridge's sampler would see is one plan's (the same packs in the same order)
-    ours = seqpack.inspect(shard_dir, dp=4, gbs=32).dp_imbalance
-    assert ours is not None and ours == seqpack.inspect(local.packed_path, dp=4, gbs=32).dp_imbalance
+    ours = bridgepack.inspect(shard_dir, dp=4, gbs=32).dp_imbalance
+    assert ours is not None and ours == bridgepack.inspect(local.packed_path, dp=4, gbs=32).dp_imbalance
     assert main(["fingerprint", str(shard_dir), "--check"]) == 0
     assert main(["doctor", "--packed", str(shard_dir)]) in (0, 1)
     assert main(["diff", str(local.packed_path), str(shard_dir), "--quiet"]) in (0, 1)
@@ -184,9 +184,9 @@ def test_bridge_reads_the_training_directory_beside_a_validation_split(
         "training",
         "validation",
     ]
-    assert seqpack.inspect(val_dir).ok
+    assert bridgepack.inspect(val_dir).ok
     # fewer files than shards (each shard converted every other chunk): still exactly the local pack
-    alone = seqpack.pack(inputs[2], tmp_path / "alone", PACK, pad_seq_to_mult=4, chunk_rows=128)
+    alone = bridgepack.pack(inputs[2], tmp_path / "alone", PACK, pad_seq_to_mult=4, chunk_rows=128)
     val_entry = PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries[1]
     assert_same_files(val_dir, val_entry, out / f"rejects_validation_{PACK}.jsonl", alone)
     assert PackingMetadata.read(out / f"{PACK}_metadata.jsonl").entries[1].recorded("input_sha256") == (
@@ -234,9 +234,9 @@ def test_one_set_per_split_a_file_or_shards_never_both(
         single.name,
     ]
     assert any(o.endswith(f"packed_train_data_path={single}") for o in summary["overrides"])
-    assert seqpack.inspect(out).ok
+    assert bridgepack.inspect(out).ok
     with pytest.raises(UsageError, match=f"training_{PACK}.idx.parquet: already exists"):
-        seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
+        bridgepack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
     assert not (out / f".training_{PACK}.staging").exists()
 
 
@@ -252,12 +252,12 @@ def test_bridge_compat_with_a_killed_worker_gives_the_local_compat_pack(
     fired = Path(fault_file(ray_tmp))
     fired.unlink()  # armed: the first worker past a chunk spooled is SIGKILLed, once
     options: dict[str, Any] = {"pad_seq_to_mult": 4, "bridge_compat": True}
-    result = seqpack.pack(inputs, tmp_path / "out", PACK, engine="ray", shards=2, **options)
+    result = bridgepack.pack(inputs, tmp_path / "out", PACK, engine="ray", shards=2, **options)
     assert fired.exists()  # a worker did die
-    local = seqpack.pack(inputs, tmp_path / "local", PACK, **options)
+    local = bridgepack.pack(inputs, tmp_path / "local", PACK, **options)
     assert result.record.mode == "bridge-compat"
     assert_same_pack(result, local)
-    assert seqpack.inspect(result.packed_path).ok
+    assert bridgepack.inspect(result.packed_path).ok
 
 
 def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
@@ -266,11 +266,11 @@ def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
     cluster, _ = ray_cluster
     out = tmp_path / "out"
     script = (
-        "import sys, seqpack; seqpack.pack(sys.argv[1:4], sys.argv[4], 256, pad_seq_to_mult=4, "
+        "import sys, bridgepack; bridgepack.pack(sys.argv[1:4], sys.argv[4], 256, pad_seq_to_mult=4, "
         "engine='ray', shards=3, ray_address=sys.argv[5])"
     )
-    env = {**os.environ, "SEQPACK_FAULT": "commit:1:kill"}  # metadata written, packs not yet renamed
-    env.pop("SEQPACK_FAULT_ONCE", None)
+    env = {**os.environ, "BRIDGEPACK_FAULT": "commit:1:kill"}  # metadata written, packs not yet renamed
+    env.pop("BRIDGEPACK_FAULT_ONCE", None)
     done = subprocess.run(
         [sys.executable, "-c", script, *map(str, inputs), str(out), cluster.address],
         env=env, capture_output=True, timeout=120, check=False,
@@ -285,10 +285,10 @@ def test_a_killed_driver_leaves_nothing_readable_and_the_rerun_resumes(
     staged[1].write_bytes(staged[0].read_bytes())
     with open(staging / "spool" / "00002" / "tokens.u32", "r+b") as spool:
         spool.truncate(spool.seek(0, 2) - 4)
-    again = seqpack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
+    again = bridgepack.pack(inputs, out, PACK, pad_seq_to_mult=4, engine="ray", shards=3)
     assert (again.engine["reused_slices"], again.engine["reused_shards"]) == (2, 1)
     assert_same_pack(again, local)
-    assert seqpack.inspect(again.packed_path).ok
+    assert bridgepack.inspect(again.packed_path).ok
     assert not staging.exists()  # the spools went with it
     # the same input and shards: the same packs, in the same order, as the uninterrupted run
     assert again.record.fingerprint == sharded.record.fingerprint
@@ -305,12 +305,12 @@ def test_chats_with_a_real_tokenizer_equal_the_local_pack(ray_cluster: Any, tmp_
     tokenizer = qwen3_tokenizer_dir()
     chats = [write_jsonl(tmp_path / f"chats{i}.jsonl", chat_rows(i, 60)) for i in range(2)]
     options = {"tokenizer": tokenizer, "max_seq_length": 400, "pad_seq_to_mult": 8}
-    local = seqpack.pack(chats, tmp_path / "local", 512, **options)
-    result = seqpack.pack(chats, tmp_path / "ray", 512, engine="ray", shards=2, **options)
+    local = bridgepack.pack(chats, tmp_path / "local", 512, **options)
+    result = bridgepack.pack(chats, tmp_path / "ray", 512, engine="ray", shards=2, **options)
     assert_same_pack(result, local)
     assert result.record.tokenizer_sha256 == local.record.tokenizer_sha256
     assert result.record.eos_id == local.record.eos_id
-    assert seqpack.inspect(result.packed_path, tokenizer=tokenizer).ok
+    assert bridgepack.inspect(result.packed_path, tokenizer=tokenizer).ok
 
 
 def test_a_resume_with_other_reading_options_is_refused_and_overwrite_starts_over(
@@ -333,7 +333,7 @@ def test_a_resume_with_other_reading_options_is_refused_and_overwrite_starts_ove
     assert main([*args, "--chunk-rows", "100", "--overwrite", "--format", "json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert (summary["samples_in"], summary["engine"]["reused_slices"]) == (1000, 0)
-    local = seqpack.pack(data, tmp_path / "local", PACK, chunk_rows=100)
+    local = bridgepack.pack(data, tmp_path / "local", PACK, chunk_rows=100)
     assert sequences(sorted((out / f"training_{PACK}").glob("*.parquet"))) == sequences([local.packed_path])
 
 
@@ -364,7 +364,7 @@ def _too_long(files: list[Path]) -> None:
 
 def _chat_then_prompt_completion(files: list[Path]) -> list[str]:
     """Chat rows, then prompt-completion rows: one pack holds one text mode (a toy tokenizer tokenizes)."""
-    from seqpack.demo import build_tokenizer
+    from bridgepack.demo import build_tokenizer
 
     texts = ["hello there", "hi"]
     chat = {"messages": [{"role": "user", "content": texts[0]}, {"role": "assistant", "content": texts[1]}]}
@@ -417,10 +417,10 @@ def test_sigterm_to_the_driver_exits_143_without_a_stack_dump(ray_cluster: Any, 
     data = write_jsonl(tmp_path / "in.jsonl", random_examples(np.random.default_rng(9), 400, 100))
     out = tmp_path / "out"
     argv = ["pack", "-q", str(data), "-o", str(out), "-n", str(PACK), "--engine", "ray", "--shards", "2"]
-    env = {**os.environ, "SEQPACK_FAULT": "plan:1:stop"}
-    env.pop("SEQPACK_FAULT_ONCE", None)
+    env = {**os.environ, "BRIDGEPACK_FAULT": "plan:1:stop"}
+    env.pop("BRIDGEPACK_FAULT_ONCE", None)
     child = subprocess.Popen(
-        [sys.executable, "-m", "seqpack", *argv, "--ray-address", cluster.address],
+        [sys.executable, "-m", "bridgepack", *argv, "--ray-address", cluster.address],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:

@@ -4,9 +4,9 @@ staging directory is opened by :func:`prepare_sharded` on the driver, before any
 Before: the identity was the metadata record's settings, which leave out what shapes a slice without
 being recorded (``--chunk-rows``, the cost model, the chat files' contents); killed after slice 0 and run
 again with another ``--chunk-rows``, a run reused slice 0 and packed 975 of 1,000 samples, some twice,
-exit 0. Now every option of ``pack`` is declared (:data:`seqpack.data.pipeline.STAGING_OPTIONS`) as part of
+exit 0. Now every option of ``pack`` is declared (:data:`bridgepack.data.pipeline.STAGING_OPTIONS`) as part of
 the identity, as naming the staging directory, or as changing how the run goes only; the options are read
-from ``PackOptions``, the ``pack`` command and ``seqpack.pack``, so a new option fails here until it is
+from ``PackOptions``, the ``pack`` command and ``bridgepack.pack``, so a new option fails here until it is
 declared, and every identity option is tried against a resume.
 """
 
@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 import typer
 
-import seqpack
+import bridgepack
 from _support.pack_inputs import random_examples, write_jsonl
-from seqpack.cli import app
-from seqpack.data.pipeline import (
+from bridgepack.cli import app
+from bridgepack.data.pipeline import (
     STAGING_OPTIONS,
     InputOptions,
     LengthPolicy,
@@ -36,12 +36,12 @@ from seqpack.data.pipeline import (
     TooLong,
     prepare_sharded,
 )
-from seqpack.demo import build_tokenizer
-from seqpack.errors import UsageError
-from seqpack.packing import CostModel, ModelDims
+from bridgepack.demo import build_tokenizer
+from bridgepack.errors import UsageError
+from bridgepack.packing import CostModel, ModelDims
 
 PACK = 64
-#: ``pack`` flags and ``seqpack.pack`` keywords that set another option than their own name (derived).
+#: ``pack`` flags and ``bridgepack.pack`` keywords that set another option than their own name (derived).
 CLI_ALIASES = {
     "inputs": "paths",
     "out": "out_dir",
@@ -72,7 +72,7 @@ def test_every_option_of_pack_is_declared_for_resume() -> None:
     assert set(groups) == {"input", "size", "run", "length", "bridge_compat"}  # a new group: open it here
     command = typer.main.get_command(app).commands["pack"]
     cli = {p.name for p in command.params}
-    api = set(inspect.signature(seqpack.pack).parameters)  # the typed keywords of seqpack.pack
+    api = set(inspect.signature(bridgepack.pack).parameters)  # the typed keywords of bridgepack.pack
     assert set(CLI_ALIASES) <= cli | api and set(CLI_ALIASES.values()) <= set(STAGING_OPTIONS)
     assert set(STAGING_OPTIONS) == flat | ((cli | api) - set(CLI_ALIASES))
     assert {kind for kind, _ in STAGING_OPTIONS.values()} == {"identity", "place", "run"}
@@ -82,7 +82,7 @@ def test_every_option_of_pack_is_declared_for_resume() -> None:
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Pre-tokenized rows, prompt-completion rows (two pairs of fields), chat rows (two fields), two toy
     tokenizers, a chat template file and a tool schemas file."""
-    from seqpack.demo._toy_tokenizer import CHAT_TEMPLATE
+    from bridgepack.demo._toy_tokenizer import CHAT_TEMPLATE
 
     root = tmp_path_factory.mktemp("identity")
     words = ["what is two plus two ?", "it is four .", "hello there", "hi"]

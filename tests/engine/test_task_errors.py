@@ -1,9 +1,9 @@
 """Every error a ray task raises crosses to the driver as the error it was (#43 item 8), without a cluster:
 the tasks are plain functions and their rows are what the driver reads.
 
-A seqpack error raised in a Ray Data task came back as Ray's ``RayTaskError(UserCodeException)`` with the
-traceback as text and no seqpack error in its cause chain, so the CLI printed ~170 lines and no ``error:``
-line. The tasks now return their own error (every seqpack error class, and an OS error such as a full
+A bridgepack error raised in a Ray Data task came back as Ray's ``RayTaskError(UserCodeException)`` with the
+traceback as text and no bridgepack error in its cause chain, so the CLI printed ~170 lines and no ``error:``
+line. The tasks now return their own error (every bridgepack error class, and an OS error such as a full
 disk) in their row, and the driver raises the first in the local pack's order.
 """
 
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from _support.pack_inputs import random_examples, write_jsonl
-from seqpack.cli._common import flag
-from seqpack.data.pipeline import FAILED_CHUNK, PackOptions, plan_sharded, prepare_sharded, read_slice
-from seqpack.engine import TaskFailure, captured, first_failure, run_shard, run_slice
-from seqpack.errors import DataError, InputError, SeqpackError, param
+from bridgepack.cli._common import flag
+from bridgepack.data.pipeline import FAILED_CHUNK, PackOptions, plan_sharded, prepare_sharded, read_slice
+from bridgepack.engine import TaskFailure, captured, first_failure, run_shard, run_slice
+from bridgepack.errors import BridgepackError, DataError, InputError, param
 
 
 def _raising(exc: BaseException) -> Callable[[], tuple[None, bool]]:
@@ -31,8 +31,8 @@ def _raising(exc: BaseException) -> Callable[[], tuple[None, bool]]:
     return task
 
 
-def _error_classes(base: type[SeqpackError] = SeqpackError) -> list[type[SeqpackError]]:
-    """``SeqpackError`` and every class below it: a new one fails here until it crosses as itself."""
+def _error_classes(base: type[BridgepackError] = BridgepackError) -> list[type[BridgepackError]]:
+    """``BridgepackError`` and every class below it: a new one fails here until it crosses as itself."""
     return [base, *(c for sub in base.__subclasses__() for c in _error_classes(sub))]
 
 
@@ -55,8 +55,8 @@ def test_every_kind_of_task_error_crosses_as_it_was_raised(kind: str) -> None:
     assert row["reused"] is False and isinstance(row["failure"], str)
     again = first_failure([{"index": 0, **row}])
     assert type(again) is type(raised)
-    if isinstance(raised, SeqpackError):
-        assert isinstance(again, SeqpackError)
+    if isinstance(raised, BridgepackError):
+        assert isinstance(again, BridgepackError)
         assert again.render(flag) == raised.render(flag) and again.exit_code == raised.exit_code
     else:
         assert isinstance(again, OSError)

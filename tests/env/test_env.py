@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from seqpack.cli import main
-from seqpack.env import VersionTable, env_findings, env_report, parse_version
-from seqpack.env import _stack as _env
-from seqpack.findings import Finding
+from bridgepack.cli import main
+from bridgepack.env import VersionTable, env_findings, env_report, parse_version
+from bridgepack.env import _stack as _env
+from bridgepack.findings import Finding
 
 NONE_INSTALLED = {name: None for name, _ in _env.REPORTED_PACKAGES}
 
@@ -98,7 +98,7 @@ def test_real_machine_versions_read_from_metadata() -> None:
     assert real.packages["numba"] == numba.__version__
     assert real.packages["pyarrow"] == pyarrow.__version__
     assert real.python == platform.python_version()
-    missing = "seqpack-no-such-distribution"
+    missing = "bridgepack-no-such-distribution"
     assert _env._installed_version((missing,)) is None
 
 

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.diff_samples import chat, packs_of, write_packed
-from seqpack.cli import main
-from seqpack.data.packed import fingerprint_packed
-from seqpack.fingerprint import PackedFingerprinter, hash_block
+from bridgepack.cli import main
+from bridgepack.data.packed import fingerprint_packed
+from bridgepack.fingerprint import PackedFingerprinter, hash_block
 
 SAMPLES = [chat([10 + i, 11, 12 + i % 3], [20 + i] * (1 + i % 4)) for i in range(12)]
 
@@ -70,7 +70,7 @@ def test_stable_across_processes(tmp_path: Path) -> None:
     path = write_packed(tmp_path / "a.parquet", packs_of(SAMPLES, [4, 4, 4]))
     here = fingerprint_packed(path).to_dict()
     code = (
-        "import json, sys; from seqpack.data.packed._source import fingerprint_packed; "
+        "import json, sys; from bridgepack.data.packed._source import fingerprint_packed; "
         "print(json.dumps(fingerprint_packed(sys.argv[1]).to_dict()))"
     )
     there = json.loads(
@@ -134,9 +134,9 @@ def test_cli_unreadable_exits_2(tmp_path: Path) -> None:
     assert main(["fingerprint", str(tmp_path / "missing.parquet")]) == 2
 
 
-def test_check_against_the_record_of_seqpack_pack(tmp_path: Path, capsys) -> None:
-    from seqpack.data.pipeline import PackOptions, pack_files
-    from seqpack.data.samples import example_dataset_path
+def test_check_against_the_record_of_bridgepack_pack(tmp_path: Path, capsys) -> None:
+    from bridgepack.data.pipeline import PackOptions, pack_files
+    from bridgepack.data.samples import example_dataset_path
 
     result = pack_files(PackOptions.from_flat([example_dataset_path()], tmp_path / "out", 512, quiet=True))
     path = str(result.packed_path)

@@ -2,7 +2,7 @@
 
 Recorded fingerprints are compared with ones computed years later: a faster kernel (the one readers now
 run in their validation pass) must give the same hashes bit for bit. The references below follow the
-module docstring of ``seqpack.fingerprint._hash`` with Python integers mod 2**64: fp2 one token at a
+module docstring of ``bridgepack.fingerprint._hash`` with Python integers mod 2**64: fp2 one token at a
 time, fp3 eight tokens a step.
 """
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqpack.fingerprint import _hash
+from bridgepack.fingerprint import _hash
 
 M64 = (1 << 64) - 1
 

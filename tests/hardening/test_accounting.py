@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.pack_inputs import EOS, write_jsonl
-from seqpack.cli import main
+from bridgepack.cli import main
 
 
 @given(
@@ -36,7 +36,7 @@ def test_every_sample_is_packed_or_listed(lengths: list[int], too_long: str) -> 
             return
         assert code == 0
         [entry] = orjson.loads((out / "8_metadata.jsonl").read_bytes())
-        counts = entry["seqpack"]["counts"]
+        counts = entry["bridgepack"]["counts"]
         assert counts["samples_in"] == len(lengths)
         assert counts["samples_in"] == counts["packed"] + counts["rejected"] + counts["dropped"]
         lines = [orjson.loads(x) for x in (out / "rejects_training_8.jsonl").read_bytes().splitlines()]
@@ -61,7 +61,7 @@ def test_exit_codes_and_one_line(
     case: str, code: int, fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The CLI's one mapping: DataError 1, InputError and UsageError 2, an OSError that no command turned
-    into a seqpack error 2; always one line, markup in a path printed as text, no traceback."""
+    into a bridgepack error 2; always one line, markup in a path printed as text, no traceback."""
     source = tmp_path / ("nope[/b].jsonl" if case == "missing input" else "in[/b].jsonl")
     if case != "missing input":
         source.parent.mkdir()  # "in[" : the path holds the markup closing tag "[/b]"

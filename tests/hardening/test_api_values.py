@@ -4,7 +4,7 @@ The sweep is generated from the API's own parameters -- every typed field of :cl
 groups, every field of :class:`PaddingFreeCollator`, every row field the collator reads -- and from real
 rows (the bundled example dataset packed by ``pack_dataset``): each gets values of the wrong kind (a
 float, a boolean, a string, a null, a nested list; for ids a negative), as a list, a numpy array and a
-tensor. Each must be a :class:`SeqpackError` (or, for ``pack_dataset``, TRL's ``TypeError``/``ValueError``)
+tensor. Each must be a :class:`BridgepackError` (or, for ``pack_dataset``, TRL's ``TypeError``/``ValueError``)
 with one line naming what is wrong -- never a truncated value, nor numpy's or torch's own error.
 """
 
@@ -21,19 +21,19 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-import seqpack
+import bridgepack
 from _support.pack_inputs import run, write_jsonl
-from seqpack.data.pipeline._options import InputOptions, LengthPolicy, PackSize, RunSettings
-from seqpack.data.samples import example_dataset_path
-from seqpack.data.samples.text import TextOptions
-from seqpack.errors import DataError, SeqpackError, UsageError
-from seqpack.packing import MAX_PAD_MULTIPLE
+from bridgepack.data.pipeline._options import InputOptions, LengthPolicy, PackSize, RunSettings
+from bridgepack.data.samples import example_dataset_path
+from bridgepack.data.samples.text import TextOptions
+from bridgepack.errors import BridgepackError, DataError, UsageError
+from bridgepack.packing import MAX_PAD_MULTIPLE
 
 torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 
-from seqpack.batching import PackedCollator, pack_in_batch, pack_rows  # noqa: E402
-from seqpack.hf import PaddingFreeCollator, pack_dataset  # noqa: E402
+from bridgepack.batching import PackedCollator, pack_in_batch, pack_rows  # noqa: E402
+from bridgepack.hf import PaddingFreeCollator, pack_dataset  # noqa: E402
 
 #: Wrong values per declared kind (``True`` is no integer; ``"3"`` is no number).
 WRONG: dict[str, list[Any]] = {
@@ -46,7 +46,7 @@ _NOT_FLAT = {"paths", "text", "pack_size", "out_dir"}
 
 
 def _flat_options() -> list[tuple[str, str]]:
-    """(flat keyword, declared kind) of every option ``seqpack.pack`` takes whose kind is checkable."""
+    """(flat keyword, declared kind) of every option ``bridgepack.pack`` takes whose kind is checkable."""
     found = []
     for group in (InputOptions, TextOptions, PackSize, LengthPolicy, RunSettings):
         for f in fields(group):
@@ -74,7 +74,7 @@ def test_every_pack_option_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
             kwargs = {name: value}
             size = kwargs.pop("pack_size", 64)
             with pytest.raises(UsageError) as refused:
-                seqpack.pack(source, out, size, **kwargs)
+                bridgepack.pack(source, out, size, **kwargs)
             message = str(refused.value)
             assert name in message and "\n" not in message and repr(value) in message, message
             assert not out.exists()
@@ -86,12 +86,12 @@ def test_paths_and_too_long_given_as_strings_work(tmp_path: Path) -> None:
     """What the CLI's parser converts, the API converts too (a tokenizer path as ``str``, ``too_long`` by
     name); a wrong name is refused with the choices."""
     source = write_jsonl(tmp_path / "ids.jsonl", _example_rows(8))
-    result = seqpack.pack(
+    result = bridgepack.pack(
         str(source), str(tmp_path / "a"), 2048, too_long="truncate", scratch_dir=str(tmp_path)
     )
     assert result.counts.samples_in == 8
     with pytest.raises(UsageError, match=r"too_long must be one of .*, got 'cut'"):
-        seqpack.pack(source, tmp_path / "b", 2048, too_long="cut")
+        bridgepack.pack(source, tmp_path / "b", 2048, too_long="cut")
 
 
 @pytest.mark.parametrize(
@@ -124,14 +124,14 @@ BATCH_BUILDERS: dict[str, Any] = {
         [{"input_ids": torch.tensor([5, 6]), "position_ids": torch.arange(2)}], **kw
     ),
 }
-#: Pad multiples ``seqpack pack`` refuses (out of ``[1, MAX_PAD_MULTIPLE]``, or no integer).
+#: Pad multiples ``bridgepack pack`` refuses (out of ``[1, MAX_PAD_MULTIPLE]``, or no integer).
 BAD_MULTIPLES: list[Any] = [0, -16, MAX_PAD_MULTIPLE + 1, 2**31, 2**64, 2.5, 8.0, np.float64(8), True, "8"]
 
 
 def _pad_multiple_parameters() -> list[tuple[str, str]]:
     """Every pad-multiple parameter of the public batch builders, found by name in their signatures."""
     found = []
-    for package in (seqpack.batching, seqpack.hf):
+    for package in (bridgepack.batching, bridgepack.hf):
         for name in package.__all__:
             try:
                 parameters = inspect.signature(getattr(package, name)).parameters
@@ -258,7 +258,7 @@ def test_collator_rows_with_a_bad_value_name_the_row_and_field(
 def test_collator_says_what_the_cli_says(
     tmp_path: Path, packed_rows: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One bad id, the same words from ``seqpack pack`` and from the collator (after the location)."""
+    """One bad id, the same words from ``bridgepack pack`` and from the collator (after the location)."""
     for value in (1.5, True, "7", -1, 2**33):
         row = {"input_ids": list(packed_rows[0]["input_ids"])}
         row["input_ids"][3] = value
@@ -283,14 +283,14 @@ def test_pack_dataset_refuses_ids_that_are_not_integers() -> None:
 @pytest.mark.parametrize("name", ["dp", "gbs"])
 def test_inspect_sampler_settings_of_the_wrong_kind(tmp_path: Path, name: str) -> None:
     source = write_jsonl(tmp_path / "ids.jsonl", _example_rows(8))
-    result = seqpack.pack(source, tmp_path / "out", 2048)
+    result = bridgepack.pack(source, tmp_path / "out", 2048)
     for value in (-1, 0, 1.5, True, "2"):
         settings = {"dp": 1, "gbs": 1, name: value}
         with pytest.raises(UsageError, match=rf"^inspect\(\): {name} must be a positive integer, got "):
-            seqpack.inspect(result.packed_path, **settings)
+            bridgepack.inspect(result.packed_path, **settings)
 
 
-def test_every_refusal_is_a_seqpack_error_with_one_line(packed_rows: list[dict[str, Any]]) -> None:
+def test_every_refusal_is_a_bridgepack_error_with_one_line(packed_rows: list[dict[str, Any]]) -> None:
     """The sweep's values as a whole batch field (not one element): a clear error, not numpy's."""
     collate = PaddingFreeCollator()
     for field in ROW_FIELDS:
@@ -299,7 +299,7 @@ def test_every_refusal_is_a_seqpack_error_with_one_line(packed_rows: list[dict[s
             row[field] = value
             try:
                 collate([row])
-            except SeqpackError as exc:
+            except BridgepackError as exc:
                 assert str(exc).startswith(f"row 0: field {field!r}: ") and "\n" not in str(exc), exc
             else:  # pragma: no cover - a shown failure
                 raise AssertionError(f"{field}={json.dumps(value)} was accepted")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from _support.pack_inputs import run, write_jsonl
-from seqpack.data.samples.text._chat import _path
-from seqpack.data.samples.text._chat._by_render import DIFFERING_RENDERS
-from seqpack.demo import build_tokenizer
+from bridgepack.data.samples.text._chat import _path
+from bridgepack.data.samples.text._chat._by_render import DIFFERING_RENDERS
+from bridgepack.demo import build_tokenizer
 
 #: A template without {% generation %} or markers Bridge knows (its turns are found by rendering), that
 #: opens with the time of the render when ``stamp`` is a strftime format.

@@ -4,7 +4,7 @@ Before: a byte flipped at offset 5000 of a 3,000-row pack set was decoded into t
 18346451021070591 and ``inspect`` and ``doctor --packed`` exited 0; swapped rows and edited tokens or
 masks passed ``inspect``, ``doctor`` and ``train``; ten dropped rows (run id kept) passed ``doctor`` and
 ``train``. Now pages carry checksums that every read verifies, and every reader that reads a split whole
-compares it with the fingerprint and counts ``pack`` recorded (:mod:`seqpack.data.packed._recorded`).
+compares it with the fingerprint and counts ``pack`` recorded (:mod:`bridgepack.data.packed._recorded`).
 
 The readers are the commands whose input is packed data, found in the Typer app by their help text
 (:func:`test_every_reader_of_packed_data_is_swept`), so a reader added later must join the sweep.
@@ -27,8 +27,8 @@ import typer
 
 from _support.pack_inputs import random_examples, write_jsonl
 from _support.sharded_sets import packed_readers
-from seqpack._parquet import BAD_CHECKSUM
-from seqpack.cli import app, main
+from bridgepack._parquet import BAD_CHECKSUM
+from bridgepack.cli import app, main
 
 PACK_SIZE = 1024
 PACKED = f"training_{PACK_SIZE}.idx.parquet"
@@ -105,7 +105,7 @@ def _truncate(path: Path) -> None:
 
 def _not_as_recorded(what: str) -> Callable[[str, int], str]:
     return lambda packed, rows: (
-        f"{packed}: does not match what seqpack pack recorded in {Path(packed).parent / META} entry 0 "
+        f"{packed}: does not match what bridgepack pack recorded in {Path(packed).parent / META} entry 0 "
         f"({what.format(rows=rows, rows_left=rows - 10)}); the packs changed after they were written: "
         "pack again, or restore the files"
     )
@@ -191,17 +191,17 @@ def test_a_sidecar_of_another_run_is_refused_by_every_reader(
         code = main(argv)
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 1, (name, err)
-        assert "come from different seqpack pack runs" in err[-1], (name, err[-1:])
+        assert "come from different bridgepack pack runs" in err[-1], (name, err[-1:])
         assert sidecar in err[-1], (name, err[-1:])
 
 
 def _record_with(out: Path, algorithm: str) -> None:
-    """Record the set's fingerprint with ``algorithm`` (what a seqpack of that algorithm wrote)."""
-    from seqpack.data.packed import fingerprint_packed
+    """Record the set's fingerprint with ``algorithm`` (what a bridgepack of that algorithm wrote)."""
+    from bridgepack.data.packed import fingerprint_packed
 
     entries = json.loads((out / META).read_text())  # Bridge's metadata: one JSON list
-    assert entries[0]["seqpack"]["fingerprint"]["algorithm"] == "seqpack-fp3"
-    entries[0]["seqpack"]["fingerprint"] = fingerprint_packed(out / PACKED, algorithm=algorithm).to_dict()
+    assert entries[0]["bridgepack"]["fingerprint"]["algorithm"] == "bridgepack-fp3"
+    entries[0]["bridgepack"]["fingerprint"] = fingerprint_packed(out / PACKED, algorithm=algorithm).to_dict()
     (out / META).write_text(json.dumps(entries))
 
 
@@ -213,7 +213,7 @@ def test_a_record_of_the_previous_algorithm_is_still_checked(
     refused with the same message), never reads it unchecked."""
     out = tmp_path / "set"
     shutil.copytree(reference, out)
-    _record_with(out, "seqpack-fp2")
+    _record_with(out, "bridgepack-fp2")
     packed = out / PACKED
     rows = pq.ParquetFile(packed).metadata.num_rows
     if kind is not None:
@@ -230,17 +230,17 @@ def test_a_record_of_the_previous_algorithm_is_still_checked(
         assert err[-1].startswith(f"error: {DAMAGE[kind][2](str(packed), rows)}"), (name, err[-1:])
 
 
-def test_a_record_of_an_algorithm_seqpack_does_not_compute_is_named(
+def test_a_record_of_an_algorithm_bridgepack_does_not_compute_is_named(
     reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "set"
     shutil.copytree(reference, out)
     entries = json.loads((out / META).read_text())
-    entries[0]["seqpack"]["fingerprint"]["algorithm"] = "seqpack-fp9"
+    entries[0]["bridgepack"]["fingerprint"]["algorithm"] = "bridgepack-fp9"
     (out / META).write_text(json.dumps(entries))
     assert main(["fingerprint", str(out / PACKED), "--check"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "fingerprint recorded with 'seqpack-fp9', which this seqpack does not compute" in err
+    assert "fingerprint recorded with 'bridgepack-fp9', which this bridgepack does not compute" in err
 
 
 def _record_algorithm(change: Callable[[dict[str, Any]], Any]) -> Callable[[Path], None]:
@@ -248,7 +248,7 @@ def _record_algorithm(change: Callable[[dict[str, Any]], Any]) -> Callable[[Path
 
     def edit(meta: Path) -> None:
         entries = json.loads(meta.read_text())
-        entries[0]["seqpack"]["fingerprint"] = change(entries[0]["seqpack"]["fingerprint"])
+        entries[0]["bridgepack"]["fingerprint"] = change(entries[0]["bridgepack"]["fingerprint"])
         meta.write_text(json.dumps(entries))
 
     return edit
@@ -256,10 +256,10 @@ def _record_algorithm(change: Callable[[dict[str, Any]], Any]) -> Callable[[Path
 
 #: kind -> (the record's change, exit code, what every reader says after the entry's name)
 UNCHECKABLE: dict[str, tuple[Callable[[Path], None], int, str]] = {
-    "an algorithm this seqpack does not compute": (
-        _record_algorithm(lambda fp: {**fp, "algorithm": "seqpack-fp4"}),
+    "an algorithm this bridgepack does not compute": (
+        _record_algorithm(lambda fp: {**fp, "algorithm": "bridgepack-fp4"}),
         2,
-        "fingerprint recorded with 'seqpack-fp4', which this seqpack does not compute",
+        "fingerprint recorded with 'bridgepack-fp4', which this bridgepack does not compute",
     ),
     "no algorithm": (
         _record_algorithm(lambda fp: {k: v for k, v in fp.items() if k != "algorithm"}),
@@ -272,9 +272,9 @@ UNCHECKABLE: dict[str, tuple[Callable[[Path], None], int, str]] = {
         "the fingerprint record names no algorithm (algorithm 3;",
     ),
     "not an object": (
-        _record_algorithm(lambda fp: "seqpack-fp3"),
+        _record_algorithm(lambda fp: "bridgepack-fp3"),
         1,
-        "the fingerprint record is 'seqpack-fp3'",
+        "the fingerprint record is 'bridgepack-fp3'",
     ),
 }
 
@@ -283,10 +283,11 @@ UNCHECKABLE: dict[str, tuple[Callable[[Path], None], int, str]] = {
 def test_a_record_no_reader_can_check_is_refused_by_every_reader(
     kind: str, reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A record seqpack cannot check was skipped: a set edited after packing and its record's algorithm
-    changed to one this seqpack does not know passed inspect and doctor. Every reader refuses it now: exit 2
-    for an algorithm of another seqpack (input this version cannot read, as a file of another format),
-    exit 1 for a record without one (the sidecar was read and is invalid: seqpack always writes it)."""
+    """A record bridgepack cannot check was skipped: a set edited after packing and its record's algorithm
+    changed to one this bridgepack does not know passed inspect and doctor. Every reader refuses it now: exit
+    2
+    for an algorithm of another bridgepack (input this version cannot read, as a file of another format),
+    exit 1 for a record without one (the sidecar was read and is invalid: bridgepack always writes it)."""
     change, expected_code, what = UNCHECKABLE[kind]
     out = tmp_path / "set"
     shutil.copytree(reference, out)

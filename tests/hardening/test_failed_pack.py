@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from _support.pack_inputs import run, write_jsonl
-from seqpack.data.pipeline import _pipeline
-from seqpack.data.samples import _readers
+from bridgepack.data.pipeline import _pipeline
+from bridgepack.data.samples import _readers
 
 GOOD = [{"input_ids": [5, 6, 7, 2]}, {"input_ids": [8, 9, 2]}, {"input_ids": [4, 2]}]
 

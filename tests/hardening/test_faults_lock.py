@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from seqpack.data.pipeline._lock import LOCK_NAME, OutputLock, claim_output_dir, reclaim
-from seqpack.errors import UsageError
+from bridgepack.data.pipeline._lock import LOCK_NAME, OutputLock, claim_output_dir, reclaim
+from bridgepack.errors import UsageError
 
 
 def _dead_pid() -> int:
@@ -27,7 +27,7 @@ def test_a_live_owner_is_refused_with_its_pid(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as caught:
         claim_output_dir(tmp_path)
     message = str(caught.value)
-    assert message.startswith(f"{tmp_path}: another seqpack pack (pid {os.getpid()} on ")
+    assert message.startswith(f"{tmp_path}: another bridgepack pack (pid {os.getpid()} on ")
     assert "\n" not in message
     first.release()
     assert not (tmp_path / LOCK_NAME).exists()
@@ -46,14 +46,14 @@ def test_a_dead_owner_is_taken_over_and_its_leftovers_reclaimed(tmp_path: Path) 
     holder.wait()
     dead = holder.pid
     assert (tmp_path / LOCK_NAME).read_text().startswith(f"{dead} ")
-    (tmp_path / ".seqpack-tmp-abc.parquet").write_bytes(b"half")
-    (tmp_path / f".seqpack-scratch-{dead}").mkdir()
-    (tmp_path / f".seqpack-scratch-{dead}" / "tokens.u32").write_bytes(b"x")
+    (tmp_path / ".bridgepack-tmp-abc.parquet").write_bytes(b"half")
+    (tmp_path / f".bridgepack-scratch-{dead}").mkdir()
+    (tmp_path / f".bridgepack-scratch-{dead}" / "tokens.u32").write_bytes(b"x")
     (tmp_path / "training_8.idx.parquet").write_bytes(b"a finished file")
     outside = tmp_path.parent / f"{tmp_path.name}-outside"
     outside.mkdir()
     (outside / "tokens.u32").write_bytes(b"precious")
-    (tmp_path / f".seqpack-scratch-{os.getpid()}").symlink_to(outside)  # a planted link: unlinked only
+    (tmp_path / f".bridgepack-scratch-{os.getpid()}").symlink_to(outside)  # a planted link: unlinked only
     lock = claim_output_dir(tmp_path)
     assert lock.previous.startswith(f"{dead} ")
     assert (tmp_path / LOCK_NAME).read_text() == lock.token
@@ -63,7 +63,8 @@ def test_a_dead_owner_is_taken_over_and_its_leftovers_reclaimed(tmp_path: Path) 
 
 
 HOLD_LOCK = (
-    "import sys, time; from pathlib import Path; from seqpack.data.pipeline._lock import claim_output_dir; "
+    "import sys, time; from pathlib import Path; from bridgepack.data.pipeline._lock import "
+    "claim_output_dir; "
     "claim_output_dir(Path(sys.argv[1])); print('held', flush=True); time.sleep(120)"
 )
 
@@ -74,12 +75,12 @@ def test_live_scratch_of_another_run_in_a_shared_scratch_dir_is_kept(tmp_path: P
     shared.mkdir()
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        (shared / f".seqpack-scratch-{live.pid}").mkdir()
-        (shared / f".seqpack-scratch-{_dead_pid()}").mkdir()
-        (shared / ".seqpack-tmp-other").write_bytes(b"")  # not ours to judge: only the out dir's are
+        (shared / f".bridgepack-scratch-{live.pid}").mkdir()
+        (shared / f".bridgepack-scratch-{_dead_pid()}").mkdir()
+        (shared / ".bridgepack-tmp-other").write_bytes(b"")  # not ours to judge: only the out dir's are
         assert len(reclaim(out, shared)) == 1  # the dead run's scratch
         assert sorted(p.name for p in shared.iterdir()) == sorted(
-            [f".seqpack-scratch-{live.pid}", ".seqpack-tmp-other"]
+            [f".bridgepack-scratch-{live.pid}", ".bridgepack-tmp-other"]
         )
     finally:
         live.kill()
@@ -87,7 +88,7 @@ def test_live_scratch_of_another_run_in_a_shared_scratch_dir_is_kept(tmp_path: P
 
 
 HOLD_SCRATCH = (
-    "import sys, time; from pathlib import Path; from seqpack.data.pipeline._scratch import ScratchStore; "
+    "import sys, time; from pathlib import Path; from bridgepack.data.pipeline._scratch import ScratchStore; "
     "ScratchStore(Path(sys.argv[1])); print('held', flush=True); time.sleep(120)"
 )
 
@@ -99,7 +100,7 @@ def test_scratch_is_reclaimed_only_when_its_owner_lock_is_free(tmp_path: Path) -
     out, shared = tmp_path / "out", tmp_path / "scratch"
     out.mkdir()
     shared.mkdir()
-    scratch = shared / f".seqpack-scratch-{_dead_pid()}"  # a PID that is dead here
+    scratch = shared / f".bridgepack-scratch-{_dead_pid()}"  # a PID that is dead here
     owner = subprocess.Popen(
         [sys.executable, "-c", HOLD_SCRATCH, os.fspath(scratch)], stdout=subprocess.PIPE, text=True
     )

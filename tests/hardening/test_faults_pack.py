@@ -1,10 +1,10 @@
-"""``seqpack pack`` killed, starved of disk and raced: nothing half-written ever looks complete.
+"""``bridgepack pack`` killed, starved of disk and raced: nothing half-written ever looks complete.
 
 A run is killed (SIGKILL, in a child process) at a seeded random point of each pass -- pass 1 (``read``,
 per input chunk), planning, pass 2 (``write``, per row group) and the two commit steps -- through the
-``SEQPACK_FAULT`` hook (:mod:`seqpack._faults`). After each kill:
+``BRIDGEPACK_FAULT`` hook (:mod:`bridgepack._faults`). After each kill:
 
-1. ``seqpack inspect`` accepts nothing in the output directory (no packed file exists under a final name
+1. ``bridgepack inspect`` accepts nothing in the output directory (no packed file exists under a final name
    unless it is the complete, committed one);
 2. the same command run again succeeds, reclaims the killed run's temp files, scratch and lock, and
 3. writes byte-identical files to an undisturbed run's.
@@ -30,11 +30,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from _support.pack_inputs import EOS, random_examples, write_jsonl
-from seqpack.cli import main
+from bridgepack.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The claim on an output directory, as docs/pack.md and docs/failure-behaviour.md name it.
-LOCK_NAME = ".seqpack-pack.lock"
+LOCK_NAME = ".bridgepack-pack.lock"
 PACK_SIZE = 16
 
 
@@ -56,7 +56,7 @@ def _child(
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "seqpack", *args],
+        [sys.executable, "-m", "bridgepack", *args],
         env=full_env,
         capture_output=True,
         text=True,
@@ -66,14 +66,14 @@ def _child(
 
 
 def _files(out: Path) -> dict[str, object]:
-    """Every file of the directory but a killed run's leftovers (``.seqpack-*``, checked on their own),
+    """Every file of the directory but a killed run's leftovers (``.bridgepack-*``, checked on their own),
     with the run id blanked (two runs' files differ by nothing else).
 
     A Parquet file's run id sits in its footer (and, base64, in the Arrow schema there): its content
     and row groups are compared instead of its bytes.
     """
     files: dict[str, object] = {}
-    for path in sorted(p for p in out.iterdir() if p.is_file() and not p.name.startswith(".seqpack")):
+    for path in sorted(p for p in out.iterdir() if p.is_file() and not p.name.startswith(".bridgepack")):
         if path.suffix == ".parquet":
             handle = pq.ParquetFile(path)
             groups = [handle.metadata.row_group(i).num_rows for i in range(handle.num_row_groups)]
@@ -113,14 +113,14 @@ def test_sigkill_at_any_point_leaves_nothing_inspect_accepts(
 ) -> None:
     source, expected = reference
     out = tmp_path / "out"
-    killed = _child(_args(source, out), {"SEQPACK_FAULT": f"{point}:kill"})
+    killed = _child(_args(source, out), {"BRIDGEPACK_FAULT": f"{point}:kill"})
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert not (out / "training_16.idx.parquet").exists()
     assert main(["inspect", os.fspath(out), "--quiet"]) != 0  # nothing there that inspect accepts
     capsys.readouterr()
     assert main(_args(source, out)) == 0, capsys.readouterr().err  # the same command, no --overwrite
     assert _files(out) == expected
-    assert not [p.name for p in out.iterdir() if p.name.startswith(".seqpack")]  # temp, scratch, lock
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".bridgepack")]  # temp, scratch, lock
     assert main(["inspect", os.fspath(out), "--quiet"]) == 0
 
 
@@ -188,10 +188,10 @@ def test_two_runs_into_one_directory(reference: tuple[Path, dict[str, bytes]], t
     source, expected = reference
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
-           "SEQPACK_FAULT": "write:1:stop"}  # fmt: skip
+           "BRIDGEPACK_FAULT": "write:1:stop"}  # fmt: skip
     for finish in ("continue", "kill"):
         holder = subprocess.Popen(
-            [sys.executable, "-m", "seqpack", *_args(source, out), "--overwrite"],
+            [sys.executable, "-m", "bridgepack", *_args(source, out), "--overwrite"],
             env=env, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         try:
@@ -199,7 +199,7 @@ def test_two_runs_into_one_directory(reference: tuple[Path, dict[str, bytes]], t
             second = _child([*_args(source, out), "--overwrite"])
             assert second.returncode == 2
             [line] = second.stderr.strip().splitlines()
-            assert f"{out}: another seqpack pack (pid {holder.pid} on " in line
+            assert f"{out}: another bridgepack pack (pid {holder.pid} on " in line
         finally:
             os.kill(holder.pid, signal.SIGCONT if finish == "continue" else signal.SIGKILL)
             holder.wait(60)
@@ -258,7 +258,7 @@ def test_killed_overwrite_leaves_the_old_set_or_a_mix_every_reader_refuses(
     shuffled = tmp_path / "shuffled.jsonl"
     shuffled.write_bytes(b"".join(lines))
     old_meta = (out / f"{PACK_SIZE}_metadata.jsonl").read_bytes()
-    killed = _child([*_args(shuffled, out), "--overwrite"], {"SEQPACK_FAULT": f"{point}:kill"})
+    killed = _child([*_args(shuffled, out), "--overwrite"], {"BRIDGEPACK_FAULT": f"{point}:kill"})
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     new_meta = (out / f"{PACK_SIZE}_metadata.jsonl").read_bytes()
     if point == "write:1":
@@ -277,7 +277,7 @@ def test_killed_overwrite_leaves_the_old_set_or_a_mix_every_reader_refuses(
             assert code == 0, (name, err)
         else:
             assert code == 1, (name, err)
-            assert "come from different seqpack pack runs" in err, (name, err)
+            assert "come from different bridgepack pack runs" in err, (name, err)
             assert "training_16.idx.parquet (run " in err and "16_metadata.jsonl entry 0 (run " in err, err
 
 
@@ -288,13 +288,13 @@ def test_sigterm_cleans_up_like_ctrl_c_and_exits_143(
     lock, and leaves a previous set as it was."""
     source, expected = reference
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
-           "SEQPACK_FAULT": "write:1:stop"}  # fmt: skip
+           "BRIDGEPACK_FAULT": "write:1:stop"}  # fmt: skip
     for first in (True, False):
         out = tmp_path / ("first" if first else "again")
         if not first:
             shutil.copytree(source.parent / "reference", out)
         run = subprocess.Popen(
-            [sys.executable, "-m", "seqpack", *_args(source, out), "--overwrite"],
+            [sys.executable, "-m", "bridgepack", *_args(source, out), "--overwrite"],
             env=env, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         _wait_stopped(run.pid)
@@ -306,5 +306,5 @@ def test_sigterm_cleans_up_like_ctrl_c_and_exits_143(
         if first:  # the folder the stopped run made is gone with it
             assert not out.exists()
             continue
-        assert not [p.name for p in out.iterdir() if p.name.startswith(".seqpack")]
+        assert not [p.name for p in out.iterdir() if p.name.startswith(".bridgepack")]
         assert _files(out) == expected

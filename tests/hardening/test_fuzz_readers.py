@@ -1,4 +1,4 @@
-"""Every reader on structured garbage: the only allowed failure is a one-line SeqpackError naming the file.
+"""Every reader on structured garbage: the only allowed failure is a one-line BridgepackError naming the file.
 
 Bounded (the ``ci`` profile's examples per test, inputs of a few KiB); ``fuzz/run.py`` runs the same
 targets for minutes, coverage-guided. The limits readers state in ``docs/failure-behaviour.md`` (line
@@ -32,14 +32,14 @@ from _support.fuzz_strategies import (
 )
 from _support.fuzz_targets import Target, check, sample_target_name, target, targets
 from _support.sample_files import arrow_ipc_bytes
-from seqpack.data.samples import INPUT_FORMATS
-from seqpack.errors import InputError, SeqpackError
+from bridgepack.data.samples import INPUT_FORMATS
+from bridgepack.errors import BridgepackError, InputError
 
 
 @pytest.fixture(scope="module")
 def workdir() -> Iterator[Path]:
     """One directory per module (hypothesis reruns a test body many times; tmp_path is per test)."""
-    with tempfile.TemporaryDirectory(prefix="seqpack-fuzz-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bridgepack-fuzz-") as tmp:
         yield Path(tmp)
 
 
@@ -106,7 +106,7 @@ def test_structured_garbage(name: str, documents: st.SearchStrategy[bytes], work
 
 
 def test_legacy_npy_of_any_plain_objects(workdir: Path) -> None:
-    """Object arrays of any plain data (what the restricted unpickler admits) fail only as SeqpackError."""
+    """Object arrays of any plain data (what the restricted unpickler admits) fail only as BridgepackError."""
     chosen = target("legacy-npy")
 
     @given(st.lists(json_values, max_size=4))
@@ -127,7 +127,7 @@ def _read(name: str, data: bytes, directory: Path) -> str:
     chosen = target(name)
     path = chosen.path_in(directory)
     path.write_bytes(data)
-    with pytest.raises(SeqpackError) as caught:
+    with pytest.raises(BridgepackError) as caught:
         chosen.read(path)
     message = str(caught.value)
     assert "\n" not in message and str(path) in message
@@ -158,7 +158,7 @@ def test_yaml_nesting_over_64_is_refused_with_line(tmp_path: Path) -> None:
     assert "in.yaml:65:" in _read("bridge-yaml", block.encode(), tmp_path)
     assert "nested deeper than 64 levels" in _read("bridge-yaml", b"a: " + b"[" * 70 + b"]" * 70, tmp_path)
     ok = "".join("  " * k + f"k{k}:\n" for k in range(63)) + "  " * 63 + "v: 1\n"
-    from seqpack.doctor import load_config
+    from bridgepack.doctor import load_config
 
     (tmp_path / "ok.yaml").write_text(ok)
     assert load_config(tmp_path / "ok.yaml").raw["k0"] is not None
@@ -176,7 +176,7 @@ def test_yaml_alias_cycle_and_alias_bomb_are_refused(tmp_path: Path) -> None:
     (tmp_path / "ok.yaml").write_text(
         "base: &b {seq_length: 8}\nmodel:\n  <<: *b\n  context_parallel_size: 2\n"
     )
-    from seqpack.doctor import load_config
+    from bridgepack.doctor import load_config
 
     assert load_config(tmp_path / "ok.yaml").view.model.seq_length == 8
 
@@ -186,7 +186,7 @@ def test_yaml_control_character_names_the_line(tmp_path: Path) -> None:
 
 
 def test_jsonl_line_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from seqpack.data.samples import _readers
+    from bridgepack.data.samples import _readers
 
     monkeypatch.setattr(_readers, "MAX_LINE_BYTES", 64)
     monkeypatch.setattr(_readers, "_READ_BLOCK", 32)  # the buffer grows 32 -> 64 bytes, then the limit
@@ -196,7 +196,7 @@ def test_jsonl_line_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytes
 
 
 def test_log_line_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from seqpack.curves import _logs
+    from bridgepack.curves import _logs
 
     monkeypatch.setattr(_logs, "BLOCK_BYTES", 32)
     monkeypatch.setattr(_logs, "MAX_LINE_BYTES", 100)
@@ -269,8 +269,8 @@ def test_log_records_without_fields_and_odd_step_times(tmp_path: Path) -> None:
 
 
 def test_override_value_the_yaml_parser_rejects() -> None:
-    from seqpack.doctor import parse_override
-    from seqpack.errors import UsageError
+    from bridgepack.doctor import parse_override
+    from bridgepack.errors import UsageError
 
     with pytest.raises(UsageError, match=r"override 'a=\[1,2': cannot parse"):
         parse_override("a=[1,2")

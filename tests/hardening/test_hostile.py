@@ -2,7 +2,7 @@
 directory, and paths that must stay the user's own.
 
 Each payload here is real: the test first shows that the unsafe way of reading it (``pickle.loads``,
-``yaml.unsafe_load``) *does* create the marker file, then that seqpack's reader refuses it and the marker
+``yaml.unsafe_load``) *does* create the marker file, then that bridgepack's reader refuses it and the marker
 never appears.
 """
 
@@ -24,9 +24,9 @@ import pytest
 import yaml
 
 from _support.pack_inputs import run, write_jsonl
-from seqpack.cli import main
-from seqpack.data.packed import read_legacy_npy
-from seqpack.errors import DataError, InputError
+from bridgepack.cli import main
+from bridgepack.data.packed import read_legacy_npy
+from bridgepack.errors import DataError, InputError
 
 
 class _CreateFile:
@@ -188,7 +188,7 @@ def test_symlinks_in_the_output_directory_are_replaced_not_followed(
     scratch = outside / "scratch"
     scratch.mkdir()
     (scratch / "tokens.u32").symlink_to(victims["tokens.u32"])
-    (out / f".seqpack-scratch-{os.getpid()}").symlink_to(scratch)  # this process's scratch name
+    (out / f".bridgepack-scratch-{os.getpid()}").symlink_to(scratch)  # this process's scratch name
     source = write_jsonl(tmp_path / "in.jsonl", [{"input_ids": [5, 6, 2]}, {"input_ids": [5] * 12 + [2]}])
     code, _, err = run(
         [os.fspath(source), "--out", os.fspath(out), "--pack-size", "8", "--overwrite"], capsys
@@ -219,7 +219,7 @@ def test_paths_in_rejects_and_messages_are_the_users(
     lines = (tmp_path / "out" / "rejects_training_8.jsonl").read_bytes().splitlines()
     assert [orjson.loads(line)["source"] for line in lines] == given
     meta = orjson.loads((tmp_path / "out" / "8_metadata.jsonl").read_bytes())
-    assert meta[0]["seqpack"]["inputs"] == given
+    assert meta[0]["bridgepack"]["inputs"] == given
     (real / "data.jsonl").write_bytes(b'{"input_ids": [5, 2]}\n{"input_ids": oops}\n')
     code, _, err = run(["link.jsonl", "--out", "out2", "--pack-size", "8"], capsys)
     assert code == 1 and err.strip().startswith("error: link.jsonl:2: malformed JSON"), err
@@ -228,7 +228,7 @@ def test_paths_in_rejects_and_messages_are_the_users(
 
 def test_overrides_cannot_reach_the_environment(capsys: pytest.CaptureFixture[str]) -> None:
     """``${oc.env:...}`` in an override is kept as text (configs are never resolved), so no secret leaks."""
-    from seqpack.doctor import load_config
+    from bridgepack.doctor import load_config
 
     loaded = load_config(None, overrides=["model.seq_length=${oc.env:HOME}"])
     assert loaded.raw["model"]["seq_length"] == "${oc.env:HOME}"

@@ -26,7 +26,7 @@ import pytest
 import typer
 
 from _support.pack_inputs import write_jsonl
-from seqpack.cli import app, main
+from bridgepack.cli import app, main
 
 #: A file name rich would have changed every part of: an emoji code after a line number, style tags, a
 #: closing tag (no slash: it is a file name), a bracketed word.
@@ -160,12 +160,13 @@ def test_bad_line_in_a_file_named_with_markup(
 
 
 def _on_a_terminal(argv: list[str], cwd: Path) -> str:
-    """Run ``seqpack argv`` with stdout and stderr on one pseudo-terminal; what it showed, colours removed."""
+    """Run ``bridgepack argv`` with stdout and stderr on one pseudo-terminal; what it showed, colours
+    removed."""
     leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "400", "TERM": "xterm-256color"}
     env.pop("NO_COLOR", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "seqpack", *argv], cwd=cwd, stdout=follower, stderr=follower, env=env
+        [sys.executable, "-m", "bridgepack", *argv], cwd=cwd, stdout=follower, stderr=follower, env=env
     )
     os.close(follower)
     chunks = []

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from seqpack.cli import main, os_error_message
+from bridgepack.cli import main, os_error_message
 
 ROWS = (
     b'{"input_ids": [5, 6, 7, 2], "loss_mask": [0, 1, 1, 1]}\n'
@@ -104,5 +104,5 @@ def test_out_naming_an_existing_file_says_it_is_a_file(
 
 
 def test_an_os_error_on_a_temp_file_names_its_folder() -> None:
-    exc = OSError(errno.ENOSPC, "No space left on device", "out/.seqpack-tmp-abc123.parquet")
+    exc = OSError(errno.ENOSPC, "No space left on device", "out/.bridgepack-tmp-abc123.parquet")
     assert os_error_message(exc) == "out: No space left on device"

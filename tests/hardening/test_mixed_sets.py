@@ -20,10 +20,10 @@ import numpy as np
 import orjson
 import pytest
 
-import seqpack
+import bridgepack
 from _support.pack_inputs import random_examples, write_jsonl
 from _support.sharded_sets import packed_readers, sharded_pack
-from seqpack.cli import main
+from bridgepack.cli import main
 
 PACK = 32
 META = f"{PACK}_metadata.jsonl"
@@ -244,13 +244,13 @@ def test_two_pack_sizes_in_one_folder_keep_their_own_rejects(tmp_path: Path) -> 
     rows = random_examples(np.random.default_rng(5), 300, 40)
     data = write_jsonl(tmp_path / "in.jsonl", rows)
     out = tmp_path / "out"
-    results = {n: seqpack.pack(data, out, n) for n in (32, 24)}
+    results = {n: bridgepack.pack(data, out, n) for n in (32, 24)}
     for n, result in results.items():
-        alone = seqpack.pack(data, tmp_path / f"alone{n}", n)
+        alone = bridgepack.pack(data, tmp_path / f"alone{n}", n)
         assert result.rejects_path == out / f"rejects_training_{n}.jsonl"
         lines = [orjson.loads(x) for x in result.rejects_path.read_bytes().splitlines()]
         assert {line["run_id"] for line in lines} == {result.metadata.run_id}
         solo = [orjson.loads(x) for x in alone.rejects_path.read_bytes().splitlines()]
         assert [{**x, "run_id": None} for x in lines] == [{**x, "run_id": None} for x in solo] != []
-        assert seqpack.inspect(result.packed_path).metadata.status == "consistent"
+        assert bridgepack.inspect(result.packed_path).metadata.status == "consistent"
         assert main(["fingerprint", str(result.packed_path), "--check", "-q"]) == 0

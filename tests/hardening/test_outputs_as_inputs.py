@@ -1,6 +1,6 @@
 """One command's output given to another as input is named for what it is (#43 item 3): exit 2, one line.
 
-Before: ``seqpack pack packed/training_512.idx.parquet --out p2`` read each pack as one pre-tokenized
+Before: ``bridgepack pack packed/training_512.idx.parquet --out p2`` read each pack as one pre-tokenized
 sample (``seq_start_id`` ignored, the sequences of a pack merged), exit 0; a rejects file or a sidecar
 given to ``pack`` failed on a missing field; given to ``inspect`` they were "not a packed Parquet
 location". The readers are found in the app by their help text: the readers of samples (``pack``,
@@ -22,12 +22,12 @@ import typer
 from _support.pack_inputs import random_examples, write_jsonl
 from _support.sample_files import WRITERS
 from _support.sharded_sets import packed_readers, sharded_pack
-from seqpack.cli import app, main
-from seqpack.cli._pack_options import INPUTS_HELP
-from seqpack.data import format as fmt
-from seqpack.data.pipeline import PackOptions, prepare_sharded
-from seqpack.data.samples import INPUT_FORMATS
-from seqpack.errors import InputError
+from bridgepack.cli import app, main
+from bridgepack.cli._pack_options import INPUTS_HELP
+from bridgepack.data import format as fmt
+from bridgepack.data.pipeline import PackOptions, prepare_sharded
+from bridgepack.data.samples import INPUT_FORMATS
+from bridgepack.errors import InputError
 
 PACK = 32
 
@@ -55,7 +55,7 @@ def test_every_reader_of_samples_is_swept() -> None:
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
-    """Every kind of file seqpack writes: name -> (path, the kind seqpack calls it)."""
+    """Every kind of file bridgepack writes: name -> (path, the kind bridgepack calls it)."""
     root = tmp_path_factory.mktemp("outputs")
     data = write_jsonl(root / "in.jsonl", random_examples(np.random.default_rng(3), 300, 40))
     assert main(["pack", str(data), "--out", str(root / "p"), "-n", str(PACK), "-q"]) == 0
@@ -91,7 +91,7 @@ KINDS = [
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_readers_of_samples_refuse_every_output_of_seqpack(
+def test_readers_of_samples_refuse_every_output_of_bridgepack(
     kind: str,
     outputs: dict[str, tuple[Path, str]],
     tmp_path: Path,
@@ -100,7 +100,7 @@ def test_readers_of_samples_refuse_every_output_of_seqpack(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     path, called = outputs[kind]
-    assert fmt.seqpack_output(path) == called
+    assert fmt.bridgepack_output(path) == called
     for name, argv in samples_readers(str(path)).items():
         code = main(argv)
         err = capsys.readouterr().err.strip()
@@ -115,7 +115,7 @@ NOT_PACKED = ["rejects", "sidecar", "hf sidecar", "batch dump"]
 
 
 @pytest.mark.parametrize("kind", NOT_PACKED)
-def test_readers_of_packed_data_refuse_the_other_outputs_of_seqpack(
+def test_readers_of_packed_data_refuse_the_other_outputs_of_bridgepack(
     kind: str, outputs: dict[str, tuple[Path, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, called = outputs[kind]
@@ -128,11 +128,11 @@ def test_readers_of_packed_data_refuse_the_other_outputs_of_seqpack(
         assert err.startswith(f"error: {path}: is {called}, not packed data ("), (name, err)
 
 
-def test_samples_are_no_output_of_seqpack(tmp_path: Path) -> None:
+def test_samples_are_no_output_of_bridgepack(tmp_path: Path) -> None:
     rows = random_examples(np.random.default_rng(4), 5, 10)
-    assert fmt.seqpack_output(write_jsonl(tmp_path / "rejects_training_32.jsonl", rows)) is None
-    assert fmt.seqpack_output(write_jsonl(tmp_path / "32_metadata.jsonl", rows)) is None
-    assert fmt.seqpack_output(tmp_path) is None
+    assert fmt.bridgepack_output(write_jsonl(tmp_path / "rejects_training_32.jsonl", rows)) is None
+    assert fmt.bridgepack_output(write_jsonl(tmp_path / "32_metadata.jsonl", rows)) is None
+    assert fmt.bridgepack_output(tmp_path) is None
 
 
 def test_every_input_format_is_swept() -> None:

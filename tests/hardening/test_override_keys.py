@@ -4,16 +4,16 @@ Before: ``model..seq_length=4096`` and ``++model.seq_length`` passed doctor as i
 (OmegaConf read the first as an empty section), ``.model.seq_length=4096`` and ``--model.seq_length=4096``
 became an unknown section ``''`` / ``--model`` (a warning, the value never checked), ``+++model.x=1`` lost
 its extra ``+`` silently. Every variant below is exit 2 naming the key, in ``doctor`` and in
-``seqpack.doctor.parse_override`` (which ``correlate`` parses its Bridge overrides with).
+``bridgepack.doctor.parse_override`` (which ``correlate`` parses its Bridge overrides with).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from seqpack.cli import main
-from seqpack.doctor import parse_override
-from seqpack.errors import UsageError
+from bridgepack.cli import main
+from bridgepack.doctor import parse_override
+from bridgepack.errors import UsageError
 
 BAD = {
     "empty segment inside": "model..seq_length=4096",

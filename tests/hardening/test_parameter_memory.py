@@ -20,9 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from _support.pack_inputs import run, write_jsonl
-from seqpack.data.samples import _readers, iter_chunks
-from seqpack.errors import InputError
-from seqpack.packing import ALGORITHMS, MAX_PAD_MULTIPLE, pack_lengths
+from bridgepack.data.samples import _readers, iter_chunks
+from bridgepack.errors import InputError
+from bridgepack.packing import ALGORITHMS, MAX_PAD_MULTIPLE, pack_lengths
 
 #: Runs argv[1:] and prints its peak resident set in KiB (ru_maxrss of this process's only child).
 _PEAK_OF_CHILD = (
@@ -41,9 +41,9 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CHILD_ADDRESS_SPACE, CHILD_ADDRESS_SPACE))
 
 
-def _seqpack(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def _bridgepack(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "seqpack", *args],
+        [sys.executable, "-m", "bridgepack", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -65,7 +65,7 @@ def test_pack_lengths_with_an_astronomical_pack_size_is_sized_by_the_lengths(alg
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_pack_with_the_largest_pack_size_stays_small(tmp_path: Path, algorithm: str) -> None:
     write_jsonl(tmp_path / "a.jsonl", ROWS)
-    result = _seqpack(
+    result = _bridgepack(
         ["pack", "a.jsonl", "--out", "o", "--pack-size", str(LARGEST_PACK), "--algorithm", algorithm, "-q"],
         tmp_path,
     )
@@ -78,7 +78,7 @@ def test_pack_with_the_largest_pack_size_stays_small(tmp_path: Path, algorithm: 
 def test_plan_with_the_largest_pack_size_stays_small(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "a.jsonl", ROWS)
     args = ["plan", "a.jsonl", "--pack-sizes", f"4096,{LARGEST_PACK}", "--token-slots", str(LARGEST_PACK)]
-    result = _seqpack([*args, "--format", "json"], tmp_path)
+    result = _bridgepack([*args, "--format", "json"], tmp_path)
     assert result.returncode == 0, result.stderr
     sizes = [c["pack_size"] for c in json.loads(result.stdout)["candidates"]]
     assert sizes == [4096, LARGEST_PACK]
@@ -88,7 +88,7 @@ def test_plan_with_the_largest_pack_size_stays_small(tmp_path: Path) -> None:
 def test_pack_dataset_with_an_astronomical_seq_length(strategy: str) -> None:
     from datasets import Dataset
 
-    from seqpack.hf import pack_dataset
+    from bridgepack.hf import pack_dataset
 
     ds = Dataset.from_dict({"input_ids": [[1, 2, 3, 4, 5], [6, 7], [8, 9, 10], [11]]})
     packed = pack_dataset(ds, seq_length=10**15, strategy=strategy)
@@ -106,7 +106,7 @@ def test_pad_multiple_over_the_limit_is_refused_before_anything_is_written(
     assert code == 2
     assert err.strip().endswith(
         f"--pad-seq-to-mult {MAX_PAD_MULTIPLE + 1} is larger than {MAX_PAD_MULTIPLE}, "
-        "the largest pre-padding multiple seqpack writes (2 x CP x TP of up to 32768 GPUs)"
+        "the largest pre-padding multiple bridgepack writes (2 x CP x TP of up to 32768 GPUs)"
     )
     assert not (tmp_path / "o").exists()
     code, _, err = run([*base, "--cp", str(MAX_PAD_MULTIPLE)], capsys)
@@ -190,7 +190,7 @@ def test_a_chat_line_at_the_limit_stays_under_4_gb_with_a_real_tokenizer(tmp_pat
             _PEAK_OF_CHILD,
             sys.executable,
             "-m",
-            "seqpack",
+            "bridgepack",
             *args,
             "--workers",
             "1",
@@ -207,7 +207,7 @@ def test_a_chat_line_at_the_limit_stays_under_4_gb_with_a_real_tokenizer(tmp_pat
 
 
 def _text_table(layout: str, texts: list[str]) -> pa.Table:
-    """Rows of the text inputs seqpack packs, one per text, in ``layout``'s Arrow shape."""
+    """Rows of the text inputs bridgepack packs, one per text, in ``layout``'s Arrow shape."""
     if layout == "prompt-completion":
         return pa.table({"prompt": ["p"] * len(texts), "completion": [t[1:] for t in texts]})
     if layout == "large strings":

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from _support.fuzz_targets import _tensorboard_seed
-from seqpack.cli import main
-from seqpack.curves import read_curves
+from bridgepack.cli import main
+from bridgepack.curves import read_curves
 
 LOG = (
     b" iteration       10/     100 | lm loss: 9.9E+00 | grad norm: 1.0 |\n"

@@ -1,7 +1,7 @@
 """Options given twice, or contradicting each other, are refused in every command; typed versions are PEP 440.
 
 Before: click kept the last value of a repeated option and converted only that one, so
-``seqpack pack in.jsonl -n 0 -n 8`` packed at 8 without a word about the 0, and
+``bridgepack pack in.jsonl -n 0 -n 8`` packed at 8 without a word about the 0, and
 ``--strip-whitespace --no-strip-whitespace`` meant the second. The sweep is generated from the Typer app:
 every option of every command, given twice (by its long and its short name, or as a flag and its
 negation), is one line, exit 2, naming both, before anything is read.
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import typer
 
-from seqpack.cli import app, main
+from bridgepack.cli import app, main
 
 #: Options meant to be repeated are declared ``multiple``; these are the ones found (the sweep skips them).
 REPEATABLE = {"doctor --stack", "doctor --allow", "correlate run --metric"}

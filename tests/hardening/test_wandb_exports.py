@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import typer
 
-from seqpack.cli import app, main
+from bridgepack.cli import app, main
 
 STEPS = [10, 20, 30, 40, 50]
 LOSSES = [9.5, 9.1, 8.7, 8.2, 7.9]

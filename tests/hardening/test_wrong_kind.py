@@ -5,7 +5,7 @@ Before: a FIFO given to ``pack`` (``mkfifo f.jsonl; cat in.jsonl > f.jsonl &``) 
 and again by the scanner and reported as empty or malformed (or the command hung with no writer);
 ``--tokenizer tokenizer.json`` said "tokenizer directory does not exist". The parameters are found in the
 app (every ``Path`` parameter, and text parameters whose help names a file or a folder); each is declared
-in :data:`seqpack.cli._paths.PATH_PARAMETERS` with the kind it must be.
+in :data:`bridgepack.cli._paths.PATH_PARAMETERS` with the kind it must be.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 import typer
 
-import seqpack
-from seqpack._io import DIRECTORY, FILE, TOKENIZER_DIRECTORY
-from seqpack.cli import app, main
-from seqpack.cli._paths import PATH_PARAMETERS
-from seqpack.data.packed import PackedSource
-from seqpack.data.samples import INPUT_FORMATS
-from seqpack.data.samples.text import load_tokenizer
-from seqpack.errors import InputError
+import bridgepack
+from bridgepack._io import DIRECTORY, FILE, TOKENIZER_DIRECTORY
+from bridgepack.cli import app, main
+from bridgepack.cli._paths import PATH_PARAMETERS
+from bridgepack.data.packed import PackedSource
+from bridgepack.data.samples import INPUT_FORMATS
+from bridgepack.data.samples.text import load_tokenizer
+from bridgepack.errors import InputError
 
 FIFO = "a named pipe (FIFO)"
 #: Text parameters whose help says they name a path.
@@ -179,11 +179,11 @@ def test_an_input_of_every_format_given_as_a_named_pipe_is_never_opened(
 
 
 def test_the_library_refuses_a_named_pipe_and_a_tokenizer_file(tmp_path: Path) -> None:
-    """``seqpack.pack`` and the readers say the same as the CLI, without opening the pipe."""
+    """``bridgepack.pack`` and the readers say the same as the CLI, without opening the pipe."""
     pipe = tmp_path / "in.jsonl"
     with _watched_fifo(pipe) as opened:
         with pytest.raises(InputError, match=re.escape(f"{pipe}: is {FIFO}, expected a file or a directory")):
-            seqpack.pack(pipe, tmp_path / "out", 64)
+            bridgepack.pack(pipe, tmp_path / "out", 64)
         folder = tmp_path / "packed"
         folder.mkdir()
         os.symlink(pipe, folder / "training_64.idx.parquet")

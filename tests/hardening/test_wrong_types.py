@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from seqpack.cli import main
+from bridgepack.cli import main
 
 GOLDEN_BAD = {
     "boolean value": (

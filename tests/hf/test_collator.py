@@ -12,8 +12,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from _support.tiny_llama import tiny_llama  # noqa: E402
-from seqpack.errors import DataError  # noqa: E402
-from seqpack.hf import PaddingFreeCollator  # noqa: E402
+from bridgepack.errors import DataError  # noqa: E402
+from bridgepack.hf import PaddingFreeCollator  # noqa: E402
 
 VOCAB = 61
 

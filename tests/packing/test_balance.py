@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.packing import (
+from bridgepack.packing import (
     EFFICIENCY_TOLERANCE,
     CostModel,
     balanced_pack,
@@ -16,7 +16,7 @@ from seqpack.packing import (
     pack_costs,
     pack_lengths,
 )
-from seqpack.packing._balance import cheapest_fit
+from bridgepack.packing._balance import cheapest_fit
 
 MODEL = CostModel.default()
 

@@ -1,8 +1,8 @@
-"""seqpack's Bridge algorithms against Megatron-Bridge 0.6.2's own offline steps, loaded from its wheel.
+"""bridgepack's Bridge algorithms against Megatron-Bridge 0.6.2's own offline steps, loaded from its wheel.
 
 Bridge runs ``create_hist`` -> ``create_packing_strategy`` -> ``fill_packing_strategy`` under
 ``np.random.seed(seed)`` (bridge-format §2). Each example's ``input_ids`` are its own index repeated, so the
-packed rows say which example sits where; seqpack must put the same examples in the same packs in the same
+packed rows say which example sits where; bridgepack must put the same examples in the same packs in the same
 order.
 """
 
@@ -17,7 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from _support.peers import bridge_algorithms
-from seqpack.packing import BRIDGE_ALGORITHMS, pack_lengths
+from bridgepack.packing import BRIDGE_ALGORITHMS, pack_lengths
 
 pytestmark = pytest.mark.network
 
@@ -48,10 +48,10 @@ def run_bridge(
     return [[row["input_ids"][start] for start in row["seq_start_id"]] for row in rows], metadata
 
 
-def seqpack_packs(
+def bridgepack_packs(
     lengths: list[int], pack_size: int, algorithm: str, seed: int, max_seq_length: int
 ) -> tuple[list[list[int]], dict[str, Any]]:
-    """seqpack on the lengths Bridge keeps (r <= max_seq_length), mapped back to example ids."""
+    """bridgepack on the lengths Bridge keeps (r <= max_seq_length), mapped back to example ids."""
     array = np.array(lengths, dtype=np.int64)
     kept = np.flatnonzero(array <= max_seq_length)
     plan = pack_lengths(array[kept], pack_size, algorithm=algorithm, seed=seed)
@@ -60,7 +60,7 @@ def seqpack_packs(
 
 def test_spec_worked_example_matches_bridge(bridge: types.ModuleType) -> None:
     lengths = [4, 2, 6, 3, 2, 5]
-    assert seqpack_packs(lengths, 10, "first_fit_shuffle", 0, 10) == run_bridge(
+    assert bridgepack_packs(lengths, 10, "first_fit_shuffle", 0, 10) == run_bridge(
         bridge, lengths, 10, "first_fit_shuffle", 0, 10
     )
 
@@ -104,7 +104,7 @@ def test_same_packs_same_order_as_bridge(
     bridge: types.ModuleType, kind: str, algorithm: str, seed: int
 ) -> None:
     lengths, pack_size, max_seq_length = generated(kind, seed)
-    ours, our_meta = seqpack_packs(lengths, pack_size, algorithm, seed, max_seq_length)
+    ours, our_meta = bridgepack_packs(lengths, pack_size, algorithm, seed, max_seq_length)
     theirs, their_meta = run_bridge(bridge, lengths, pack_size, algorithm, seed, max_seq_length)
     assert ours == theirs
     assert our_meta == their_meta and list(our_meta) == list(their_meta)
@@ -129,5 +129,5 @@ def test_random_datasets_match_bridge(
     """Zero lengths, ties, drops above max_seq_length, any seed: still Bridge's packs in Bridge's order."""
     pack_size, lengths, max_seq_length, algorithm, seed = case
     assume(any(r <= max_seq_length for r in lengths))  # Bridge cannot pack an empty histogram
-    ours = seqpack_packs(lengths, pack_size, algorithm, seed, max_seq_length)
+    ours = bridgepack_packs(lengths, pack_size, algorithm, seed, max_seq_length)
     assert ours == run_bridge(bridge, lengths, pack_size, algorithm, seed, max_seq_length)

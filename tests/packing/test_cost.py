@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seqpack.errors import UsageError
-from seqpack.packing import DEFAULT_DIMS, CostModel, ModelDims, PackPlan, pack_costs
+from bridgepack.errors import UsageError
+from bridgepack.packing import DEFAULT_DIMS, CostModel, ModelDims, PackPlan, pack_costs
 
 
 def test_tiny_model_by_hand() -> None:

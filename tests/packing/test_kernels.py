@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.packing._kernels import best_fit, first_fit, group_by_bin, order_by_length
+from bridgepack.packing._kernels import best_fit, first_fit, group_by_bin, order_by_length
 
 
 def naive_first_fit(seq: list[int], pack_size: int) -> list[int]:

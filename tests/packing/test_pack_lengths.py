@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.errors import DataError, UsageError
-from seqpack.packing import ALGORITHMS, BRIDGE_METADATA_KEYS, PackPlan, pack_lengths
+from bridgepack.errors import DataError, UsageError
+from bridgepack.packing import ALGORITHMS, BRIDGE_METADATA_KEYS, PackPlan, pack_lengths
 
 SPEC_LENGTHS = [4, 2, 6, 3, 2, 5]  # bridge-format §2 worked example: runtime lengths, pack 10, seed 0
 

@@ -1,12 +1,12 @@
-"""Candidate rows on small arrays computed by hand (formulas in seqpack.plan._candidates)."""
+"""Candidate rows on small arrays computed by hand (formulas in bridgepack.plan._candidates)."""
 
 from __future__ import annotations
 
 import pytest
 
-from seqpack.errors import UsageError
-from seqpack.packing import CostModel
-from seqpack.plan import (
+from bridgepack.errors import UsageError
+from bridgepack.packing import CostModel
+from bridgepack.plan import (
     Imbalance,
     Topology,
     evaluate,
@@ -101,7 +101,7 @@ def test_overrides_and_command_with_cp() -> None:
     carried = [("--tokenizer", None), ("--eos-id", 0), ("--model", "8,1,2,16,10")]
     command = pack_command(["my data.jsonl"], c, topo, carried=carried)
     assert command == (
-        "seqpack pack 'my data.jsonl' --out packed_8 --pack-size 8"
+        "bridgepack pack 'my data.jsonl' --out packed_8 --pack-size 8"
         " --cp 2 --tp 2 --sequence-parallel --eos-id 0 --model 8,1,2,16,10"
     )
 
@@ -114,7 +114,7 @@ def test_parse_pack_sizes() -> None:
 
 
 def test_balance_recommended_only_when_it_helps() -> None:
-    from seqpack.plan import balance_worthwhile
+    from bridgepack.plan import balance_worthwhile
 
     c = evaluate_candidate([3, 5, 2, 7], 8, 16, Topology(dp=2), MODEL, simulate=False)
     assert not balance_worthwhile(c)  # nothing simulated

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.errors import UsageError
-from seqpack.plan import rank_loads, step_imbalance
+from bridgepack.errors import UsageError
+from bridgepack.plan import rank_loads, step_imbalance
 
 torch = pytest.importorskip("torch")
 
@@ -53,8 +53,8 @@ def test_bad_batch() -> None:
 
 
 @given(st.integers(1, 200), st.sampled_from([(1, 1), (2, 4), (4, 8), (3, 6), (8, 16)]), st.integers(0, 3))
-def test_rank_loads_match_seqpack_sampler_per_rank(total: int, batch: tuple[int, int], epoch: int) -> None:
-    from seqpack.batching import GlobalBatchSampler
+def test_rank_loads_match_bridgepack_sampler_per_rank(total: int, batch: tuple[int, int], epoch: int) -> None:
+    from bridgepack.batching import GlobalBatchSampler
 
     dp, gbs = batch
     if total < gbs:
@@ -69,8 +69,8 @@ def test_rank_loads_match_seqpack_sampler_per_rank(total: int, batch: tuple[int,
 
 
 def test_row_costs_equal_pack_costs() -> None:
-    from seqpack.packing import CostModel, pack_costs, pack_lengths
-    from seqpack.plan import row_costs
+    from bridgepack.packing import CostModel, pack_costs, pack_lengths
+    from bridgepack.plan import row_costs
 
     model = CostModel(dense=3.0, attention=0.5)
     plan = pack_lengths([4, 2, 6, 3, 2, 5], 10, algorithm="first_fit_shuffle", seed=0)

@@ -1,4 +1,4 @@
-"""``seqpack plan`` end to end on small pre-tokenized JSONL written here."""
+"""``bridgepack plan`` end to end on small pre-tokenized JSONL written here."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from seqpack.cli import main
+from bridgepack.cli import main
 
 EOS = 2
 
@@ -38,7 +38,7 @@ def test_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert rows[8]["efficiency"] == pytest.approx(17 / 24)
     assert doc["recommended"] == 8
     assert "train.global_batch_size=2" in doc["overrides"]
-    assert doc["pack_command"] == f"seqpack pack {data} --out packed_8 --pack-size 8"
+    assert doc["pack_command"] == f"bridgepack pack {data} --out packed_8 --pack-size 8"
     assert doc["cost_model"]["model"]["hidden"] == 4096  # the 7B-like default
 
 
@@ -96,8 +96,8 @@ def test_pack_balance_records_cost_model_and_inspect_simulates(
     import numpy as np
     import pyarrow.parquet as pq
 
-    from seqpack.packing import CostModel, ModelDims
-    from seqpack.plan import step_imbalance
+    from bridgepack.packing import CostModel, ModelDims
+    from bridgepack.plan import step_imbalance
 
     rng = np.random.default_rng(3)
     data = write_lengths(tmp_path / "d.jsonl", rng.integers(1, 60, 200).tolist())
@@ -106,8 +106,8 @@ def test_pack_balance_records_cost_model_and_inspect_simulates(
     code = main(["pack", "-q", str(data), "--out", str(out), "--pack-size", "128", "--model", dims])
     assert code == 0, capsys.readouterr().err
     entry = orjson.loads((out / "128_metadata.jsonl").read_bytes())[0]
-    assert entry["seqpack"]["algorithm"] in ("balanced", "best_fit_decreasing")
-    assert entry["seqpack"]["cost_model"]["model"]["hidden"] == 64
+    assert entry["bridgepack"]["algorithm"] in ("balanced", "best_fit_decreasing")
+    assert entry["bridgepack"]["cost_model"]["model"]["hidden"] == 64
     capsys.readouterr()
 
     packed = out / "training_128.idx.parquet"
@@ -161,7 +161,7 @@ def test_inspect_simulation_bad_usage(
 
 
 def test_text_input_sees_the_lengths_pack_packs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from seqpack.demo import build_tokenizer
+    from bridgepack.demo import build_tokenizer
 
     words = ["alpha", "beta", "gamma", "delta", "eps"]
     rows = []
@@ -197,9 +197,9 @@ def test_text_input_sees_the_lengths_pack_packs(tmp_path: Path, capsys: pytest.C
         == 0
     )
     meta = orjson.loads((tmp_path / "o" / "32_metadata.jsonl").read_bytes())[0]
-    assert plan["samples"] == meta["seqpack"]["counts"]["samples_in"] == 40
+    assert plan["samples"] == meta["bridgepack"]["counts"]["samples_in"] == 40
     assert plan["longest"] == meta["dataset_max_seqlen"]
-    assert plan["candidates"][0]["packs"] == meta["seqpack"]["counts"]["packs"]
+    assert plan["candidates"][0]["packs"] == meta["bridgepack"]["counts"]["packs"]
 
 
 def test_empty_input_is_invalid_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -210,7 +210,7 @@ def test_empty_input_is_invalid_data(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_suggested_command_packs_what_was_planned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The suggested ``seqpack pack`` repeats every option that changes the packs (``--eos-id`` used to be
+    """The suggested ``bridgepack pack`` repeats every option that changes the packs (``--eos-id`` used to be
     dropped, so the suggested command padded with another id); running it writes the planned packs."""
     data = write_lengths(tmp_path / "d.jsonl", [3, 5, 2, 7, 6, 1])
     args = [str(data), "--pack-sizes", "8,16", "--token-slots", "32", "--eos-id", "0", "--format", "json"]
@@ -228,7 +228,7 @@ def test_suggested_command_packs_what_was_planned(tmp_path: Path, capsys: pytest
     assert summary["packs"] == planned["packs"]
     record = summary["bridge_metadata"]
     assert record["pack_size"] == doc["recommended"]
-    meta = orjson.loads((out_dir / f"{doc['recommended']}_metadata.jsonl").read_bytes())[0]["seqpack"]
+    meta = orjson.loads((out_dir / f"{doc['recommended']}_metadata.jsonl").read_bytes())[0]["bridgepack"]
     assert meta["eos_id"] == 0 and meta["cost_model"]["model"]["hidden"] == 64
 
 
@@ -243,7 +243,7 @@ def test_pack_defaults_to_balanced_packs(tmp_path: Path, capsys: pytest.CaptureF
     for name, extra in runs.items():
         out = tmp_path / name
         assert main(["pack", "-q", str(data), "--out", str(out), "--pack-size", "64", *extra]) == 0
-        records[name] = orjson.loads((out / "64_metadata.jsonl").read_bytes())[0]["seqpack"]
+        records[name] = orjson.loads((out / "64_metadata.jsonl").read_bytes())[0]["bridgepack"]
         packs[name] = pq.read_table(out / "training_64.idx.parquet").column("input_ids").to_pylist()
     capsys.readouterr()
     assert records["default"]["algorithm"] == "balanced"
@@ -282,6 +282,6 @@ def test_a_chat_template_file_plans_what_pack_packs(
     pack_args = ["pack", "-q", str(data), "--tokenizer", tok, "--chat-template", template]
     assert main([*pack_args, "--out", str(tmp_path / "o"), "--pack-size", "256"]) == 0
     meta = orjson.loads((tmp_path / "o" / "256_metadata.jsonl").read_bytes())[0]
-    assert plan["samples"] == meta["seqpack"]["counts"]["samples_in"] == 30
+    assert plan["samples"] == meta["bridgepack"]["counts"]["samples_in"] == 30
     assert plan["longest"] == meta["dataset_max_seqlen"]
-    assert plan["candidates"][0]["packs"] == meta["seqpack"]["counts"]["packs"]
+    assert plan["candidates"][0]["packs"] == meta["bridgepack"]["counts"]["packs"]

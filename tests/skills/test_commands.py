@@ -1,6 +1,6 @@
 """Every shell command in every skill page runs as written: the exit code the page states, every output line
-it shows, against files the skill or seqpack ships. Commands marked ``# needs: gpu|cluster|network`` are
-parsed only (and their seqpack options checked with ``--help``); at most a quarter may be marked. The
+it shows, against files the skill or bridgepack ships. Commands marked ``# needs: gpu|cluster|network`` are
+parsed only (and their bridgepack options checked with ``--help``); at most a quarter may be marked. The
 Chinese page runs the same commands as SKILL.md (``--lang zh`` may be added) with its own shown output."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from _support.skill_pages import (
     prose_after_blocks,
     tree,
 )
-from seqpack.cli import main
+from bridgepack.cli import main
 
 LANG_ZH = ("--lang", "zh")
 WORK = "WORK=$(mktemp -d)"
@@ -55,7 +55,7 @@ def test_every_command_runs_as_written(skill: str, page_runs: dict[tuple[str, st
 
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
-def test_commands_are_seqpack_and_few_are_marked(skill: str) -> None:
+def test_commands_are_bridgepack_and_few_are_marked(skill: str) -> None:
     cmds = [c for page in pages(skill) for c in page_commands(skill, page) if page != ZH_PAGE]
     marked = [c for c in cmds if c.needs]
     assert len(marked) * 4 <= len(cmds), f"{skill}: {len(marked)} of {len(cmds)} commands only parsed"
@@ -63,10 +63,11 @@ def test_commands_are_seqpack_and_few_are_marked(skill: str) -> None:
     assert runnable[0].text == WORK, f"{skill}: the examples must start with {WORK}"
     for cmd in cmds:
         words = cmd.words()
-        # Besides seqpack: installing seqpack itself (it needs the package index), the examples' own temp
+        # Besides bridgepack: installing bridgepack itself (it needs the package index), the examples' own
+        # temp
         # folder, and a copy of one of the skill's assets into it (an input the example then changes).
         assert (
-            words[0] == "seqpack"
+            words[0] == "bridgepack"
             or (words[:2] == ["pip", "install"] and cmd.needs == "network")
             or cmd.text == WORK
             or COPY_IN.fullmatch(cmd.text)
@@ -105,12 +106,12 @@ def test_rule_ids_the_examples_name_are_printed(
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
 def test_marked_commands_name_real_options(skill: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """A command that CI cannot run still has to be spelled right: seqpack's own parser reads it with
+    """A command that CI cannot run still has to be spelled right: bridgepack's own parser reads it with
     ``--help`` appended (an unknown command or option is a usage error, exit 2)."""
     for page in pages(skill):
         for cmd in page_commands(skill, page):
             words = cmd.words()
-            if not cmd.needs or words[0] != "seqpack":
+            if not cmd.needs or words[0] != "bridgepack":
                 continue
             code = main([*words[1:], "--help"])
             assert code == 0, f"{cmd.where}: {capsys.readouterr().err[-500:]}"

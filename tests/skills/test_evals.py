@@ -83,7 +83,7 @@ def test_check_all_passes_references_and_fails_each_wrong_answer_for_its_reason(
 
 def test_grader_command_line(tmp_path: Path) -> None:
     """As a user runs it: exit 0 and PASS, exit 1 and FAIL naming the miss, exit 2 on an unknown task."""
-    skill = "seqpack-sequence-packing"
+    skill = "bridgepack-sequence-packing"
     evals_dir = SKILLS_DIR / skill / "evals"
     script = str(evals_dir / "grade.py")
 

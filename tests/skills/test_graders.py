@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from _support.skill_pages import SKILLS_DIR, evals, graded_checks
 
-PACKING = "seqpack-sequence-packing"
-MLM = "seqpack-mlm-bridge-training"
+PACKING = "bridgepack-sequence-packing"
+MLM = "bridgepack-mlm-bridge-training"
 
 
 def other(value: str) -> str:
@@ -103,7 +103,7 @@ def test_values_are_exact(graders: dict[str, ModuleType], tmp_path: Path) -> Non
 def test_tool_answers_are_the_tools_every_key(
     graders: dict[str, ModuleType], tmp_path: Path, skill: str, kind: str
 ) -> None:
-    """Each key of the reference (seqpack's own output) dropped, or given another value, fails naming it;
+    """Each key of the reference (bridgepack's own output) dropped, or given another value, fails naming it;
     a key the tool does not print fails as invented."""
     grading = graders[skill].grading
     ((task_id, check),) = graded_checks(skill, kind)
@@ -212,6 +212,6 @@ def test_packed_accepts_any_correct_packing(
     _, check, _ = packed_reference
     samples = SKILLS_DIR / PACKING / "assets" / "data" / "samples.jsonl"
     args = ["pack", samples, "--out", tmp_path / "packed", "--pack-size", 2048, "--cp", 2, "--eos-id", 2]
-    ran = graders[PACKING].grading.seqpack([*args, "--bridge-compat", "-q"])
+    ran = graders[PACKING].grading.bridgepack([*args, "--bridge-compat", "-q"])
     assert ran.returncode == 0, ran.stderr
     assert misses(graders[PACKING], "packed", context(PACKING, "pack-for-cp2", tmp_path), check) == ""

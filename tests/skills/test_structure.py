@@ -1,5 +1,5 @@
 """Each skill is a valid Agent Skill with what reviewers look for: the reference validator passes, the
-SkillEvaluator sections and metadata are there (author, version = seqpack's, the validated stack, tags as
+SkillEvaluator sections and metadata are there (author, version = bridgepack's, the validated stack, tags as
 one comma-separated string), install, permission boundaries, rollback, changelog, what it does not cover,
 Chinese triggers and instructions, references one level deep, and nothing destructive in a command."""
 
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-import seqpack
+import bridgepack
 from _support.skill_pages import REPO_ROOT, SKILL_NAMES, SKILLS_DIR, front_matter, page_commands, pages
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 AUTHOR = re.compile(r"^[^<>]+ <[^@<>\s]+@[^@<>\s]+\.[^@<>\s]+>$")
 STACK_KEYS = (
-    "validated-seqpack",
+    "validated-bridgepack",
     "validated-megatron-bridge",
     "validated-megatron-core",
     "validated-transformer-engine",
@@ -49,7 +49,7 @@ def agentskills() -> str:
 
 
 def test_there_are_two_skills() -> None:
-    assert SKILL_NAMES == ["seqpack-mlm-bridge-training", "seqpack-sequence-packing"]
+    assert SKILL_NAMES == ["bridgepack-mlm-bridge-training", "bridgepack-sequence-packing"]
 
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
@@ -67,12 +67,12 @@ def test_front_matter(skill: str) -> None:
     assert len(meta["description"]) <= 1024
     assert CJK.search(meta["description"]), "no Chinese trigger phrases in the description"
     assert meta["license"] == "Apache-2.0"
-    assert "Bash(seqpack:*)" in meta["allowed-tools"].split()
+    assert "Bash(bridgepack:*)" in meta["allowed-tools"].split()
     metadata = meta["metadata"]
     assert all(isinstance(v, str) for v in metadata.values()), f"metadata values must be strings: {metadata}"
     assert AUTHOR.match(metadata["author"]), metadata["author"]
-    assert metadata["version"] == seqpack.__version__
-    assert metadata["validated-seqpack"] == seqpack.__version__
+    assert metadata["version"] == bridgepack.__version__
+    assert metadata["validated-bridgepack"] == bridgepack.__version__
     for key in STACK_KEYS:
         assert re.match(r"^\d+\.\d+", metadata[key]), f"{key}: {metadata.get(key)!r}"
     tags = [t.strip() for t in metadata["tags"].split(",")]

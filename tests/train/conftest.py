@@ -1,4 +1,4 @@
-"""Packed data for the trainer's tests, made by the real ``seqpack pack`` from pre-tokenized JSONL."""
+"""Packed data for the trainer's tests, made by the real ``bridgepack pack`` from pre-tokenized JSONL."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import orjson
 import pytest
 import torch
 
-from seqpack.cli import main
-from seqpack.packing import ModelDims
-from seqpack.train import TrainConfig
+from bridgepack.cli import main
+from bridgepack.packing import ModelDims
+from bridgepack.train import TrainConfig
 
 # Tiny models gain nothing from intra-op threads, and on a shared 2-core machine the threads spin-wait on
 # each other (a 0.4 s run becomes 20 s).
@@ -38,7 +38,7 @@ def write_samples(path: Path, n: int, seed: int, max_len: int = 40) -> Path:
 
 
 def pack(samples: Path, out: Path, *extra: str) -> Path:
-    """Run ``seqpack pack`` in-process; return the training Parquet it wrote."""
+    """Run ``bridgepack pack`` in-process; return the training Parquet it wrote."""
     code = main(
         [
             "pack",

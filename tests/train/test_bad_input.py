@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seqpack.cli import main
-from seqpack.cli._common import flag
-from seqpack.errors import DataError, UsageError
-from seqpack.packing import ModelDims
-from seqpack.train import DataMode, StepRecord, TrainConfig, count_parameters, train
-from seqpack.train._data import load_training_data
-from seqpack.train._model import build_model
+from bridgepack.cli import main
+from bridgepack.cli._common import flag
+from bridgepack.errors import DataError, UsageError
+from bridgepack.packing import ModelDims
+from bridgepack.train import DataMode, StepRecord, TrainConfig, count_parameters, train
+from bridgepack.train._data import load_training_data
+from bridgepack.train._model import build_model
 from train.conftest import PACK_SIZE, VOCAB, pack, with_, write_samples
 
 
@@ -46,7 +46,7 @@ def test_pad_multiple_is_checked_against_the_rows_without_metadata(
 def test_data_packed_with_a_pad_multiple_trains_with_it(tmp_path: Path, base_config: TrainConfig) -> None:
     data = pack(write_samples(tmp_path / "s.jsonl", 24, seed=3), tmp_path / "out", "--pad-seq-to-mult", "4")
     meta = json.loads((tmp_path / "out" / f"{PACK_SIZE}_metadata.jsonl").read_text())
-    assert meta[0]["seqpack"]["pad_seq_to_mult"] == 4
+    assert meta[0]["bridgepack"]["pad_seq_to_mult"] == 4
     packed = train(with_(base_config, data=data, pad_multiple=4, steps=2))
     padded = train(with_(base_config, data=data, pad_multiple=4, steps=2, mode=DataMode.padded))
     np.testing.assert_allclose(packed.losses, padded.losses, rtol=1e-4)

@@ -8,9 +8,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from seqpack.cli import main
-from seqpack.packing import ModelDims
-from seqpack.train import count_parameters, data_vocab
+from bridgepack.cli import main
+from bridgepack.packing import ModelDims
+from bridgepack.train import count_parameters, data_vocab
 from train.conftest import EOS, pack
 
 
@@ -52,7 +52,7 @@ def test_the_vocabulary_comes_from_the_footers_and_else_from_one_pass(
     scan is then the one read); a file written without statistics is read once instead, same answer."""
     import pyarrow.parquet as pq
 
-    from seqpack.data.packed import PackedSource
+    from bridgepack.data.packed import PackedSource
 
     packed = pack(_samples(tmp_path / "s.jsonl", 25_700), tmp_path / "packed")
     bare = tmp_path / "bare.idx.parquet"

@@ -12,17 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _support import warm_seqpack
-from seqpack.curves import read_curves
-from seqpack.train import DataMode, TrainConfig, train
+from _support import warm_bridgepack
+from bridgepack.curves import read_curves
+from bridgepack.train import DataMode, TrainConfig, train
 from train.conftest import with_
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def _torchrun(nproc: int, *args: str) -> dict:
-    """``torchrun --standalone --nproc_per_node K --no-python seqpack train ... --format json`` -> its JSON
-    summary (each rank a fork of the tests' warm seqpack, which imported torch once)."""
+    """``torchrun --standalone --nproc_per_node K --no-python bridgepack train ... --format json`` -> its JSON
+    summary (each rank a fork of the tests' warm bridgepack, which imported torch once)."""
     torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable)) or shutil.which("torchrun")
     if torchrun is None:
         pytest.fail("torchrun is not installed beside torch")
@@ -37,7 +37,7 @@ def _torchrun(nproc: int, *args: str) -> dict:
             "--standalone",
             f"--nproc_per_node={nproc}",
             "--no-python",
-            *warm_seqpack.seqpack(),
+            *warm_bridgepack.bridgepack(),
             "train",
             *args,
             "--format",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 
-from seqpack.train import DataMode, TrainConfig, train
+from bridgepack.train import DataMode, TrainConfig, train
 from train.conftest import PACK_SIZE, with_
 
 

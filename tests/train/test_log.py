@@ -1,4 +1,4 @@
-"""Log lines in Megatron-LM's format, read back by ``seqpack curves``; TensorBoard scalars."""
+"""Log lines in Megatron-LM's format, read back by ``bridgepack curves``; TensorBoard scalars."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from seqpack.cli import main
-from seqpack.curves import read_curves
-from seqpack.train import StepRecord, TrainConfig, TrainResult, format_log_line, train
+from bridgepack.cli import main
+from bridgepack.curves import read_curves
+from bridgepack.train import StepRecord, TrainConfig, TrainResult, format_log_line, train
 from train.conftest import with_
 
 # The example line of bridge-format §10, character for character.
@@ -93,7 +93,7 @@ def test_curves_compare_says_packed_and_padded_logs_match(
 
 
 def test_json_summary_is_the_results_to_dict(base_config: TrainConfig, capsys) -> None:
-    """`seqpack train --format json` prints TrainResult.to_dict(), its SCHEMA_VERSION first: same keys in
+    """`bridgepack train --format json` prints TrainResult.to_dict(), its SCHEMA_VERSION first: same keys in
     the same order, the same numbers for the same run (timings aside)."""
     config = with_(base_config, steps=2)
     result = train(config)
@@ -128,7 +128,7 @@ class _CutShort:
 
 
 def test_a_log_cut_short_by_a_stop_still_ends_with_a_complete_line(tmp_path: Path) -> None:
-    from seqpack.train._log import RunLog
+    from bridgepack.train._log import RunLog
 
     path = tmp_path / "stopped.log"
     log = RunLog(stream=None, path=path, tensorboard=None, interval=1)

@@ -7,8 +7,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.batching import PackedCollator, PackedItem
-from seqpack.train._steps import rank_microbatches
+from bridgepack.batching import PackedCollator, PackedItem
+from bridgepack.train._steps import rank_microbatches
 
 
 def _item(sequences: list[list[int]]) -> PackedItem:

@@ -1,11 +1,12 @@
-"""docs/translate.md's per-row table is the generator's output (``seqpack.translate._page``), so every row's
+"""docs/translate.md's per-row table is the generator's output (``bridgepack.translate._page``), so every
+row's
 proof status on the page is the code's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from seqpack.translate._page import rows_markdown
+from bridgepack.translate._page import rows_markdown
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "translate.md"
 

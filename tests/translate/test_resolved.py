@@ -1,7 +1,8 @@
 """Every table row and whole launches, resolved by both frameworks' own config code: they train alike.
 
 For each row, BASE (a small full ``pretrain_gpt.py`` launch) plus the row's sample goes through Megatron-LM's
-argparse and ``validate_args``; ``seqpack translate --full`` of the same flags goes through Bridge's recipe,
+argparse and ``validate_args``; ``bridgepack translate --full`` of the same flags goes through Bridge's
+recipe,
 override parser, ``finalize()``/``validate()`` and mixed-precision setup (``_support/mlm_bridge.py``). The two
 resolved views must agree on every training knob (model shape, optimizer, LR and weight-decay schedules
 sampled step by step, precision, parallel layout, seeds, data, batch), the row's own fields must agree, and
@@ -18,7 +19,7 @@ import pytest
 
 from _support.mlm_bridge import BridgeCase, MlmCase, knob_differences, mlm_bridge
 from _support.mlm_cases import BASE, ROW_SAMPLES, launch
-from seqpack.translate import (
+from bridgepack.translate import (
     BY_FLAG,
     FLAG_TABLE,
     NOT_PROVEN,

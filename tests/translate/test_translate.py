@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqpack.errors import UsageError
-from seqpack.translate import (
+from bridgepack.errors import UsageError
+from bridgepack.translate import (
     BY_FLAG,
     FLAG_TABLE,
     NO_BRIDGE_EQUIVALENT,
@@ -50,7 +50,7 @@ def test_flags_without_equivalent_are_listed_with_reason() -> None:
     t = mlm_to_bridge(["--use-mcore-models", "--transformer-impl", "local", "--no-such-flag", "7"])
     assert t.untranslated == ["--use-mcore-models", "--transformer-impl local", "--no-such-flag 7"]
     assert t.reasons["--use-mcore-models"] == NO_BRIDGE_EQUIVALENT["--use-mcore-models"]
-    assert "not in seqpack's flag table" in t.reasons["--no-such-flag"]
+    assert "not in bridgepack's flag table" in t.reasons["--no-such-flag"]
 
 
 def test_conflicting_flags_are_reported() -> None:
@@ -146,8 +146,8 @@ def test_round_trip_any_flag_set(mappings: list, value: int) -> None:
 
 
 def test_every_target_is_a_bridge_field() -> None:
-    """Keys of the sections whose field lists seqpack holds (from the 0.6.2 wheel) name real fields."""
-    from seqpack.doctor import _bridge_fields as bf
+    """Keys of the sections whose field lists bridgepack holds (from the 0.6.2 wheel) name real fields."""
+    from bridgepack.doctor import _bridge_fields as bf
 
     known = {
         "model": bf.MODEL_FIELDS,
@@ -184,14 +184,14 @@ def test_every_target_is_a_bridge_field() -> None:
 def test_counts_out_of_range_are_refused(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from seqpack.cli import main
+    from bridgepack.cli import main
 
     assert main(["translate", *argv]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_an_interpolation_passes_through(capsys: pytest.CaptureFixture[str]) -> None:
-    from seqpack.cli import main
+    from bridgepack.cli import main
 
     assert main(["translate", "bridge-to-mlm", "model.seq_length=${dataset.seq_length}"]) == 0
     assert capsys.readouterr().out.strip() == "--seq-length '${dataset.seq_length}'"

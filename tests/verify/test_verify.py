@@ -1,4 +1,4 @@
-"""seqpack verify --bridge: the packing part against Megatron-Bridge 0.6.2's own code (from its wheel)."""
+"""bridgepack verify --bridge: the packing part against Megatron-Bridge 0.6.2's own code (from its wheel)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from _support import peers
-from seqpack.cli import main
-from seqpack.verify import VerifyOptions, _bridge_config, _verify, verify_bridge
+from bridgepack.cli import main
+from bridgepack.verify import VerifyOptions, _bridge_config, _verify, verify_bridge
 
 
 def bridge_wheel() -> Path:
@@ -44,8 +44,8 @@ def test_keep_leaves_both_packings(tmp_path: Path) -> None:
     opts = VerifyOptions(wheel=str(bridge_wheel()), samples=50, pack_size=64, keep=tmp_path / "keep")
     packing = verify_bridge(opts)[0]
     files = packing.details["files"]
-    assert Path(files["seqpack"]).is_file() and Path(files["bridge"]).is_file()
-    assert main(["diff", files["seqpack"], files["bridge"], "-q"]) == 0
+    assert Path(files["bridgepack"]).is_file() and Path(files["bridge"]).is_file()
+    assert main(["diff", files["bridgepack"], files["bridge"], "-q"]) == 0
 
 
 @pytest.mark.network

@@ -1,4 +1,4 @@
-"""The config part of seqpack verify --bridge: doctor's rule cases against Bridge 0.6.2's
+"""The config part of bridgepack verify --bridge: doctor's rule cases against Bridge 0.6.2's
 ConfigContainer.validate (its real classes, from the 0.6.2 wheel with the Megatron-Core 0.19.2 wheel, run in a
 child interpreter)."""
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from _support import doc_pages, fenced_blocks, peers
-from seqpack.doctor import RULES
-from seqpack.verify import _bridge_config as bc
-from seqpack.verify._bridge_config import CASES, BridgeConfigSource, RuleCase
+from bridgepack.doctor import RULES
+from bridgepack.verify import _bridge_config as bc
+from bridgepack.verify._bridge_config import CASES, BridgeConfigSource, RuleCase
 
 #: Cases Bridge 0.6.2 cannot build here: no dataset class has both packing switches (SP001); Bridge's LoRA
 #: imports Transformer Engine (SP031), so PEFT builds only where it is installed.

@@ -1,0 +1,52 @@
+"""The table of commands: each command module exposes ``COMMAND`` (the function of a command, or the Typer
+app of a command group); this file lists them in order and registers them, one way for all.
+
+A command's module imports what the command needs (numba kernels, the text stack, the doctor's rule
+tables ...), ~1 s in all. A run that names its command imports that module alone (:func:`command_in`);
+``bridgepack --help``, a mistyped command and the tests' ``bridgepack.cli.app`` get every command.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+
+import typer
+
+# One line per command module (``bridgepack.cli.<name>``), in the order ``bridgepack --help`` shows them. Each
+# module's ``COMMAND`` is the command of its own name (``curves``, ``correlate``, ``translate``: groups).
+COMMAND_MODULES: tuple[str, ...] = (
+    "pack",
+    "inspect",
+    "plan",
+    "doctor",
+    "translate",
+    "curves",
+    "correlate",
+    "train",
+    "diff",
+    "fingerprint",
+    "env",
+    "verify",
+    "clean",
+    "demo",
+)
+
+
+def register(app: typer.Typer, names: Sequence[str] = COMMAND_MODULES) -> None:
+    """Import the command modules ``names`` and add each one's ``COMMAND`` to ``app`` under its name."""
+    for name in names:
+        command = importlib.import_module(f"bridgepack.cli.{name}").COMMAND
+        if isinstance(command, typer.Typer):
+            app.add_typer(command, name=name)
+        else:
+            app.command(name)(command)
+
+
+def command_in(args: Sequence[str]) -> str | None:
+    """The command ``args`` run (the first argument that is not a root option, when it names a command),
+    else ``None``: root help, ``--version``, no command or an unknown one."""
+    for arg in args:
+        if not arg.startswith("-"):
+            return arg if arg in COMMAND_MODULES else None
+    return None

@@ -1,0 +1,1 @@
+"""Package data: the small example SFT dataset (see ``bridgepack.data.samples._example_data``)."""

@@ -1,1 +1,0 @@
-"""Package data: the small example SFT dataset (see ``seqpack.data.samples._example_data``)."""
