@@ -31,7 +31,7 @@ import orjson
 from bridgepack._parquet import open_parquet
 from bridgepack.data.format._metadata import RUN_ID, MetadataEntry, PackingMetadata
 from bridgepack.data.format._names import SPLITS, hf_split, metadata_filename, packed_names, rejects_filename
-from bridgepack.data.format._schema import Layout
+from bridgepack.data.format._schema import LEGACY_SUFFIX, Layout
 from bridgepack.data.format._sets import check_shard_count
 from bridgepack.errors import BridgepackError, DataError, param
 
@@ -50,7 +50,7 @@ def parquet_run_id(path: str | os.PathLike[str]) -> str | None:
     """The run id in a packed Parquet file's footer, or ``None`` (legacy, another tool). A file that is
     not Parquet (cut short, overwritten) is refused here as every reader refuses it, not taken for a file
     without a run id, which would read as a mix of two runs."""
-    if os.fspath(path).lower().endswith(".npy"):  # a legacy packed file: no footer, no run id
+    if os.fspath(path).lower().endswith(LEGACY_SUFFIX):  # a legacy packed file: no footer, no run id
         return None
     meta = open_parquet(path).metadata.metadata or {}
     value = meta.get(PARQUET_RUN_ID)

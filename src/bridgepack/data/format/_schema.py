@@ -60,3 +60,5 @@ COMPRESSION = "snappy"
 REQUIRED_COLUMNS: tuple[str, ...] = ("input_ids", "loss_mask", "seq_start_id")
 #: File name endings Bridge accepts as Parquet, compared case-insensitively (``data/packing/paths.py``).
 PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
+#: Legacy packed files (Bridge <= v0.5) end in ``.npy``; everything else goes to the Parquet reader.
+LEGACY_SUFFIX = ".npy"

@@ -73,8 +73,7 @@ def resolve_packed_paths(location: str | os.PathLike[str]) -> list[str]:
         return paths
     if Path(text).is_dir():
         folder = glob.escape(text)  # the folder's own name is literal: "[x]" in it is no character class
-        found = glob.glob(os.path.join(folder, "*.parquet")) + glob.glob(os.path.join(folder, "*.pq"))
-        paths = sorted(set(found))
+        paths = sorted({p for end in PARQUET_SUFFIXES for p in glob.glob(os.path.join(folder, f"*{end}"))})
         if not paths:
             raise InputError(f"{text}: directory holds no .parquet or .pq files{_inner_sets_hint(folder)}")
         _check_files(paths)

@@ -10,14 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-from bridgepack.data.format import most_common_last_token
+from bridgepack.data.format import LEGACY_SUFFIX, most_common_last_token
 from bridgepack.data.packed._legacy_npy import read_legacy_npy
 from bridgepack.data.packed._reader import PackedBlock, PackedReader, PackedRow, validate_block
 from bridgepack.errors import InputError
 from bridgepack.fingerprint import FINGERPRINT_ALGORITHM, Fingerprint, PackedFingerprinter
-
-#: Legacy packed files (Bridge <= v0.5) end in ``.npy``; everything else goes to the Parquet reader.
-LEGACY_SUFFIX = ".npy"
 
 
 class PackedSource:
