@@ -61,7 +61,7 @@ def test_direct_file_is_the_built_stream_byte_for_byte(
         dataset = dataset.select(rows)
     packed, empty = _packed(dataset, seq_length, strategy, _Options(writer_batch_size=batch_size))
     if len(packed):
-        assert _direct.plan_layout(packed) is not None  # this pyarrow hands placeholders over whole
+        assert _direct.record_stream(packed) is not None  # this pyarrow hands placeholders over whole
     _write_cache_file(str(directory / "direct.arrow"), packed, empty)
     _write_batches(str(directory / "built.arrow"), _built(packed, empty, reuse=True))
     assert filecmp.cmp(directory / "direct.arrow", directory / "built.arrow", shallow=False)
@@ -129,7 +129,7 @@ def test_a_writer_that_copies_placeholders_is_noticed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A pyarrow that hands the sink copies (not the placeholder buffer) must not put placeholder bytes in
-    the file: the layout is refused before anything is written, and the batches are built."""
+    the file: the recorded stream is refused before anything is written, and the batches are built."""
     dataset, expected = _reference(tmp_path)
     write = _direct._RecordingSink.write
 
@@ -138,5 +138,5 @@ def test_a_writer_that_copies_placeholders_is_noticed(
 
     monkeypatch.setattr(_direct._RecordingSink, "write", copying)
     packed, _ = _packed(dataset, 512, "bfd", _Options(writer_batch_size=100))
-    assert _direct.plan_layout(packed) is None
+    assert _direct.record_stream(packed) is None
     assert _cache_file(dataset, tmp_path).read_bytes() == expected

@@ -64,7 +64,7 @@ class Source:
 
     def iovecs(self, rows: IntArray, skips: IntArray, lengths: IntArray) -> npt.NDArray[np.uint64]:
         """The runs ``(rows, skips, lengths)`` as ``struct iovec`` rows ``(address, bytes)``, empty runs left
-        out: what :func:`bridgepack.hf._direct.write_layout` hands to ``pwritev``. Needs ``view``."""
+        out: what :func:`bridgepack.hf._direct.write_stream` hands to ``pwritev``. Needs ``view``."""
         assert self.view is not None
         size = self.view.dtype.itemsize
         keep = lengths > 0

@@ -3,15 +3,15 @@
 Building a record batch copies its runs into a buffer and writing the batch copies them again, into the
 page cache. Here pyarrow's own IPC writer lays the stream out -- message headers, offsets, padding, its
 exact bytes -- against *placeholder* value buffers of the right size, which it hands to the sink unread;
-the sink records where each piece of the file goes instead of writing it (:func:`plan_layout`). Then
-:func:`write_layout` writes the pieces, each placeholder's bytes gathered from the input's runs by
+the sink records where each piece of the file goes instead of writing it (:func:`record_stream`). Then
+:func:`write_stream` writes the pieces, each placeholder's bytes gathered from the input's runs by
 ``pwritev`` (up to 1,024 runs a call, front to back)::
 
     stream   [schema] [batch 0 header + offsets] [input_ids: placeholder] [pad] [completion_mask: ...]
     written  header bytes as recorded;  input_ids <- pwritev(fd, [run 0, run 1, ...], offset)
 
 The file is byte for byte the one writing the built batches gives (the tests compare them). Should a
-pyarrow release stop handing a placeholder over as one buffer, :func:`plan_layout` notices before anything
+pyarrow release stop handing a placeholder over as one buffer, :func:`record_stream` notices before anything
 is written and returns None: the caller then builds the batches.
 """
 
@@ -50,7 +50,7 @@ _PWRITEV = _libc_pwritev()
 
 
 @dataclass(frozen=True)
-class Layout:
+class StreamPieces:
     """A stream file as pieces at file offsets: bytes to write as they are, or runs of the input to gather
     (iovecs). ``size`` is the file's length."""
 
@@ -101,7 +101,7 @@ class _RecordingSink:
         self.closed = True
 
 
-def plan_layout(packed: PackedBatches) -> Layout | None:
+def record_stream(packed: PackedBatches) -> StreamPieces | None:
     """The stream file of ``packed``'s batches as pieces, nothing read from the input and nothing written;
     None when the writer did not write a placeholder as one buffer (then build the batches instead).
     Needs ``packed.copyable`` and at least one batch."""
@@ -128,7 +128,7 @@ def plan_layout(packed: PackedBatches) -> Layout | None:
     sink.close()
     if sink.missed:
         return None
-    return Layout(_coalesced(sink.pieces), sink.position)
+    return StreamPieces(_coalesced(sink.pieces), sink.position)
 
 
 def _coalesced(pieces: list[tuple[int, bytes | IovecArray]]) -> list[tuple[int, bytes | IovecArray]]:
@@ -150,13 +150,13 @@ def _coalesced(pieces: list[tuple[int, bytes | IovecArray]]) -> list[tuple[int, 
     return out
 
 
-def write_layout(fd: int, layout: Layout) -> None:
-    """Write ``layout`` into the empty file ``fd``, front to back.
+def write_stream(fd: int, stream: StreamPieces) -> None:
+    """Write ``stream`` into the empty file ``fd``, front to back.
 
     One thread: a file system takes the file's lock for each buffered write, so more threads only add
     contention (measured on 2 cores, 148M tokens, median of 6: 1 thread 1.5 s wall and CPU, 2 threads
     1.8 s wall, 2.5 s CPU). Raises ``OSError`` as ``write`` does (a full disk, a quota)."""
-    for offset, piece in layout.pieces:
+    for offset, piece in stream.pieces:
         if isinstance(piece, bytes):
             _write_piece(fd, offset, piece)
             continue
@@ -164,8 +164,8 @@ def write_layout(fd: int, layout: Layout) -> None:
         for lo in range(0, len(piece), IOVECS_PER_CALL):
             start = offset + (int(ends[lo - 1]) if lo else 0)
             _write_piece(fd, start, np.ascontiguousarray(piece[lo : lo + IOVECS_PER_CALL]))
-    if os.fstat(fd).st_size != layout.size:  # every piece lands back to back: a gap would be a bug here
-        raise OSError(f"wrote {os.fstat(fd).st_size} bytes of a {layout.size}-byte stream")
+    if os.fstat(fd).st_size != stream.size:  # every piece lands back to back: a gap would be a bug here
+        raise OSError(f"wrote {os.fstat(fd).st_size} bytes of a {stream.size}-byte stream")
 
 
 def _write_piece(fd: int, offset: int, piece: bytes | IovecArray) -> None:

@@ -26,7 +26,7 @@ import pyarrow as pa
 from bridgepack._io import atomic_path
 from bridgepack._ordered import map_ordered
 from bridgepack.hf._columns import PackedBatches, empty_batch, packed_batches, read_sources
-from bridgepack.hf._direct import plan_layout, write_layout
+from bridgepack.hf._direct import record_stream, write_stream
 from bridgepack.hf._fragments import STRATEGIES, plan_fragments
 from bridgepack.hf._stream import pack_stream
 
@@ -211,14 +211,14 @@ def _write_cache_file(path: str, packed: PackedBatches, empty: pa.RecordBatch) -
     """Write the packed batches as an Arrow IPC stream (the ``datasets`` cache format) to ``path``,
     atomically and without fsync (a cache is recomputed when lost): straight from the input's memory when
     its columns allow (:mod:`bridgepack.hf._direct`), else batch by batch as they are built."""
-    layout = plan_layout(packed) if len(packed) and packed.copyable else None
+    stream = record_stream(packed) if len(packed) and packed.copyable else None
     with atomic_path(path, overwrite=True, durable=False) as tmp:
-        if layout is None:
+        if stream is None:
             _write_batches(os.fspath(tmp), _built(packed, empty, reuse=True))
             return
         fd = os.open(tmp, os.O_WRONLY)
         try:
-            write_layout(fd, layout)
+            write_stream(fd, stream)
         finally:
             os.close(fd)
 

@@ -31,7 +31,7 @@ DEFAULT_PREFIX = "bridgepack-demo-"
 
 
 @dataclass(frozen=True)
-class Layout:
+class DemoPaths:
     """The paths of one demo run under ``root``."""
 
     root: Path
