@@ -11,7 +11,11 @@ from bridgepack.packing import pad_multiple
 
 
 @dataclass
-class Context:
+class ConfigFacts:
+    """The config as the rules check it: built once per check from the loaded config and the caller's
+    :class:`~bridgepack.doctor.DoctorOptions` (what the user said: flags or keywords), with what follows
+    from both (the model family and where it came from, the packed data's scanned facts)."""
+
     view: ConfigView
     problems: list[LoadProblem] = field(default_factory=list)
     #: Total ranks (``--world-size``); DP is derived from it, or given directly with ``--dp``.
