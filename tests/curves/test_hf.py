@@ -108,7 +108,7 @@ def test_directories_output_checkpoint_and_checkpoints_only(run: TrainerRun, tmp
     assert curves.notes == [f"{bare}: read {bare / 'checkpoint-6' / 'trainer_state.json'}"]
     renamed = tmp_path / "state.json"
     shutil.copy(run.out / "trainer_state.json", renamed)
-    assert detect_format(renamed) == "hf" and detect_format(run.out / "runs") == "tensorboard"
+    assert detect_format(renamed) == "trainer-state" and detect_format(run.out / "runs") == "tensorboard"
 
 
 def test_tensorboard_tags_of_the_trainer(run: TrainerRun) -> None:
@@ -201,3 +201,14 @@ def test_nan_loss_and_bad_state_files(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"no trainer_state\.json here"):
         read_curves(tmp_path / "empty", "hf")
+
+
+def test_the_input_format_answers_to_its_name_and_to_its_old_name(run: TrainerRun) -> None:
+    """``--input-format trainer-state`` is the format's name, ``hf`` its old one: both read the same run,
+    which reports the format as it did before (``hf``)."""
+    state = run.out / "trainer_state.json"
+    named, old = (read_curves(state, spelling) for spelling in ("trainer-state", "hf"))
+    assert named.metrics["lm loss"].as_dict() == old.metrics["lm loss"].as_dict() == run.logged["loss"]
+    assert named.format == old.format == "hf"
+    with pytest.raises(UsageError, match=r"expected one of trainer-state, tensorboard, .*found 'trainer'"):
+        read_curves(state, "trainer")

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bridgepack.cli import main
-from bridgepack.data.format import check_run_ids
+from bridgepack.data.format import Layout, PackingMetadata, check_run_ids
 from bridgepack.errors import DataError
 
 
@@ -67,3 +67,20 @@ def test_hf_files_carry_the_run_id_of_their_split(tmp_path: Path) -> None:
     train.replace(validation)  # training's file under validation's name
     with pytest.raises(DataError, match=r"validation-00000-of-00001\.parquet \(run .* come from different"):
         check_run_ids([validation], out / "metadata.hf.jsonl")
+
+
+def test_the_layout_answers_to_its_name_and_to_its_old_name(tmp_path: Path) -> None:
+    """``--layout padding-free`` is the layout's name, ``hf`` its old one: both write the same packs, and the
+    metadata records the layout's value ``hf`` either way (what sets written before 0.3 hold)."""
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"".join(b'{"input_ids": [%d, 6, 7, 2]}\n' % i for i in range(3, 23)))
+    tables = []
+    for spelling in ("padding-free", "hf"):
+        out = tmp_path / spelling
+        args = ["pack", os.fspath(source), "--out", os.fspath(out), "--pack-size", "8", "--layout", spelling]
+        assert main([*args, "--quiet"]) == 0
+        tables.append(pq.read_table(out / "data" / "train-00000-of-00001.parquet").replace_schema_metadata())
+        entries = PackingMetadata.read(out / "metadata.hf.jsonl").entries
+        assert [entry.recorded("layout") for entry in entries] == [Layout.padding_free.value] == ["hf"]
+    assert tables[0].equals(tables[1])
+    assert Layout("padding-free") is Layout("hf") is Layout.padding_free

@@ -79,9 +79,9 @@ def _labels(row: Mapping[str, Any], index: int, ids: np.ndarray) -> np.ndarray:
 
 @dataclass
 class PaddingFreeCollator:
-    """Collate packed rows (``bridgepack.hf.pack_dataset`` output, bridgepack's ``--layout hf`` files, TRL's
-    packed datasets) into ``input_ids``, ``position_ids`` and ``labels`` of shape ``[batch, width]``; no
-    ``attention_mask``. Call the model with ``use_cache=False``.
+    """Collate packed rows (``bridgepack.hf.pack_dataset`` output, bridgepack's ``--layout padding-free``
+    files, TRL's packed datasets) into ``input_ids``, ``position_ids`` and ``labels`` of shape
+    ``[batch, width]``; no ``attention_mask``. Call the model with ``use_cache=False``.
 
     A row's boundaries come from ``position_ids`` (kept as given) or ``seq_lengths``; its labels from
     ``labels``, else ``input_ids`` with -100 where ``completion_mask`` / ``assistant_masks`` is 0 (a null

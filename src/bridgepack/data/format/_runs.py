@@ -125,7 +125,7 @@ def _rejects_of(directory: Path, entry: MetadataEntry) -> tuple[Path, bool]:
     """The rejects file of an entry's set and whether it is a legacy one shared by pack sizes (a set of
     Bridge's layout written before rejects files were named by size)."""
     split = str(entry.split)
-    if entry.recorded("layout") == Layout.hf.value:
+    if entry.recorded("layout") == Layout.padding_free.value:
         return directory / rejects_filename(split), False
     own = directory / rejects_filename(split, entry.pack_size)
     legacy = directory / rejects_filename(split)

@@ -28,6 +28,9 @@ from bridgepack.curves._series import Curves, find_segments, resolve
 from bridgepack.errors import DataError, InputError, shown, where
 
 STATE_FILE = "trainer_state.json"
+#: The format a run read from a ``trainer_state.json`` reports (``Curves.format``, JSON ``format``): ``hf``,
+#: its name before 0.3, kept so reports read as before; ``--input-format`` calls it ``trainer-state``.
+REPORTED_FORMAT = "hf"
 #: A key only the Trainer's end-of-run summary entry has.
 _SUMMARY_KEY = "train_runtime"
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
@@ -87,7 +90,7 @@ def read_trainer_state(path: str | os.PathLike[str]) -> Curves:
     metrics = {name: resolve(its, vals) for name, (its, vals) in columns.items()}
     notes = [] if source == given else [f"{given}: read {source}"]
     segments = find_segments(np.asarray(steps, dtype=np.int64))
-    return Curves(source=given, format="hf", metrics=metrics, segments=segments, notes=notes)
+    return Curves(source=given, format=REPORTED_FORMAT, metrics=metrics, segments=segments, notes=notes)
 
 
 def _is_number(value: Any) -> bool:
