@@ -38,7 +38,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"fingerprint", "packing", "translate", "curves", "env"}),
     frozenset({"data"}),
     frozenset({"batching", "engine"}),
-    frozenset({"doctor", "plan", "train", "diff"}),
+    frozenset({"doctor", "sizing", "train", "diff"}),
     frozenset({"verify", "hf", "correlate", "demo", "_api", "_pack"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),

@@ -70,6 +70,44 @@ STEPS: tuple[Step, ...] = (
         subs=((r"\bLayout\.hf\b", "Layout.padding_free"),),
         after=_drop_layout_alias,
     ),
+    Step(
+        "sizing",
+        "the library side of `bridgepack plan` (pack-size candidates, DP imbalance): bridgepack.plan -> "
+        "bridgepack.sizing, tests/plan -> tests/sizing (the command stays `plan`, PackPlan stays the plan of "
+        "packs)",
+        moves=(("src/bridgepack/plan", "src/bridgepack/sizing"), ("tests/plan", "tests/sizing")),
+        subs=(
+            (r"\bbridgepack\.plan\b", "bridgepack.sizing"),
+            (r"\bbridgepack/plan/", "bridgepack/sizing/"),
+            (r"(?<![\w/])tests/plan/", "tests/sizing/"),
+            (r'"doctor", "plan", "train", "diff"', '"doctor", "sizing", "train", "diff"'),
+            (r"\| `doctor`, `plan`, `train`, `diff` \|", "| `doctor`, `sizing`, `train`, `diff` |"),
+        ),
+    ),
+    Step(
+        "packset",
+        "the on-disk format of a pack set: bridgepack.data.format -> bridgepack.data.packset (`format` is "
+        "left meaning an output format, --format text|json, and an input format)",
+        moves=(("src/bridgepack/data/format", "src/bridgepack/data/packset"),),
+        subs=(
+            (r"\bbridgepack\.data\.format\b", "bridgepack.data.packset"),
+            (r"\bfrom bridgepack\.data import format\b", "from bridgepack.data import packset"),
+            (r"\bdata/format/", "data/packset/"),
+            (r'frozenset\(\{"format"\}\)', 'frozenset({"packset"})'),
+        ),
+    ),
+    Step(
+        "trl",
+        "the datasets/TRL API: bridgepack.hf -> bridgepack.trl, tests/hf -> tests/trl",
+        moves=(("src/bridgepack/hf", "src/bridgepack/trl"), ("tests/hf", "tests/trl")),
+        subs=(
+            (r"\bbridgepack\.hf\b", "bridgepack.trl"),
+            (r"\bbridgepack/hf/", "bridgepack/trl/"),
+            (r"(?<![\w/])tests/hf/", "tests/trl/"),
+            (r'"verify", "hf", "correlate"', '"verify", "trl", "correlate"'),
+            (r"\| `verify`, `hf`, `correlate`", "| `verify`, `trl`, `correlate`"),
+        ),
+    ),
 )
 
 

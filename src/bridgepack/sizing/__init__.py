@@ -1,8 +1,9 @@
-"""Planning from lengths: pack-size candidates and the DP imbalance of their packs under Bridge's sampler.
-The cost model and balanced packing are packing algorithms: import them from :mod:`bridgepack.packing`.
+"""Choosing a pack size from lengths (the library side of ``bridgepack plan``): pack-size candidates and
+the DP imbalance of their packs under Bridge's sampler. The plan of packs itself (:class:`PackPlan`), the
+cost model and balanced packing are packing algorithms: import them from :mod:`bridgepack.packing`.
 """
 
-from bridgepack.plan._candidates import (
+from bridgepack.sizing._candidates import (
     DEFAULT_PACK_SIZES,
     DEFAULT_TOKEN_SLOTS,
     Candidate,
@@ -15,7 +16,7 @@ from bridgepack.plan._candidates import (
     parse_pack_sizes,
     recommend,
 )
-from bridgepack.plan._imbalance import (
+from bridgepack.sizing._imbalance import (
     DEFAULT_SAMPLER_SEED,
     Imbalance,
     SamplerSimulation,
@@ -24,7 +25,7 @@ from bridgepack.plan._imbalance import (
     row_costs,
     step_imbalance,
 )
-from bridgepack.plan._report import PlanReport
+from bridgepack.sizing._report import PlanReport
 
 __all__ = [
     "DEFAULT_PACK_SIZES",

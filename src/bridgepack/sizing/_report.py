@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from bridgepack.packing import CostModel
-from bridgepack.plan._candidates import Candidate, Topology
+from bridgepack.sizing._candidates import Candidate, Topology
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ def test_pack_balance_records_cost_model_and_inspect_simulates(
     import pyarrow.parquet as pq
 
     from bridgepack.packing import CostModel, ModelDims
-    from bridgepack.plan import step_imbalance
+    from bridgepack.sizing import step_imbalance
 
     rng = np.random.default_rng(3)
     data = write_lengths(tmp_path / "d.jsonl", rng.integers(1, 60, 200).tolist())

@@ -50,7 +50,7 @@ from bridgepack.packing import (
     pack_lengths,
     pad_multiple,
 )
-from bridgepack.plan._imbalance import Imbalance, step_imbalance
+from bridgepack.sizing._imbalance import Imbalance, step_imbalance
 
 IntArray = npt.NDArray[np.int64]
 

@@ -1,4 +1,4 @@
-"""Candidate rows on small arrays computed by hand (formulas in bridgepack.plan._candidates)."""
+"""Candidate rows on small arrays computed by hand (formulas in bridgepack.sizing._candidates)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from bridgepack.errors import UsageError
 from bridgepack.packing import CostModel
-from bridgepack.plan import (
+from bridgepack.sizing import (
     Imbalance,
     Topology,
     evaluate,
@@ -114,7 +114,7 @@ def test_parse_pack_sizes() -> None:
 
 
 def test_balance_recommended_only_when_it_helps() -> None:
-    from bridgepack.plan import balance_worthwhile
+    from bridgepack.sizing import balance_worthwhile
 
     c = evaluate_candidate([3, 5, 2, 7], 8, 16, Topology(dp=2), MODEL, simulate=False)
     assert not balance_worthwhile(c)  # nothing simulated

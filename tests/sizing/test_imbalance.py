@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bridgepack.errors import UsageError
-from bridgepack.plan import rank_loads, step_imbalance
+from bridgepack.sizing import rank_loads, step_imbalance
 
 torch = pytest.importorskip("torch")
 
@@ -70,7 +70,7 @@ def test_rank_loads_match_bridgepack_sampler_per_rank(total: int, batch: tuple[i
 
 def test_row_costs_equal_pack_costs() -> None:
     from bridgepack.packing import CostModel, pack_costs, pack_lengths
-    from bridgepack.plan import row_costs
+    from bridgepack.sizing import row_costs
 
     model = CostModel(dense=3.0, attention=0.5)
     plan = pack_lengths([4, 2, 6, 3, 2, 5], 10, algorithm="first_fit_shuffle", seed=0)
