@@ -48,7 +48,7 @@ LAYERS: tuple[frozenset[str], ...] = (
 #: The layers inside ``bridgepack.data``, lowest first: the on-disk format; reading samples; then, side by
 #: side, the pack pipeline and the readers of packed data (neither imports the other).
 DATA_LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"format"}),
+    frozenset({"packset"}),
     frozenset({"samples"}),
     frozenset({"pipeline", "packed"}),
 )

@@ -44,8 +44,15 @@ class Step:
 
 def _drop_layout_alias(root: Path, dry: bool) -> list[Path]:
     """Delete ``Layout.hf`` (the alias the pipeline used while it was being split) once nothing says it."""
-    schema = root / "src/bridgepack/data/format/_schema.py"
-    if not schema.exists() or any(
+    schema = next(
+        (
+            path
+            for package in ("packset", "format")
+            if (path := root / f"src/bridgepack/data/{package}/_schema.py").exists()
+        ),
+        None,
+    )
+    if schema is None or any(
         re.search(r"\bLayout\.hf\b", path.read_text(encoding="utf-8")) for path in _files(root)
     ):
         return []
@@ -92,7 +99,7 @@ STEPS: tuple[Step, ...] = (
         subs=(
             (r"\bbridgepack\.data\.format\b", "bridgepack.data.packset"),
             (r"\bfrom bridgepack\.data import format\b", "from bridgepack.data import packset"),
-            (r"\bdata/format/", "data/packset/"),
+            (r"\bdata/format\b", "data/packset"),
             (r'frozenset\(\{"format"\}\)', 'frozenset({"packset"})'),
         ),
     ),

@@ -15,10 +15,10 @@ import pytest
 from _support.byte_bpe import build_byte_bpe
 from _support.packs import make_row, write_packs
 from bridgepack.cli import main
-from bridgepack.data.format import Layout
 from bridgepack.data.packed import decode_pieces, first_sequences
 from bridgepack.data.packed._decode import runs
 from bridgepack.data.packed._supervised import bridge_supervised
+from bridgepack.data.packset import Layout
 
 # ------------------------------------------------------------------------------ the stored-mask convention
 

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bridgepack.cli import main
-from bridgepack.data.format import Layout, PackingMetadata, check_run_ids
+from bridgepack.data.packset import Layout, PackingMetadata, check_run_ids
 from bridgepack.errors import DataError
 
 

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.pack_inputs import EOS, random_examples, read_rows, write_jsonl
-from bridgepack.data.format import read_metadata
+from bridgepack.data.packset import read_metadata
 from bridgepack.data.pipeline import PackOptions, TooLong, pack_files
 from bridgepack.errors import UsageError
 from bridgepack.packing import ALGORITHMS

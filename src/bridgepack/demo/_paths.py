@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridgepack.data.format import TRAINING, metadata_filename, packed_filename
+from bridgepack.data.packset import TRAINING, metadata_filename, packed_filename
 from bridgepack.errors import UsageError, param
 
 DEFAULT_PREFIX = "bridgepack-demo-"

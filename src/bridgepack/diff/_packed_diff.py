@@ -30,16 +30,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bridgepack.data.format import (
-    BRIDGEPACK_KEY,
-    LEGACY_SUFFIX,
-    RUN_KEYS,
-    MetadataEntry,
-    PackingMetadata,
-    check_run_ids,
-    find_metadata,
-    packed_names,
-)
 from bridgepack.data.packed import (
     PackedRow,
     PackedSource,
@@ -49,6 +39,16 @@ from bridgepack.data.packed import (
     not_as_recorded,
     resolve_packed_paths,
     scan_blocks,
+)
+from bridgepack.data.packset import (
+    BRIDGEPACK_KEY,
+    LEGACY_SUFFIX,
+    RUN_KEYS,
+    MetadataEntry,
+    PackingMetadata,
+    check_run_ids,
+    find_metadata,
+    packed_names,
 )
 from bridgepack.diff._match import match_sequences
 from bridgepack.errors import DataError, InputError

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from bridgepack.data.format import MAX_TOKEN_ID
+from bridgepack.data.packset import MAX_TOKEN_ID
 from bridgepack.errors import DataError, UsageError, param
 from bridgepack.hf._values import integers, mask, token_ids
 from bridgepack.packing import checked_multiple

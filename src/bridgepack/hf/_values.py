@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from bridgepack.data.format import MAX_TOKEN_ID
+from bridgepack.data.packset import MAX_TOKEN_ID
 from bridgepack.errors import DataError, shown
 
 _INTEGER_TYPES = frozenset({int, *(np.dtype(c).type for c in np.typecodes["AllInteger"])})

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bridgepack._ranges import SIZE
-from bridgepack.data.format import offline_packing_overrides
+from bridgepack.data.packset import offline_packing_overrides
 from bridgepack.errors import UsageError, param
 from bridgepack.packing import (
     BEST_FIT_DECREASING,

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from bridgepack._io import FILE, expect_kind, unreadable
 from bridgepack._parquet import open_parquet, read_row_group
-from bridgepack.data.format import (
+from bridgepack.data.packset import (
     MAX_TOKEN_ID,
     PARQUET_SUFFIXES,
     REQUIRED_COLUMNS,
@@ -62,7 +62,7 @@ def resolve_packed_paths(location: str | os.PathLike[str]) -> list[str]:
 
     Bridge returns an empty list for a single file of another suffix; bridgepack says so instead. Raises
     :class:`InputError` naming the location when nothing matches, and :class:`DataError` for a sharded
-    split's folder that holds anything but its shards (:func:`bridgepack.data.format.check_shard_dir`).
+    split's folder that holds anything but its shards (:func:`bridgepack.data.packset.check_shard_dir`).
     """
     text = os.fspath(location)
     if "*" in text or "?" in text:

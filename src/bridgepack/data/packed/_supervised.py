@@ -33,7 +33,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bridgepack._parquet import open_parquet, read_row_group
-from bridgepack.data.format import IGNORE_INDEX, REQUIRED_COLUMNS, Layout, hf_data_dir
 from bridgepack.data.packed._reader import (
     PackedBlock,
     _first_true,
@@ -41,6 +40,7 @@ from bridgepack.data.packed._reader import (
     resolve_packed_paths,
     validate_block,
 )
+from bridgepack.data.packset import IGNORE_INDEX, REQUIRED_COLUMNS, Layout, hf_data_dir
 from bridgepack.errors import DataError, UsageError, param, where
 
 #: The columns of the flattened layout that say where sequences end and what they train on.

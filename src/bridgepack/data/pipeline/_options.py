@@ -18,7 +18,7 @@ from typing import Any
 
 from bridgepack._ranges import RANKS
 from bridgepack._typed import conform_fields
-from bridgepack.data.format import SPLITS, TRAINING, Layout, check_eos_id
+from bridgepack.data.packset import SPLITS, TRAINING, Layout, check_eos_id
 from bridgepack.data.pipeline._shape import TooLong, check_lengths
 from bridgepack.data.samples import default_workers
 from bridgepack.data.samples.text import TextOptions

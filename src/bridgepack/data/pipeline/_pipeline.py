@@ -40,7 +40,7 @@ from bridgepack._io import (
     restored_on_failure,
 )
 from bridgepack._progress import progress
-from bridgepack.data.format import (
+from bridgepack.data.packset import (
     HF_METADATA,
     PARQUET_RUN_ID,
     RUN_ID,

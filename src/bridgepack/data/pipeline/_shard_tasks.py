@@ -24,7 +24,7 @@ import numpy as np
 
 from bridgepack._faults import fault_point
 from bridgepack._io import atomic_path
-from bridgepack.data.format import PARQUET_RUN_ID, Layout
+from bridgepack.data.packset import PARQUET_RUN_ID, Layout
 from bridgepack.data.pipeline._pipeline import _BackgroundHash, _ShapeChunk, _SpoolToScratch
 from bridgepack.data.pipeline._scratch import ScratchStore, SpoolReader
 from bridgepack.data.pipeline._staging import (

@@ -31,7 +31,14 @@ import pyarrow as pa
 
 from bridgepack._arrow import list_array
 from bridgepack._ordered import map_ordered
-from bridgepack.data.format import COMPRESSION, HF_SCHEMA, IGNORE_INDEX, PACKED_SCHEMA, ROW_GROUP_SIZE, Layout
+from bridgepack.data.packset import (
+    COMPRESSION,
+    HF_SCHEMA,
+    IGNORE_INDEX,
+    PACKED_SCHEMA,
+    ROW_GROUP_SIZE,
+    Layout,
+)
 from bridgepack.data.pipeline._row_groups import RowGroupStitcher, encode_row_group
 from bridgepack.fingerprint import BlockHashes, PackedFingerprinter, hash_block
 

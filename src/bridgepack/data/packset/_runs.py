@@ -29,10 +29,10 @@ from pathlib import Path
 import orjson
 
 from bridgepack._parquet import open_parquet
-from bridgepack.data.format._metadata import RUN_ID, MetadataEntry, PackingMetadata
-from bridgepack.data.format._names import SPLITS, hf_split, metadata_filename, packed_names, rejects_filename
-from bridgepack.data.format._schema import LEGACY_SUFFIX, Layout
-from bridgepack.data.format._sets import check_shard_count
+from bridgepack.data.packset._metadata import RUN_ID, MetadataEntry, PackingMetadata
+from bridgepack.data.packset._names import SPLITS, hf_split, metadata_filename, packed_names, rejects_filename
+from bridgepack.data.packset._schema import LEGACY_SUFFIX, Layout
+from bridgepack.data.packset._sets import check_shard_count
 from bridgepack.errors import BridgepackError, DataError, param
 
 #: The Parquet key/value metadata key holding the run id.
@@ -143,7 +143,7 @@ def check_run_ids(
     Each file is compared with the sidecar entry of its split (by its name, else Bridge's order, else the
     only entry): the entry must be of its pack size and split (:func:`_entry_of`), of its run, and so must
     that set's rejects file beside the sidecar; a sharded split must have as many shards as its entry
-    records (:func:`~bridgepack.data.format.check_shard_count`). ``metadata`` is the sidecar, when the caller
+    records (:func:`~bridgepack.data.packset.check_shard_count`). ``metadata`` is the sidecar, when the caller
     has read it already.
     """
     if metadata_path is None:

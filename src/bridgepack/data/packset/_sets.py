@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridgepack.data.format._names import metadata_filename, packed_names, shard_filename, sharded_dirname
-from bridgepack.data.format._schema import PARQUET_SUFFIXES
+from bridgepack.data.packset._names import metadata_filename, packed_names, shard_filename, sharded_dirname
+from bridgepack.data.packset._schema import PARQUET_SUFFIXES
 from bridgepack.errors import DataError
 
 #: A shard as bridgepack names it: ``{split}_{N}-{index:05d}.idx.parquet``.

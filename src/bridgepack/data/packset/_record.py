@@ -10,7 +10,7 @@ The pack pipeline builds it step by step, each step returning a new value instea
     commit    the inputs' SHA-256 and the counts
 
 Readers never build one: an entry read back keeps the record as a mapping (older or other writers' keys
-stay as they were), read through :class:`~bridgepack.data.format.MetadataEntry`.
+stay as they were), read through :class:`~bridgepack.data.packset.MetadataEntry`.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class PackRecord:
     eos_source: str  # "--eos-id" | "tokenizer" | "inferred"
     tokenizer: str | None
     tokenizer_sha256: str | None
-    run_id: str  # carried by every file of the set (bridgepack.data.format._runs)
+    run_id: str  # carried by every file of the set (bridgepack.data.packset._runs)
     text: Mapping[str, Any] | None = None
     inputs: tuple[str, ...] = ()
     cost_model: Mapping[str, Any] | None = None

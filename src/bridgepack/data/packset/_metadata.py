@@ -28,14 +28,14 @@ from typing import Any
 import orjson
 
 from bridgepack._io import atomic_write_bytes, read_bytes
-from bridgepack.data.format._names import SPLITS
+from bridgepack.data.packset._names import SPLITS
 from bridgepack.errors import DataError, InputError, shown
 from bridgepack.packing import BRIDGE_METADATA_KEYS
 
 #: The key under which bridgepack keeps its own record in each entry (CONVENTIONS: data and files).
 BRIDGEPACK_KEY = "bridgepack"
 #: The key of the run id in bridgepack's record (and in every rejects record,
-#: :mod:`bridgepack.data.format._runs`).
+#: :mod:`bridgepack.data.packset._runs`).
 RUN_ID = "run_id"
 #: Keys whose combined value across entries is the minimum; every other Bridge key combines by max.
 _MIN_KEYS = frozenset({"min_packed_seqlen"})

@@ -2,7 +2,7 @@
 packed schema and the rules of token ids (bridge-format §3). Writers and readers both build on it.
 """
 
-from bridgepack.data.format._metadata import (
+from bridgepack.data.packset._metadata import (
     BRIDGEPACK_KEY,
     RUN_ID,
     MetadataEntry,
@@ -12,7 +12,7 @@ from bridgepack.data.format._metadata import (
     read_metadata,
     write_metadata_entry,
 )
-from bridgepack.data.format._names import (
+from bridgepack.data.packset._names import (
     HF_METADATA,
     HF_SPLITS,
     SPLITS,
@@ -30,7 +30,7 @@ from bridgepack.data.format._names import (
     shard_filename,
     sharded_dirname,
 )
-from bridgepack.data.format._outputs import (
+from bridgepack.data.packset._outputs import (
     BATCH_DUMP,
     HF_PACKED_DATA,
     METADATA_SIDECAR,
@@ -42,10 +42,10 @@ from bridgepack.data.format._outputs import (
     bridgepack_output,
     packed_columns,
 )
-from bridgepack.data.format._overrides import offline_packing_overrides
-from bridgepack.data.format._record import RUN_KEYS, PackCounts, PackRecord
-from bridgepack.data.format._runs import PARQUET_RUN_ID, check_run_ids, new_run_id
-from bridgepack.data.format._schema import (
+from bridgepack.data.packset._overrides import offline_packing_overrides
+from bridgepack.data.packset._record import RUN_KEYS, PackCounts, PackRecord
+from bridgepack.data.packset._runs import PARQUET_RUN_ID, check_run_ids, new_run_id
+from bridgepack.data.packset._schema import (
     COMPRESSION,
     HF_SCHEMA,
     IGNORE_INDEX,
@@ -56,7 +56,7 @@ from bridgepack.data.format._schema import (
     ROW_GROUP_SIZE,
     Layout,
 )
-from bridgepack.data.format._sets import (
+from bridgepack.data.packset._sets import (
     ENGINE_KEY,
     SHARD_COUNT_KEY,
     ShardedDir,
@@ -66,7 +66,7 @@ from bridgepack.data.format._sets import (
     is_sharded,
     sharded_dir,
 )
-from bridgepack.data.format._token_ids import MAX_TOKEN_ID, check_eos_id, most_common_last_token
+from bridgepack.data.packset._token_ids import MAX_TOKEN_ID, check_eos_id, most_common_last_token
 
 __all__ = [
     "BATCH_DUMP",

@@ -29,10 +29,10 @@ import orjson
 
 from bridgepack._io import compression_of, open_input
 from bridgepack._parquet import open_parquet
-from bridgepack.data.format._metadata import RUN_ID
-from bridgepack.data.format._names import HF_METADATA
-from bridgepack.data.format._schema import HF_SCHEMA, PACKED_SCHEMA, PARQUET_SUFFIXES
-from bridgepack.data.format._sets import is_sharded
+from bridgepack.data.packset._metadata import RUN_ID
+from bridgepack.data.packset._names import HF_METADATA
+from bridgepack.data.packset._schema import HF_SCHEMA, PACKED_SCHEMA, PARQUET_SUFFIXES
+from bridgepack.data.packset._sets import is_sharded
 from bridgepack.errors import BridgepackError
 
 PACKED_DATA = "packed data (one pack a row: input_ids, loss_mask, seq_start_id)"
