@@ -20,7 +20,7 @@ from bridgepack.cli._common import (
     number_option,
     out_console,
 )
-from bridgepack.data.packset import SPLITS, TRAINING, PackRecord
+from bridgepack.data.packset import SPLITS, TRAINING, Layout, PackRecord
 from bridgepack.data.pipeline import TooLong
 from bridgepack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
 from bridgepack.errors import UsageError
@@ -149,7 +149,7 @@ def pack(
     ),
     workers: int = shared.WorkersOption,
     layout: str = typer.Option(
-        "bridge",
+        Layout.bridge.value,
         "--layout",
         help="bridge (packed Parquet) or padding-free (flattened, for transformers/TRL; hf: its old name).",
     ),
