@@ -39,7 +39,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"data"}),
     frozenset({"batching", "engine"}),
     frozenset({"doctor", "sizing", "train", "diff"}),
-    frozenset({"verify", "hf", "correlate", "demo", "_api", "_pack"}),
+    frozenset({"verify", "trl", "correlate", "demo", "_api", "_pack"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),
 )

@@ -6,7 +6,7 @@ docs, benchmarks, skills, scripts and README.md (never CHANGELOG.md, never this 
 idempotent: on a tree it has already been through it changes nothing, so after merging a branch that
 still used an old name, run the step again::
 
-    python scripts/dev/rename_42.py                  # every default step, in order
+    python scripts/dev/rename_42.py                  # every step, in order
     python scripts/dev/rename_42.py sizing packset   # those steps
     python scripts/dev/rename_42.py --list           # the steps and what each renames
     python scripts/dev/rename_42.py --check          # exit 1 when a step would still change something
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -40,8 +41,6 @@ class Step:
     subs: tuple[tuple[str, str], ...] = ()
     #: run after the substitutions: tidy-ups that depend on the whole tree (returns the files changed)
     after: Callable[[Path, bool], list[Path]] | None = field(default=None)
-    #: run when no step is named (a step not yet agreed on runs only when named)
-    default: bool = True
 
 
 def _drop_layout_alias(root: Path, dry: bool) -> list[Path]:
@@ -108,8 +107,7 @@ STEPS: tuple[Step, ...] = (
     Step(
         "trl",
         "the datasets/TRL API: bridgepack.hf -> bridgepack.trl, tests/hf -> tests/trl_api (not tests/trl: "
-        "with tests/ on sys.path a folder named trl would answer `import trl` where TRL is not installed). "
-        "Not run yet: `from bridgepack.hf import pack_dataset` is public API (docs/hf.md)",
+        "with tests/ on sys.path a folder named trl would answer `import trl` where TRL is not installed)",
         moves=(("src/bridgepack/hf", "src/bridgepack/trl"), ("tests/hf", "tests/trl_api")),
         subs=(
             (r"\bbridgepack\.hf\b", "bridgepack.trl"),
@@ -118,7 +116,6 @@ STEPS: tuple[Step, ...] = (
             (r'"verify", "hf", "correlate"', '"verify", "trl", "correlate"'),
             (r"\| `verify`, `hf`, `correlate`", "| `verify`, `trl`, `correlate`"),
         ),
-        default=False,
     ),
 )
 
@@ -163,10 +160,20 @@ def _move(root: Path, old: str, new: str, dry: bool) -> bool:
     return True
 
 
+def _drop_caches(folder: Path) -> None:
+    """Delete the ``__pycache__`` folders a move carried along: numba's cache there names the old module,
+    and loading it fails (``No module named 'bridgepack.hf'``) until it is gone."""
+    for cache in sorted(folder.rglob("__pycache__"), reverse=True):
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 def run_step(root: Path, step: Step, dry: bool = False, skip: tuple[str, ...] = ()) -> list[str]:
     """Apply ``step`` under ``root``, leaving paths under ``skip`` alone; the paths it changed (or would
     change, ``dry``)."""
     changed = [f"{old} -> {new}" for old, new in step.moves if _move(root, old, new, dry)]
+    for _old, new in step.moves:
+        if not dry and (root / new).is_dir():
+            _drop_caches(root / new)
     compiled = [(re.compile(pattern), replacement) for pattern, replacement in step.subs]
     for path in _files(root, skip):
         text = path.read_text(encoding="utf-8")
@@ -186,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("steps", nargs="*", help="steps to run (default: every default step, in order)")
+    parser.add_argument("steps", nargs="*", help="steps to run (default: all, in order)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: here)")
     parser.add_argument("--list", action="store_true", help="list the steps")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a step would")
@@ -201,13 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     by_name = {step.name: step for step in STEPS}
     if args.list:
         for step in STEPS:
-            print(f"{step.name:10} {'' if step.default else '(only when named) '}{step.what}")
+            print(f"{step.name:10} {step.what}")
         return 0
     unknown = [name for name in args.steps if name not in by_name]
     if unknown:
         parser.error(f"unknown step {', '.join(unknown)} (steps: {', '.join(by_name)})")
     pending = 0
-    for step in [by_name[name] for name in args.steps] or [step for step in STEPS if step.default]:
+    for step in [by_name[name] for name in args.steps] or list(STEPS):
         changed = run_step(args.root, step, dry=args.check, skip=tuple(args.skip))
         pending += len(changed)
         print(f"{step.name}: {len(changed)} path(s) {'to change' if args.check else 'changed'}")

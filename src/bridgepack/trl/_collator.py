@@ -27,8 +27,8 @@ import numpy as np
 
 from bridgepack.data.packset import MAX_TOKEN_ID
 from bridgepack.errors import DataError, UsageError, param
-from bridgepack.hf._values import integers, mask, token_ids
 from bridgepack.packing import checked_multiple
+from bridgepack.trl._values import integers, mask, token_ids
 
 #: The label transformers' losses ignore.
 IGNORE_INDEX = -100
@@ -79,7 +79,7 @@ def _labels(row: Mapping[str, Any], index: int, ids: np.ndarray) -> np.ndarray:
 
 @dataclass
 class PaddingFreeCollator:
-    """Collate packed rows (``bridgepack.hf.pack_dataset`` output, bridgepack's ``--layout padding-free``
+    """Collate packed rows (``bridgepack.trl.pack_dataset`` output, bridgepack's ``--layout padding-free``
     files, TRL's packed datasets) into ``input_ids``, ``position_ids`` and ``labels`` of shape
     ``[batch, width]``; no ``attention_mask``. Call the model with ``use_cache=False``.
 
@@ -87,7 +87,7 @@ class PaddingFreeCollator:
     ``labels``, else ``input_ids`` with -100 where ``completion_mask`` / ``assistant_masks`` is 0 (a null
     field is an absent one, as a null ``loss_mask`` in ``bridgepack pack``). Values are checked as
     ``bridgepack
-    pack`` checks a row (:mod:`bridgepack.hf._values`): a float or boolean id is refused, never truncated.
+    pack`` checks a row (:mod:`bridgepack.trl._values`): a float or boolean id is refused, never truncated.
     Every
     sequence's first label and all padding are -100. Padding (``pad_token_id``, up to the longest row,
     rounded up to ``pad_to_multiple_of``) is one more sequence (positions 0, 1, ...), attending to nothing

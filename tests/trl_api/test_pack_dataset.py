@@ -1,4 +1,5 @@
-"""``bridgepack.hf.pack_dataset`` vs TRL 1.16.0's ``pack_dataset`` (loaded from its wheel) on random datasets.
+"""``bridgepack.trl.pack_dataset`` vs TRL 1.16.0's ``pack_dataset`` (loaded from its wheel) on random
+datasets.
 
 TRL plans each ``map`` batch apart; with ``map_kwargs={"batch_size": None}`` its plan is global too, and then
 best fit decreasing needs as many packs, with the same fills (which of two equally full packs takes the next
@@ -23,7 +24,7 @@ from datasets.table import InMemoryTable  # noqa: E402
 
 from _support.hf_tables import token_table as _table  # noqa: E402
 from _support.trl import trl_data_utils  # noqa: E402
-from bridgepack.hf import pack_dataset  # noqa: E402
+from bridgepack.trl import pack_dataset  # noqa: E402
 
 datasets.disable_progress_bars()
 

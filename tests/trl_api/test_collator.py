@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from _support.tiny_llama import tiny_llama  # noqa: E402
 from bridgepack.errors import DataError  # noqa: E402
-from bridgepack.hf import PaddingFreeCollator  # noqa: E402
+from bridgepack.trl import PaddingFreeCollator  # noqa: E402
 
 VOCAB = 61
 

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from bridgepack.hf._columns import PackedBatches
+from bridgepack.trl._columns import PackedBatches
 
 IovecArray = npt.NDArray[np.uint64]
 #: Runs per ``pwritev`` call: Linux's ``IOV_MAX``.

@@ -6,8 +6,8 @@
   keeping each row's sequence boundaries (``position_ids``) so the sequences stay isolated.
 """
 
-from bridgepack.hf._collator import PaddingFreeCollator
-from bridgepack.hf._fragments import STRATEGIES
-from bridgepack.hf._pack import pack_dataset
+from bridgepack.trl._collator import PaddingFreeCollator
+from bridgepack.trl._fragments import STRATEGIES
+from bridgepack.trl._pack import pack_dataset
 
 __all__ = ["STRATEGIES", "PaddingFreeCollator", "pack_dataset"]

@@ -1,4 +1,4 @@
-"""The cache file written straight from the input's memory (``bridgepack.hf._direct``) is, byte for byte, the
+"""The cache file written straight from the input's memory (``bridgepack.trl._direct``) is, byte for byte, the
 stream of the built batches; partial writes, errors and a writer that does not hand placeholders over
 still give that file or a clean failure."""
 
@@ -21,8 +21,8 @@ datasets = pytest.importorskip("datasets")
 from datasets import Dataset  # noqa: E402
 
 from _support.hf_tables import token_table  # noqa: E402
-from bridgepack.hf import _direct, pack_dataset  # noqa: E402
-from bridgepack.hf._pack import _built, _Options, _packed, _write_batches, _write_cache_file  # noqa: E402
+from bridgepack.trl import _direct, pack_dataset  # noqa: E402
+from bridgepack.trl._pack import _built, _Options, _packed, _write_batches, _write_cache_file  # noqa: E402
 
 datasets.disable_progress_bars()
 

@@ -18,8 +18,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from bridgepack._arrow import list_array, numpy_array
-from bridgepack.hf._fragments import Fragments
-from bridgepack.hf._gather import copy_runs, run_indices, spanning_view
+from bridgepack.trl._fragments import Fragments
+from bridgepack.trl._gather import copy_runs, run_indices, spanning_view
 
 IntArray = npt.NDArray[np.int64]
 
@@ -64,7 +64,7 @@ class Source:
 
     def iovecs(self, rows: IntArray, skips: IntArray, lengths: IntArray) -> npt.NDArray[np.uint64]:
         """The runs ``(rows, skips, lengths)`` as ``struct iovec`` rows ``(address, bytes)``, empty runs left
-        out: what :func:`bridgepack.hf._direct.write_stream` hands to ``pwritev``. Needs ``view``."""
+        out: what :func:`bridgepack.trl._direct.write_stream` hands to ``pwritev``. Needs ``view``."""
         assert self.view is not None
         size = self.view.dtype.itemsize
         keep = lengths > 0
@@ -189,7 +189,7 @@ class PackedBatches:
     ) -> tuple[pa.RecordBatch, list[npt.NDArray[np.uint64]]]:
         """Record batch ``batch`` with stand-in token values, and each column's runs as iovecs (see
         :meth:`Source.iovecs`): the batch has the built one's layout, and its values are
-        ``placeholders[c]``'s first elements (never read; see :mod:`bridgepack.hf._direct`). Needs
+        ``placeholders[c]``'s first elements (never read; see :mod:`bridgepack.trl._direct`). Needs
         :attr:`copyable`."""
         rows, skips, lengths = self._runs(batch)
         size = int(lengths.sum())

@@ -13,8 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from bridgepack.hf._columns import empty_batch, packed_batches, read_sources
-from bridgepack.hf._fragments import plan_fragments
+from bridgepack.trl._columns import empty_batch, packed_batches, read_sources
+from bridgepack.trl._fragments import plan_fragments
 
 
 def pack_stream(dataset: Any, seq_length: int, strategy: str, map_kwargs: dict[str, Any] | None) -> Any:

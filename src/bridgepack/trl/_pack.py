@@ -6,7 +6,7 @@ Same call, same strategies, same output columns and types; what differs is how:
   many packs as TRL's and ``wrapped`` leaves one short pack in all instead of one per batch;
 * no Python object per row or token: lengths come from the Arrow offsets, the planner is numba, and the
   tokens are copied once from the (memory-mapped) input: into the cache file by the kernel
-  (:mod:`bridgepack.hf._direct`), or into the output batches where those are built;
+  (:mod:`bridgepack.trl._direct`), or into the output batches where those are built;
 * the result is written like a ``datasets`` map result: an Arrow cache file next to the input's cache
   files, named by fingerprint and reused on the next call, then memory-mapped; a dataset held in memory
   gives an in-memory result (unless ``cache_file_name`` is given), as ``map`` does.
@@ -25,10 +25,10 @@ import pyarrow as pa
 
 from bridgepack._io import atomic_path
 from bridgepack._ordered import map_ordered
-from bridgepack.hf._columns import PackedBatches, empty_batch, packed_batches, read_sources
-from bridgepack.hf._direct import record_stream, write_stream
-from bridgepack.hf._fragments import STRATEGIES, plan_fragments
-from bridgepack.hf._stream import pack_stream
+from bridgepack.trl._columns import PackedBatches, empty_batch, packed_batches, read_sources
+from bridgepack.trl._direct import record_stream, write_stream
+from bridgepack.trl._fragments import STRATEGIES, plan_fragments
+from bridgepack.trl._stream import pack_stream
 
 #: Bumped whenever the bytes written for the same input change, so stale cache files are not reused.
 CACHE_LAYOUT = 1
@@ -63,7 +63,7 @@ def _options(map_kwargs: dict[str, Any] | None, allowed: tuple[str, ...]) -> _Op
     unknown = sorted(set(kwargs) - set(allowed) - set(_NO_EFFECT))
     if unknown:
         raise TypeError(
-            f"map_kwargs {unknown} not supported by bridgepack.hf.pack_dataset (supported: "
+            f"map_kwargs {unknown} not supported by bridgepack.trl.pack_dataset (supported: "
             f"{', '.join(allowed)}; accepted without effect: {', '.join(_NO_EFFECT)})"
         )
     for key in _NO_EFFECT:
@@ -132,7 +132,7 @@ def pack_dataset(
     if isinstance(dataset, IterableDataset):
         return pack_stream(dataset, int(seq_length), strategy, map_kwargs)
     raise TypeError(
-        "bridgepack.hf.pack_dataset packs a datasets.Dataset, DatasetDict, IterableDataset or "
+        "bridgepack.trl.pack_dataset packs a datasets.Dataset, DatasetDict, IterableDataset or "
         f"IterableDatasetDict, got {type(dataset).__name__}"
     )
 
@@ -151,7 +151,7 @@ def _pack_one(dataset: Any, seq_length: int, strategy: str, options: _Options) -
 
     form = _format_of(dataset)
     fingerprint = options.new_fingerprint or Hasher.hash(
-        ["bridgepack.hf.pack_dataset", CACHE_LAYOUT, dataset._fingerprint, seq_length, strategy]
+        ["bridgepack.trl.pack_dataset", CACHE_LAYOUT, dataset._fingerprint, seq_length, strategy]
     )
     path = options.cache_file_name
     if path is None and not options.keep_in_memory and dataset.cache_files and is_caching_enabled():
@@ -210,7 +210,7 @@ def _built(packed: PackedBatches, empty: pa.RecordBatch, reuse: bool) -> Iterato
 def _write_cache_file(path: str, packed: PackedBatches, empty: pa.RecordBatch) -> None:
     """Write the packed batches as an Arrow IPC stream (the ``datasets`` cache format) to ``path``,
     atomically and without fsync (a cache is recomputed when lost): straight from the input's memory when
-    its columns allow (:mod:`bridgepack.hf._direct`), else batch by batch as they are built."""
+    its columns allow (:mod:`bridgepack.trl._direct`), else batch by batch as they are built."""
     stream = record_stream(packed) if len(packed) and packed.copyable else None
     with atomic_path(path, overwrite=True, durable=False) as tmp:
         if stream is None:
