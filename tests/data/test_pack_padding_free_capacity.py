@@ -1,4 +1,4 @@
-"""``--layout hf`` counts stored tokens: a row never holds more than ``--pack-size`` tokens.
+"""``--layout padding-free`` counts stored tokens: a row never holds more than ``--pack-size`` tokens.
 
 HF models shift the labels inside the model, so every stored token of an HF row is an input position (Bridge's
 rows train on ``stored - 1`` of them). The expected pieces are computed here from the rules in
