@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,19 +42,53 @@ os.environ.setdefault("BRIDGEPACK_PROGRESS_SECONDS", "1e9")
 
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
-#: What a test run starts once and shares (a Ray cluster; the Bridge text peer's child interpreter; the docs
-#: and skills pages' runs, with their warm server and, for docs/scale.md, the cluster): the fixture that
+#: What a test run starts once and shares (a Ray cluster, with docs/scale.md's commands that run on it; the
+#: Bridge text peer's child interpreter; the docs pages' runs; the skills pages' runs): the fixture that
 #: stands for it -> its group. Under pytest-xdist (``-n 2 --dist loadgroup``, scripts/test) every test of a
 #: group runs on one worker, so each is started once, not once per worker.
-SESSION_RESOURCES = {"ray_cluster": "ray", "page_runs": "ray", "bridge_text": "bridge-text"}
+SESSION_RESOURCES = {
+    "ray_cluster": "ray",
+    "bridge_text": "bridge-text",
+    "page_runs": "doc-pages",
+    "skill_page_runs": "skill-pages",
+}
 
 
+def _group(item: pytest.Item) -> str | None:
+    """The xdist group of a test: its session resource's, else its module's when it uses a fixture made once
+    per module (a peer's resolution, a packed input: made on each worker that runs a test of the module,
+    unless they all run on one), else none (the test goes wherever a worker is free)."""
+    used = getattr(item, "fixturenames", ())
+    group = next((g for fixture, g in SESSION_RESOURCES.items() if fixture in used), None)
+    if group is not None:
+        return group
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    if any(d.scope in ("module", "class") for chain in defs for d in chain):
+        return item.nodeid.split("::", 1)[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        used = getattr(item, "fixturenames", ())
-        group = next((g for fixture, g in SESSION_RESOURCES.items() if fixture in used), None)
+        group = _group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under ``--dist loadgroup`` xdist keeps a group by writing it into each test's id; a pytest or xdist
+    that loses it would spread a group's tests over the workers and start its resource once per worker,
+    silently slower: refuse instead. And count the tests that use the Ray cluster (the last one stops it)."""
+    _RAY_CLUSTER["users"] = sum("ray_cluster" in getattr(i, "fixturenames", ()) for i in session.items)
+    if not getattr(session.config.option, "loadgroup", False):  # set on xdist workers only
+        return
+    lost = [i.nodeid for i in session.items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"xdist dropped the group of {len(lost)} tests (e.g. {lost[0]}): see the pytest pin in pyproject"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -66,11 +101,17 @@ def shared_dir() -> Path:
     return SHARED_DIR
 
 
+#: The Ray cluster's stop and how many tests of this run still use it: the last one stops it (its nodes idle
+#: at a few percent of a core, and hold a gigabyte, for the rest of the run otherwise).
+_RAY_CLUSTER: dict[str, Any] = {"stop": None, "users": 0}
+
+
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[Any]:
     """The one Ray cluster of the test run: two simulated nodes on 127.0.0.1 (``_support/ray_cluster.py``),
-    started by the first test that asks for it (the engine tests, docs/scale.md's commands) and stopped at
-    the end of the run. Needs the ``ray`` extra (required in CI)."""
+    started by the first test that asks for it (the engine tests, docs/scale.md's commands) and stopped after
+    the last (the ``ray`` xdist group runs them one after another). Needs the ``ray`` extra (required in
+    CI)."""
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:
@@ -79,8 +120,28 @@ def ray_cluster() -> Iterator[Any]:
         pytest.skip("ray is not installed (pip install bridgepack[ray])")
     from _support.ray_cluster import two_node_cluster
 
-    with two_node_cluster() as cluster:
+    with contextlib.ExitStack() as stack:
+        cluster = stack.enter_context(two_node_cluster())
+        _RAY_CLUSTER["stop"] = stack.pop_all().close
         yield cluster
+    _stop_ray_cluster()
+
+
+def _stop_ray_cluster() -> None:
+    stop, _RAY_CLUSTER["stop"] = _RAY_CLUSTER["stop"], None
+    if stop is not None:
+        stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """After a test's teardown (its module's fixtures included, when it is the module's last): the Ray
+    cluster stopped if no test to come uses it."""
+    yield
+    if "ray_cluster" in getattr(item, "fixturenames", ()):
+        _RAY_CLUSTER["users"] -= 1
+        if _RAY_CLUSTER["users"] <= 0:
+            _stop_ray_cluster()
 
 
 @pytest.fixture(scope="session")

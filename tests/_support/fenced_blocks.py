@@ -80,7 +80,8 @@ _FILE_END = "BRIDGEPACK_FILE_END"
 # What differs between two runs of the same command, masked on both sides before a shown line is compared.
 _VOLATILE = (
     re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),  # ISO time
-    re.compile(r"\b\d{8}-\d{6}\b"),  # compact UTC stamps (clean's folders, run ids)
+    # compact UTC stamps (clean's folders, run ids), with the -N a second run folder in the same second gets
+    re.compile(r"\b\d{8}-\d{6}(?:-\d+)?\b"),
     # a run id where a line names it ("run_id": "9f2c...", run id 9f2c...); other digests stay exact
     re.compile(r"(?i)(?<=run[ _-]id)(\W{0,4})[0-9a-f]{8,}"),
     re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|min)\b"),  # durations

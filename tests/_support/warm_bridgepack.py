@@ -17,7 +17,9 @@ without paying for the imports. The client forwards signals to the command and e
 What differs from a cold start, and why it does not matter to a page: the process was forked (its parent
 is the server's helper, not the shell; ``$!`` and ``kill`` address the client, which forwards); modules
 are imported before the command's environment is set (bridgepack reads its environment at run time; torch's
-thread count and rich's console size are set per command, see :data:`_READ_AT_IMPORT`).
+thread count and rich's console size are set per command, see :data:`_READ_AT_IMPORT`); the server ran a few
+commands once (:data:`WARM_UP`), so what a process does on its first command only (numba loading its kernels,
+torch its first step) is done (``test_warm_and_cold_runs_of_a_page_are_the_same`` holds cold runs equal).
 
 It is test-only infrastructure, and must never be what makes a test hang or leak:
 
@@ -46,6 +48,7 @@ import contextlib
 import importlib
 import json
 import os
+import pkgutil
 import select
 import shutil
 import signal
@@ -59,19 +62,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-#: What the server imports before it forks a command: the CLI with every command, the text stack and the
-#: trainer (the pages' heaviest imports), and what the pages' python blocks import.
-PRELOAD = (
-    "bridgepack",
-    "bridgepack.cli",
-    *(f"bridgepack.cli.{name}" for name in ("pack", "inspect", "plan", "doctor", "translate", "curves")),
-    *(f"bridgepack.cli.{name}" for name in ("correlate", "train", "diff", "fingerprint", "env", "verify")),
-    "bridgepack.cli.clean",
-    "bridgepack.cli.demo",
-    "bridgepack.train",
-    "bridgepack.demo",
-    "transformers",
-    "pyarrow.parquet",
+#: What the server imports before it forks a command: every module of bridgepack (``pkg.*``: a command's
+#: lazy imports too, the doctor's atlas, the trainer -- a fork then imports nothing of ours), the text stack
+#: and what the pages' python blocks import.
+PRELOAD = ("bridgepack.*", "transformers", "pyarrow.parquet", "datasets")
+#: What the server runs once after :data:`PRELOAD`, in a scratch folder, output discarded: a command's first
+#: run in a process loads the numba kernels from their cache and starts Arrow (0.6 s of a 0.7 s pack of the
+#: example), a first training step sets up torch's kernels (2.7 s of 2.9 s); a fork of a process that did it
+#: once starts with all of that done. Torch runs it on one thread: the server starts no OpenMP team, which a
+#: fork could not use.
+WARM_UP = (
+    ("pack", "--example", "--out", "a", "--pack-size", "1024", "-q"),
+    ("pack", "--example", "--out", "b", "--pack-size", "1024", "--bridge-compat", "-q"),
+    ("inspect", "a", "-q"),
+    ("diff", "a/training_1024.idx.parquet", "b/training_1024.idx.parquet"),
+    ("train", "--data", "a/training_1024.idx.parquet", "--steps", "1", "--gbs", "1", "--log", "a.log", "-q"),
+    ("curves", "compare", "a.log", "a.log", "--plot", "a.png"),
 )
 #: The signals the client passes on to the command (what ``kill`` or a terminal sends).
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -439,6 +445,40 @@ def _reap(helpers: set[int]) -> None:
         helpers.discard(pid)
 
 
+def _expanded(preload: Sequence[str]) -> list[str]:
+    """``preload`` with each ``pkg.*`` replaced by the package and every module under it (never its
+    ``__main__``, which runs a command)."""
+    names: list[str] = []
+    for name in preload:
+        if not name.endswith(".*"):
+            names.append(name)
+            continue
+        package = importlib.import_module(name[:-2])
+        names.append(package.__name__)
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if not module.name.endswith(".__main__"):
+                names.append(module.name)
+    return names
+
+
+def _warm_up() -> None:
+    """Run :data:`WARM_UP` in this process (see there); its files go with its scratch folder."""
+    from bridgepack.cli import main
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as scratch, open(os.devnull, "w") as null:
+        os.chdir(scratch)
+        try:
+            with contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
+                for argv in WARM_UP:
+                    main(list(argv))
+        finally:
+            os.chdir(cwd)
+
+
 def serve(home: Path, parent: int, preload: Sequence[str]) -> None:
     """Import ``preload``, listen on ``home/s``, fork a helper per connection; stop on SIGTERM, or when
     ``parent`` (the test process) is gone. Either way: the helpers' commands ended, ``home`` removed."""
@@ -447,11 +487,13 @@ def serve(home: Path, parent: int, preload: Sequence[str]) -> None:
     try:
         for name in _READ_AT_IMPORT:
             os.environ.pop(name, None)
-        for name in preload:
+        for name in _expanded(preload):
             with contextlib.suppress(ImportError):  # an extra not installed: its commands import it
                 importlib.import_module(name)
         if "torch" in sys.modules:
             _TORCH_DEFAULT_THREADS.append(sys.modules["torch"].get_num_threads())
+        if "bridgepack.cli" in sys.modules:  # a server for bridgepack's commands (not a test's small one)
+            _warm_up()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(home / "s"))
         listener.listen(64)

@@ -4,7 +4,6 @@ samples."""
 from __future__ import annotations
 
 import json
-import pickle
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -168,6 +167,12 @@ def test_unreadable_exits_2(tmp_path: Path) -> None:
     assert main(["diff", str(a), str(tmp_path / "nope.parquet")]) == 2
 
 
+#: A pickle that calls ``builtins.print`` when loaded, spelled as its opcodes (protocol 0 GLOBAL, then STOP):
+#: ``pickle.dumps(print)`` would name whatever ``builtins.print`` is at the time (a Ray driver swaps in its
+#: own).
+PRINT_PICKLE = b"cbuiltins\nprint\n."
+
+
 def test_evil_pickle_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,7 +180,7 @@ def test_evil_pickle_refused(
     evil = tmp_path / "training_32.npy"
     header = b"{'descr': '|O', 'fortran_order': False, 'shape': (1,), }"
     header += b" " * (63 - len(header) % 64) + b"\n"
-    evil.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + pickle.dumps(print))
+    evil.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + PRINT_PICKLE)
     called: list[object] = []
     monkeypatch.setattr("builtins.print", lambda *args, **kwargs: called.append(args))
     assert main(["diff", str(a), str(evil)]) == 1

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,6 +76,9 @@ COMMAND_TIMEOUT_S = 120.0
 # Pages run side by side, each a script of its own in a directory of its own: a page's commands are mostly
 # single-threaded processes, so two pages at once use both cores of a CI machine and halve the wall time.
 PAGES_AT_ONCE = 2
+# The pages whose runs take longest (a training run each, the Bridge wheels' verify): started first, so that
+# the two threads end together instead of one running a long page alone at the end.
+SLOWEST = frozenset({"docs/train.md", "README.md", "docs/verify.md"})
 
 
 @pytest.mark.parametrize("page", ALL_PAGES)
@@ -90,40 +94,16 @@ def test_every_fence_is_tagged(page: str) -> None:
 Runs = dict[str, "Future[list[fenced_blocks.Result]]"]
 
 
-def _on_the_cluster(request: pytest.FixtureRequest) -> tuple[dict[str, str], Path]:
-    """Where the session's Ray cluster is, for a page's ``--ray-address auto`` and ``ray_address="auto"``
-    (its other settings, loopback included, are in this process's environment while it runs), and the
-    directory its nodes run in: the page's, as for a reader who starts the nodes where the page runs."""
-    from _support.ray_cluster import workdir
-
-    cluster, tmp = request.getfixturevalue("ray_cluster")
-    return {"RAY_ADDRESS": cluster.address}, Path(workdir(tmp))
-
-
-@pytest.fixture(scope="module")
-def page_runs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Runs]:
-    """Every page of PAGES with examples, started at once on PAGES_AT_ONCE workers (each page's commands
-    still run in page order, in a fresh directory of the page's own)."""
-    pages = [page for page in PAGES if page not in NO_EXAMPLES]
+def _started(
+    pages: Sequence[str], where: Callable[[str], Path], env: dict[str, str], at_once: int
+) -> Iterator[Runs]:
+    """The pages' runs, ``at_once`` pages at a time in the order given (each page's commands still run in
+    page order, in the page's own directory); what has not started when the module ends is cancelled."""
     for project, version in (wheel for page in pages for wheel in WHEELS.get(page, ())):
         wheel_file(project, version)  # downloaded into the cache once (the tests of the peers need it too)
-    cluster_env, cluster_dir = _on_the_cluster(request) if CLUSTER_PAGES & set(pages) else ({}, None)
-    env = fenced_blocks.default_env({**ENV, **PIP_FROM_CACHE})
-
-    def where(page: str) -> Path:
-        if page in CLUSTER_PAGES and cluster_dir is not None:
-            return cluster_dir
-        return tmp_path_factory.mktemp(Path(page).stem)
-
-    with ThreadPoolExecutor(PAGES_AT_ONCE) as pool:
+    with ThreadPoolExecutor(at_once) as pool:
         runs = {
-            page: pool.submit(
-                fenced_blocks.run,
-                page_commands(page),
-                where(page),
-                {**env, **cluster_env} if page in CLUSTER_PAGES else env,
-                COMMAND_TIMEOUT_S,
-            )
+            page: pool.submit(fenced_blocks.run, page_commands(page), where(page), env, COMMAND_TIMEOUT_S)
             for page in pages
         }
         yield runs
@@ -131,15 +111,49 @@ def page_runs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureR
             run.cancel()
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_page_runs_as_written(page: str, page_runs: Runs) -> None:
+@pytest.fixture(scope="module")
+def page_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """Every page of PAGES with examples but the cluster pages, the slowest first, started on PAGES_AT_ONCE
+    threads, each in a fresh directory of its own."""
+    pages = [page for page in PAGES if page not in NO_EXAMPLES | CLUSTER_PAGES]
+    pages.sort(key=lambda page: page not in SLOWEST)
+    env = fenced_blocks.default_env({**ENV, **PIP_FROM_CACHE})
+    yield from _started(pages, lambda page: tmp_path_factory.mktemp(Path(page).stem), env, PAGES_AT_ONCE)
+
+
+@pytest.fixture(scope="module")
+def cluster_page_runs(ray_cluster: tuple[Any, Path]) -> Iterator[Runs]:
+    """The cluster pages, on the test run's one Ray cluster: its address for the pages' ``--ray-address
+    auto`` and ``ray_address="auto"`` (its other settings, loopback included, are in this process's
+    environment), and the directory its nodes run in as the page's, as for a reader who starts the nodes
+    where the page runs. A fixture of its own so that only these tests share a worker with the cluster."""
+    from _support.ray_cluster import workdir
+
+    cluster, tmp = ray_cluster
+    env = fenced_blocks.default_env({**ENV, "RAY_ADDRESS": cluster.address})
+    yield from _started(sorted(CLUSTER_PAGES), lambda _page: Path(workdir(tmp)), env, 1)
+
+
+def _page_problems(page: str, runs: Runs) -> list[str]:
+    """How the page's run broke its promises (the first problem of each command, with its output)."""
     cmds = page_commands(page)
-    if page in NO_EXAMPLES:
-        assert not cmds, f"{page}: shows commands now; take it off NO_EXAMPLES"
-        return
     assert cmds, f"{page}: no example to run"
-    results = page_runs[page].result()
-    details = [f"{p}\n--- output ---\n{res.output[-3000:]}" for res in results for p in res.problems[:1]]
+    results = runs[page].result()
+    return [f"{p}\n--- output ---\n{res.output[-3000:]}" for res in results for p in res.problems[:1]]
+
+
+@pytest.mark.parametrize("page", sorted(CLUSTER_PAGES))
+def test_cluster_page_runs_as_written(page: str, cluster_page_runs: Runs) -> None:
+    details = _page_problems(page, cluster_page_runs)
+    assert not details, "\n\n".join(details)
+
+
+@pytest.mark.parametrize("page", [page for page in PAGES if page not in CLUSTER_PAGES])
+def test_page_runs_as_written(page: str, page_runs: Runs) -> None:
+    if page in NO_EXAMPLES:
+        assert not page_commands(page), f"{page}: shows commands now; take it off NO_EXAMPLES"
+        return
+    details = _page_problems(page, page_runs)
     assert not details, "\n\n".join(details)
 
 

@@ -169,9 +169,12 @@ def test_a_timed_out_command_line_ends_whole(tmp_path: Path) -> None:
     (tmp_path / "stall.py").write_text(STALL)
     line = "sleep 100 & bridgepack-py stall.py pids; wait"
     cmd = fenced_blocks.Command(line, "t.md", 1)
+    server = warm_bridgepack.shared()
+    if server is not None:
+        server.wait_ready()  # so the 3 s are the command's, not the server's start
     started = time.monotonic()
-    [result] = fenced_blocks.run([cmd], tmp_path, timeout=8)
-    assert result.returncode == -1 and "timed out after 8 s" in result.output
+    [result] = fenced_blocks.run([cmd], tmp_path, timeout=3)
+    assert result.returncode == -1 and "timed out after 3 s" in result.output
     assert time.monotonic() - started < 30
     pids = _stall_pids(tmp_path / "pids")
     assert _within(10, lambda: not any(_running(p) for p in pids)), f"left running: {pids}"

@@ -26,7 +26,7 @@ from _support.skill_pages import (
 
 
 @pytest.fixture(scope="session")
-def page_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], PageRun]]:
+def skill_page_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], PageRun]]:
     """Every page except the Chinese one, run as written, then its writing commands run once more (the
     Chinese page runs the same commands). ``mktemp`` makes ``$WORK`` inside the run's own temp folder."""
     jobs = [(s, p) for s in SKILL_NAMES for p in pages(s) if p != ZH_PAGE and page_commands(s, p)]

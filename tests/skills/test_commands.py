@@ -41,8 +41,8 @@ def _without_lang_zh(words: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
-def test_every_command_runs_as_written(skill: str, page_runs: dict[tuple[str, str], PageRun]) -> None:
-    runs = [r for (s, _), r in page_runs.items() if s == skill]
+def test_every_command_runs_as_written(skill: str, skill_page_runs: dict[tuple[str, str], PageRun]) -> None:
+    runs = [r for (s, _), r in skill_page_runs.items() if s == skill]
     assert any(r.page == "SKILL.md" for r in runs), f"{skill}/SKILL.md has no command"
     problems = [p for r in runs for res in r.results for p in res.problems]
     details = [
@@ -76,11 +76,11 @@ def test_commands_are_bridgepack_and_few_are_marked(skill: str) -> None:
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
 def test_examples_run_twice_and_leave_the_skill_folder_as_it_was(
-    skill: str, page_runs: dict[tuple[str, str], PageRun]
+    skill: str, skill_page_runs: dict[tuple[str, str], PageRun]
 ) -> None:
     """A reader runs the examples again: every command that wrote a file runs a second time (with a new
     ``$WORK``) and still exits and prints as the page shows, and no example wrote into the skill folder."""
-    for run in (r for (s, _), r in page_runs.items() if s == skill):
+    for run in (r for (s, _), r in skill_page_runs.items() if s == skill):
         assert any(run.wrote[1:]), f"{run.page}: no example wrote a file, nothing was re-run"
         problems = [p for res in run.rerun for p in res.problems]
         assert not problems, "second run:\n" + "\n".join(problems)
@@ -91,11 +91,11 @@ def test_examples_run_twice_and_leave_the_skill_folder_as_it_was(
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
 def test_rule_ids_the_examples_name_are_printed(
-    skill: str, page_runs: dict[tuple[str, str], PageRun]
+    skill: str, skill_page_runs: dict[tuple[str, str], PageRun]
 ) -> None:
     """What a page says right after a command about the rule ids it reported (``the remaining warning is
     SP213``) is what that command printed, in both languages."""
-    english = page_runs[(skill, "SKILL.md")].results
+    english = skill_page_runs[(skill, "SKILL.md")].results
     for page in ("SKILL.md", ZH_PAGE):
         for indices, prose in prose_after_blocks(skill, page):
             printed = " ".join(english[k].output for k in indices)
@@ -118,8 +118,10 @@ def test_marked_commands_name_real_options(skill: str, capsys: pytest.CaptureFix
 
 
 @pytest.mark.parametrize("skill", SKILL_NAMES)
-def test_chinese_page_runs_the_same_commands(skill: str, page_runs: dict[tuple[str, str], PageRun]) -> None:
-    english = page_runs[(skill, "SKILL.md")]
+def test_chinese_page_runs_the_same_commands(
+    skill: str, skill_page_runs: dict[tuple[str, str], PageRun]
+) -> None:
+    english = skill_page_runs[(skill, "SKILL.md")]
     zh = page_commands(skill, ZH_PAGE)
     en_words = [_without_lang_zh(r.command.words()) for r in english.results]
     zh_words = [_without_lang_zh(c.words()) for c in zh]
