@@ -41,6 +41,9 @@ class Step:
     subs: tuple[tuple[str, str], ...] = ()
     #: run after the substitutions: tidy-ups that depend on the whole tree (returns the files changed)
     after: Callable[[Path, bool], list[Path]] | None = field(default=None)
+    #: (pattern, replacement) pairs applied to ``*.py`` files only: prose in docstrings and comments,
+    #: which the docs pages word for their readers
+    code_subs: tuple[tuple[str, str], ...] = ()
 
 
 def _drop_layout_alias(root: Path, dry: bool) -> list[Path]:
@@ -108,13 +111,59 @@ STEPS: tuple[Step, ...] = (
         "trl",
         "the datasets/TRL API: bridgepack.hf -> bridgepack.trl, tests/hf -> tests/trl_api (not tests/trl: "
         "with tests/ on sys.path a folder named trl would answer `import trl` where TRL is not installed)",
-        moves=(("src/bridgepack/hf", "src/bridgepack/trl"), ("tests/hf", "tests/trl_api")),
+        moves=(
+            ("src/bridgepack/hf", "src/bridgepack/trl"),
+            ("tests/hf", "tests/trl_api"),
+            ("tests/_support/hf_tables.py", "tests/_support/trl_tables.py"),
+        ),
         subs=(
             (r"\bbridgepack\.hf\b", "bridgepack.trl"),
+            (r"\b_support\.hf_tables\b", "_support.trl_tables"),
             (r"\bbridgepack/hf/", "bridgepack/trl/"),
             (r"(?<![\w/])tests/hf/", "tests/trl_api/"),
             (r'"verify", "hf", "correlate"', '"verify", "trl", "correlate"'),
             (r"\| `verify`, `hf`, `correlate`", "| `verify`, `trl`, `correlate`"),
+        ),
+    ),
+    Step(
+        "padding_free",
+        "the names of the padding-free layout's schema, files and readers: HF_SCHEMA -> PADDING_FREE_SCHEMA, "
+        "hf_filename -> padding_free_filename, ... (the values on disk stay: metadata.hf.jsonl, "
+        "'layout': 'hf'); 'HF layout' in docstrings and comments -> 'padding-free layout'",
+        subs=tuple(
+            (rf"\b{old}\b", new)
+            for old, new in (
+                ("HF_SCHEMA", "PADDING_FREE_SCHEMA"),
+                ("HF_COLUMNS", "PADDING_FREE_COLUMNS"),
+                ("HF_PACKED_DATA", "PADDING_FREE_DATA"),
+                ("HF_SPLITS", "PADDING_FREE_SPLITS"),
+                ("HF_METADATA", "PADDING_FREE_METADATA"),
+                ("_HF_NAME", "_PADDING_FREE_NAME"),
+                ("hf_filename", "padding_free_filename"),
+                ("hf_split", "padding_free_split"),
+                ("hf_metadata_path", "padding_free_metadata_path"),
+                ("hf_data_dir", "padding_free_data_dir"),
+                ("_check_hf", "_check_padding_free"),
+                ("_hf_sequences", "_padding_free_sequences"),
+                ("_hf_file", "_padding_free_file"),
+                ("hf_pieces", "padding_free_pieces"),
+            )
+        )
+        + ((r"\{hf: split for split, hf in ", "{name: split for split, name in "),),
+        code_subs=(
+            (r"\ban HF-layout\b", "a padding-free"),
+            (r"\bHF-layout\b", "padding-free"),
+            (r"\ban HF layout\b", "a padding-free layout"),
+            (r"\bHF layout\b", "padding-free layout"),
+        ),
+    ),
+    Step(
+        "pack_plan",
+        "the pack pipeline's planning step: _plan -> _make_pack_plan (it makes the run's PackPlan; "
+        "plan_packs, which it calls, is the packing itself)",
+        subs=(
+            (r"(?<![\w.])_plan\(", "_make_pack_plan("),
+            (r"`_pass1` -> `_plan` -> `_pass2`", "`_pass1` -> `_make_pack_plan` -> `_pass2`"),
         ),
     ),
 )
@@ -175,10 +224,11 @@ def run_step(root: Path, step: Step, dry: bool = False, skip: tuple[str, ...] = 
         if not dry and (root / new).is_dir():
             _drop_caches(root / new)
     compiled = [(re.compile(pattern), replacement) for pattern, replacement in step.subs]
+    in_code = [(re.compile(pattern), replacement) for pattern, replacement in step.code_subs]
     for path in _files(root, skip):
         text = path.read_text(encoding="utf-8")
         new_text = text
-        for pattern, replacement in compiled:
+        for pattern, replacement in compiled + (in_code if path.suffix == ".py" else []):
             new_text = pattern.sub(replacement, new_text)
         if new_text != text:
             changed.append(path.relative_to(root).as_posix())
@@ -208,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     by_name = {step.name: step for step in STEPS}
     if args.list:
         for step in STEPS:
-            print(f"{step.name:10} {step.what}")
+            print(f"{step.name:13} {step.what}")
         return 0
     unknown = [name for name in args.steps if name not in by_name]
     if unknown:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 datasets = pytest.importorskip("datasets")
 from datasets import Dataset  # noqa: E402
 
-from _support.hf_tables import token_table  # noqa: E402
+from _support.trl_tables import token_table  # noqa: E402
 from bridgepack.trl import _direct, pack_dataset  # noqa: E402
 from bridgepack.trl._pack import _built, _Options, _packed, _write_batches, _write_cache_file  # noqa: E402
 

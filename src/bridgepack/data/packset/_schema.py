@@ -20,9 +20,6 @@ class Layout(enum.Enum):
     #: Its value ``hf`` (the layout's name before 0.3) is what a pack's metadata records and JSON shows, so
     #: sets written before stay readable; ``--layout`` takes ``padding-free`` and ``hf`` alike.
     padding_free = "hf"
-    #: The member's old name, until the pack pipeline (being split in another branch) says
-    #: ``Layout.padding_free``: ``scripts/dev/rename_42.py layout`` deletes this line once nothing uses it.
-    hf = "hf"  # rename_42: old member name
 
     @property
     def shown(self) -> str:

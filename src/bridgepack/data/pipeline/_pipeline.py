@@ -400,7 +400,7 @@ class _Outputs:
     @classmethod
     def of(cls, opts: PackOptions) -> _Outputs:
         out, split, n = opts.run.out_dir, opts.run.split, opts.size.pack_size
-        if opts.run.layout is Layout.hf:
+        if opts.run.layout is Layout.padding_free:
             return cls(out / hf_filename(split), out / HF_METADATA, out / rejects_filename(split), None)
         packed = out / packed_filename(split, n)
         rejects = out / rejects_filename(split, n)
@@ -574,7 +574,7 @@ def _pass1(run: _Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> _Spoo
             eos,
             opts.too_long,
             opts.bridge_compat,
-            opts.run.layout is Layout.hf,
+            opts.run.layout is Layout.padding_free,
         )
 
     chunks = iter_chunks(run.inputs, chunk_rows_for(run.text, opts.input.chunk_rows))
@@ -683,7 +683,7 @@ def _shaped_chunks(
     """Pass 1's chunks, converted and shaped on the workers, in input order.
 
     Without a known EOS (pre-tokenized input, no ``--eos-id``) the first chunk is converted here: its rows'
-    most common last token (:func:`~bridgepack.data.format.most_common_last_token`) is the EOS every row
+    most common last token (:func:`~bridgepack.data.packset.most_common_last_token`) is the EOS every row
     must end with, and the shaping pads with it.
     """
     if eos_id is None:
@@ -715,7 +715,7 @@ def overrides_for_result(
 ) -> list[str]:
     """The Megatron-Bridge 0.6.2 overrides that train on this output directory (bridge-format §1, §4)."""
     record = result.record
-    if record.layout == Layout.hf.value:
+    if record.layout == Layout.padding_free.value:
         return []
     n = result.pack_size
     out = result.metadata_path.parent
