@@ -41,9 +41,6 @@ class Step:
     subs: tuple[tuple[str, str], ...] = ()
     #: run after the substitutions: tidy-ups that depend on the whole tree (returns the files changed)
     after: Callable[[Path, bool], list[Path]] | None = field(default=None)
-    #: (pattern, replacement) pairs applied to ``*.py`` files only: prose in docstrings and comments,
-    #: which the docs pages word for their readers
-    code_subs: tuple[tuple[str, str], ...] = ()
 
 
 def _drop_layout_alias(root: Path, dry: bool) -> list[Path]:
@@ -129,38 +126,34 @@ STEPS: tuple[Step, ...] = (
         "padding_free",
         "the names of the padding-free layout's schema, files and readers: HF_SCHEMA -> PADDING_FREE_SCHEMA, "
         "hf_filename -> padding_free_filename, ... (the values on disk stay: metadata.hf.jsonl, "
-        "'layout': 'hf'); 'HF layout' in docstrings and comments -> 'padding-free layout'",
-        subs=tuple(
-            (rf"\b{old}\b", new)
-            for old, new in (
-                ("HF_SCHEMA", "PADDING_FREE_SCHEMA"),
-                ("HF_COLUMNS", "PADDING_FREE_COLUMNS"),
-                ("HF_PACKED_DATA", "PADDING_FREE_DATA"),
-                ("HF_SPLITS", "PADDING_FREE_SPLITS"),
-                ("HF_METADATA", "PADDING_FREE_METADATA"),
-                ("_HF_NAME", "_PADDING_FREE_NAME"),
-                ("hf_filename", "padding_free_filename"),
-                ("hf_split", "padding_free_split"),
-                ("hf_metadata_path", "padding_free_metadata_path"),
-                ("hf_data_dir", "padding_free_data_dir"),
-                ("_check_hf", "_check_padding_free"),
-                ("_hf_sequences", "_padding_free_sequences"),
-                ("_hf_file", "_padding_free_file"),
-                ("hf_pieces", "padding_free_pieces"),
-            )
-        )
-        + ((r"\{hf: split for split, hf in ", "{name: split for split, name in "),),
-        code_subs=(
-            (r"\ban HF-layout\b", "a padding-free"),
-            (r"\bHF-layout\b", "padding-free"),
-            (r"\ban HF layout\b", "a padding-free layout"),
-            (r"\bHF layout\b", "padding-free layout"),
+        "'layout': 'hf'; prose may keep saying 'the HF layout': it is Hugging Face's)",
+        subs=(
+            *(
+                (rf"\b{old}\b", new)
+                for old, new in (
+                    ("HF_SCHEMA", "PADDING_FREE_SCHEMA"),
+                    ("HF_COLUMNS", "PADDING_FREE_COLUMNS"),
+                    ("HF_PACKED_DATA", "PADDING_FREE_DATA"),
+                    ("HF_SPLITS", "PADDING_FREE_SPLITS"),
+                    ("HF_METADATA", "PADDING_FREE_METADATA"),
+                    ("_HF_NAME", "_PADDING_FREE_NAME"),
+                    ("hf_filename", "padding_free_filename"),
+                    ("hf_split", "padding_free_split"),
+                    ("hf_metadata_path", "padding_free_metadata_path"),
+                    ("hf_data_dir", "padding_free_data_dir"),
+                    ("_check_hf", "_check_padding_free"),
+                    ("_hf_sequences", "_padding_free_sequences"),
+                    ("_hf_file", "_padding_free_file"),
+                    ("hf_pieces", "padding_free_pieces"),
+                )
+            ),
+            (r"\{hf: split for split, hf in ", "{name: split for split, name in "),
         ),
     ),
     Step(
         "pack_plan",
-        "the pack pipeline's planning step: _plan -> _make_pack_plan (it makes the run's PackPlan; "
-        "plan_packs, which it calls, is the packing itself)",
+        "the pack pipeline's planning step: _plan -> _make_pack_plan (the step that makes the run's "
+        "PackPlan from the lengths; timing and fault-point keys stay 'plan')",
         subs=(
             (r"(?<![\w.])_plan\(", "_make_pack_plan("),
             (r"`_pass1` -> `_plan` -> `_pass2`", "`_pass1` -> `_make_pack_plan` -> `_pass2`"),
@@ -224,11 +217,10 @@ def run_step(root: Path, step: Step, dry: bool = False, skip: tuple[str, ...] = 
         if not dry and (root / new).is_dir():
             _drop_caches(root / new)
     compiled = [(re.compile(pattern), replacement) for pattern, replacement in step.subs]
-    in_code = [(re.compile(pattern), replacement) for pattern, replacement in step.code_subs]
     for path in _files(root, skip):
         text = path.read_text(encoding="utf-8")
         new_text = text
-        for pattern, replacement in compiled + (in_code if path.suffix == ".py" else []):
+        for pattern, replacement in compiled:
             new_text = pattern.sub(replacement, new_text)
         if new_text != text:
             changed.append(path.relative_to(root).as_posix())

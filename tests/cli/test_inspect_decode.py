@@ -23,7 +23,7 @@ from bridgepack.data.packset import Layout
 # ------------------------------------------------------------------------------ the stored-mask convention
 
 
-def _hf_file(path: Path, ids: list[int], labels: list[int], lengths: list[int]) -> Path:
+def _padding_free_file(path: Path, ids: list[int], labels: list[int], lengths: list[int]) -> Path:
     positions = [p for n in lengths for p in range(n)]
     table = pa.table(
         {
@@ -55,7 +55,7 @@ def test_bridge_mask_is_read_rolled(tmp_path: Path) -> None:
 
 def test_hf_labels_give_the_same_tokens(tmp_path: Path) -> None:
     labels = [-100, -100, 6, 2, -100, -100, -100, 9, 2]
-    _hf_file(tmp_path / "training_8.hf.parquet", IDS, labels, [4, 5])
+    _padding_free_file(tmp_path / "training_8.hf.parquet", IDS, labels, [4, 5])
     seqs = first_sequences(tmp_path / "training_8.hf.parquet", 1)
     assert len(seqs) == 1 and seqs[0].layout is Layout.padding_free
     assert seqs[0].supervised.tolist() == TRAINED[0]
@@ -74,7 +74,7 @@ def test_hf_labels_give_the_same_tokens(tmp_path: Path) -> None:
 def test_bad_flattened_rows_exit_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], labels: list[int], lengths: list[int], message: str
 ) -> None:
-    path = _hf_file(tmp_path / "training_8.hf.parquet", IDS, labels, lengths)
+    path = _padding_free_file(tmp_path / "training_8.hf.parquet", IDS, labels, lengths)
     tok = build_byte_bpe(["a b c"], tmp_path / "tok", vocab_size=280)
     assert main(["inspect", str(path), "--decode", "2", "--tokenizer", str(tok)]) == 1
     assert message in capsys.readouterr().err

@@ -26,7 +26,9 @@ from bridgepack.packing import ALGORITHMS
 Piece = tuple[tuple[int, ...], tuple[int, ...]]
 
 
-def hf_pieces(ids: list[int], mask: list[int], max_len: int, mult: int, too_long: TooLong) -> list[Piece]:
+def padding_free_pieces(
+    ids: list[int], mask: list[int], max_len: int, mult: int, too_long: TooLong
+) -> list[Piece]:
     """The stored pieces one sample becomes in the HF layout: the cap counts every stored token."""
     cap = max_len // mult * mult
     if len(ids) <= cap:
@@ -76,7 +78,7 @@ def test_hf_rows_fit_the_pack_size_in_stored_tokens(
     expected = Counter(
         (p_ids, p_mask[1:])  # token 0's flag is never a label (nothing predicts it)
         for e in examples
-        for p_ids, p_mask in hf_pieces(e["input_ids"], e["loss_mask"], max_len, mult, too_long)
+        for p_ids, p_mask in padding_free_pieces(e["input_ids"], e["loss_mask"], max_len, mult, too_long)
     )
     if not expected:
         return

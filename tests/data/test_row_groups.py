@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.pack_inputs import random_examples, write_jsonl
-from bridgepack.data.packset import HF_SCHEMA, PACKED_SCHEMA, ROW_GROUP_SIZE
+from bridgepack.data.packset import PACKED_SCHEMA, PADDING_FREE_SCHEMA, ROW_GROUP_SIZE
 from bridgepack.data.pipeline import PackOptions, pack_files
 from bridgepack.data.pipeline._row_groups import (
     RowGroupStitcher,
@@ -70,7 +70,7 @@ def stitched(batches: list[pa.RecordBatch], schema: pa.Schema, compression: str)
     rows=st.integers(1, 120),
     splits=st.lists(st.integers(0, 120), max_size=8),
     compression=st.sampled_from(COMPRESSIONS),
-    schema=st.sampled_from([PACKED_SCHEMA, HF_SCHEMA]),
+    schema=st.sampled_from([PACKED_SCHEMA, PADDING_FREE_SCHEMA]),
 )
 def test_stitched_file_is_byte_identical_to_sequential_writer(
     seed: int, rows: int, splits: list[int], compression: str, schema: pa.Schema
@@ -201,7 +201,7 @@ def test_parts_of_another_schema_are_refused() -> None:
     sink = RowGroupStitcher(io.BytesIO(), PACKED_SCHEMA, "snappy")
     sink.append(encode_row_group(random_batches(1, 5, [], PACKED_SCHEMA)[0], "snappy"))
     with pytest.raises(StitchError, match="different schemas"):
-        sink.append(encode_row_group(random_batches(1, 5, [], HF_SCHEMA)[0], "snappy"))
+        sink.append(encode_row_group(random_batches(1, 5, [], PADDING_FREE_SCHEMA)[0], "snappy"))
 
 
 def test_pack_output_is_identical_for_any_number_of_workers(

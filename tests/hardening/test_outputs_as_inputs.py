@@ -68,11 +68,11 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, s
         "packed file": (packed, fmt.PACKED_DATA),
         "sharded set": (sharded, fmt.SHARDED_SET),
         "pack output folder": (root / "p", fmt.OUTPUT_DIRECTORY),
-        "hf data file": (root / "hf" / "data" / "train-00000-of-00001.parquet", fmt.HF_PACKED_DATA),
+        "hf data file": (root / "hf" / "data" / "train-00000-of-00001.parquet", fmt.PADDING_FREE_DATA),
         "hf output folder": (root / "hf", fmt.OUTPUT_DIRECTORY),
         "rejects": (root / "p" / f"rejects_training_{PACK}.jsonl", fmt.REJECTS_FILE),
         "sidecar": (root / "p" / f"{PACK}_metadata.jsonl", fmt.METADATA_SIDECAR),
-        "hf sidecar": (root / "hf" / fmt.HF_METADATA, fmt.METADATA_SIDECAR),
+        "hf sidecar": (root / "hf" / fmt.PADDING_FREE_METADATA, fmt.METADATA_SIDECAR),
         "batch dump": (dump, fmt.BATCH_DUMP),
     }
 

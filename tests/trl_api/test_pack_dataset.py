@@ -22,8 +22,8 @@ datasets = pytest.importorskip("datasets")
 from datasets import Dataset, DatasetDict, IterableDatasetDict  # noqa: E402
 from datasets.table import InMemoryTable  # noqa: E402
 
-from _support.trl_tables import token_table as _table  # noqa: E402
 from _support.trl import trl_data_utils  # noqa: E402
+from _support.trl_tables import token_table as _table  # noqa: E402
 from bridgepack.trl import pack_dataset  # noqa: E402
 
 datasets.disable_progress_bars()

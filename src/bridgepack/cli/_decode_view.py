@@ -21,7 +21,13 @@ from rich.text import Text
 
 from bridgepack.cli._common import OutputFormat, emit_json, err_console, out_console
 from bridgepack.data.packed import Decoded, PackedSequence, Piece, decode_pieces, first_sequences
-from bridgepack.data.packset import PackingMetadata, find_metadata, hf_metadata_path, hf_split, packed_names
+from bridgepack.data.packset import (
+    PackingMetadata,
+    find_metadata,
+    packed_names,
+    padding_free_metadata_path,
+    padding_free_split,
+)
 from bridgepack.data.samples.text import load_tokenizer, tokenizer_hash
 from bridgepack.errors import UsageError
 
@@ -39,9 +45,9 @@ def visible(text: str) -> str:
 def _sidecar(files: list[str]) -> tuple[Path | None, str | None]:
     """The metadata file of the packed files and their split (Bridge's names, else the HF layout's
     ``data/{train,validation}-....parquet`` under ``metadata.hf.jsonl``)."""
-    splits = {hf_split(f) for f in files}
+    splits = {padding_free_split(f) for f in files}
     if len(splits) == 1 and None not in splits:
-        path = hf_metadata_path(files[0])
+        path = padding_free_metadata_path(files[0])
         return (path if path.is_file() else None), splits.pop()
     return find_metadata(files), packed_names(files).split
 

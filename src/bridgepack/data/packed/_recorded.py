@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from bridgepack.data.packed._reader import PackedBlock
-from bridgepack.data.packset import PackingMetadata, hf_split, packed_names
+from bridgepack.data.packset import PackingMetadata, packed_names, padding_free_split
 from bridgepack.errors import DataError, InputError, shown
 from bridgepack.fingerprint import CHECKABLE_ALGORITHMS, Fingerprint, PackedFingerprinter
 
@@ -95,7 +95,7 @@ def files_recorded_fingerprint(
     if metadata is None or not files:
         return None
     name = os.fspath(files[0])
-    picked = metadata.pick(packed_names([os.fspath(f) for f in files]).split or hf_split(name))
+    picked = metadata.pick(packed_names([os.fspath(f) for f in files]).split or padding_free_split(name))
     if picked is None:
         return None
     index, entry = picked

@@ -40,11 +40,11 @@ from bridgepack.data.packed._reader import (
     resolve_packed_paths,
     validate_block,
 )
-from bridgepack.data.packset import IGNORE_INDEX, REQUIRED_COLUMNS, Layout, hf_data_dir
+from bridgepack.data.packset import IGNORE_INDEX, REQUIRED_COLUMNS, Layout, padding_free_data_dir
 from bridgepack.errors import DataError, UsageError, param, where
 
 #: The columns of the flattened layout that say where sequences end and what they train on.
-HF_COLUMNS: tuple[str, ...] = ("input_ids", "labels", "seq_lengths")
+PADDING_FREE_COLUMNS: tuple[str, ...] = ("input_ids", "labels", "seq_lengths")
 
 
 @dataclass(frozen=True)
@@ -74,11 +74,11 @@ def layout_of(path: str, schema: pa.Schema) -> Layout:
     names = set(schema.names)
     if names.issuperset(REQUIRED_COLUMNS):
         return Layout.bridge
-    if names.issuperset(HF_COLUMNS):
+    if names.issuperset(PADDING_FREE_COLUMNS):
         return Layout.padding_free
     raise DataError(
         f"{path}: neither Bridge's packed layout ({', '.join(REQUIRED_COLUMNS)}) nor the flattened "
-        f"layout ({', '.join(HF_COLUMNS)}); found columns: {', '.join(schema.names)}"
+        f"layout ({', '.join(PADDING_FREE_COLUMNS)}); found columns: {', '.join(schema.names)}"
     )
 
 
@@ -111,7 +111,7 @@ def _bridge_sequences(path: str, handle: pq.ParquetFile) -> Iterator[PackedSeque
                 )  # fmt: skip
 
 
-def _check_hf(
+def _check_padding_free(
     path: str,
     first: int,
     row_len: np.ndarray,
@@ -138,13 +138,13 @@ def _check_hf(
     fail(np.isin(rows, np.repeat(rows, row_len)[wrong]), "labels", f"must be the token id or {IGNORE_INDEX}")
 
 
-def _hf_sequences(path: str, handle: pq.ParquetFile) -> Iterator[PackedSequence]:
-    for first, table in _groups(path, handle, HF_COLUMNS):
+def _padding_free_sequences(path: str, handle: pq.ParquetFile) -> Iterator[PackedSequence]:
+    for first, table in _groups(path, handle, PADDING_FREE_COLUMNS):
         id_off, ids = _list_column(path, table, "input_ids", first)
         label_off, labels = _list_column(path, table, "labels", first)
         len_off, lengths = _list_column(path, table, "seq_lengths", first)
         row_len = np.diff(id_off)
-        _check_hf(path, first, row_len, label_off, len_off, lengths, ids, labels)
+        _check_padding_free(path, first, row_len, label_off, len_off, lengths, ids, labels)
         for r in range(len(row_len)):
             seq = lengths[len_off[r] : len_off[r + 1]]
             starts = np.concatenate([[0], np.cumsum(seq)[:-1]])
@@ -167,13 +167,15 @@ def first_sequences(location: str | os.PathLike[str], sequences: int) -> list[Pa
     if sequences < 0:
         raise UsageError(f"{param('sequences')} must be >= 0, got {sequences}")
     out: list[PackedSequence] = []
-    for path in resolve_packed_paths(hf_data_dir(location)):
+    for path in resolve_packed_paths(padding_free_data_dir(location)):
         if len(out) >= sequences:
             break
         handle = _open(path)
         try:
             reader = (
-                _bridge_sequences if layout_of(path, handle.schema_arrow) is Layout.bridge else _hf_sequences
+                _bridge_sequences
+                if layout_of(path, handle.schema_arrow) is Layout.bridge
+                else _padding_free_sequences
             )
             for sequence in reader(path, handle):
                 if len(out) >= sequences:
@@ -184,4 +186,4 @@ def first_sequences(location: str | os.PathLike[str], sequences: int) -> list[Pa
     return out
 
 
-__all__ = ["HF_COLUMNS", "PackedSequence", "bridge_supervised", "first_sequences", "layout_of"]
+__all__ = ["PADDING_FREE_COLUMNS", "PackedSequence", "bridge_supervised", "first_sequences", "layout_of"]

@@ -54,13 +54,13 @@ def shard_filename(split: str, pack_size: int, index: int) -> str:
 
 
 #: The flattened Hugging Face layout's split names, as ``datasets`` names them.
-HF_SPLITS = {TRAINING: "train", VALIDATION: "validation"}
+PADDING_FREE_SPLITS = {TRAINING: "train", VALIDATION: "validation"}
 #: The HF layout's metadata sidecar: beside ``data/``, named so that no split pattern of ``datasets``
 #: (nor Bridge's ``*_metadata.jsonl`` glob) picks it up.
-HF_METADATA = "metadata.hf.jsonl"
+PADDING_FREE_METADATA = "metadata.hf.jsonl"
 
 
-def hf_filename(split: str) -> str:
+def padding_free_filename(split: str) -> str:
     """The HF layout's data file, relative to the output directory: ``data/train-00000-of-00001.parquet``.
 
     The Hub's shard naming under ``data/`` is the first split pattern ``datasets`` tries, so
@@ -68,28 +68,28 @@ def hf_filename(split: str) -> str:
     and nothing else (the sidecar and the rejects files sit beside ``data/``). One pack size per
     directory: the pack size is in the metadata, not the name.
     """
-    return f"data/{HF_SPLITS[split]}-00000-of-00001.parquet"
+    return f"data/{PADDING_FREE_SPLITS[split]}-00000-of-00001.parquet"
 
 
-_HF_NAME = re.compile(r"^(?P<split>[a-z]+)-\d{5}-of-\d{5}\.parquet$")
+_PADDING_FREE_NAME = re.compile(r"^(?P<split>[a-z]+)-\d{5}-of-\d{5}\.parquet$")
 
 
-def hf_split(path: str | os.PathLike[str]) -> str | None:
+def padding_free_split(path: str | os.PathLike[str]) -> str | None:
     """The split of an HF-layout data file (``data/train-00000-of-00001.parquet`` -> ``training``)."""
-    match = _HF_NAME.match(Path(path).name)
-    names = {hf: split for split, hf in HF_SPLITS.items()}
+    match = _PADDING_FREE_NAME.match(Path(path).name)
+    names = {name: split for split, name in PADDING_FREE_SPLITS.items()}
     return names.get(match.group("split")) if match else None
 
 
-def hf_metadata_path(data_file: str | os.PathLike[str]) -> Path:
+def padding_free_metadata_path(data_file: str | os.PathLike[str]) -> Path:
     """The sidecar of an HF-layout data file: ``D/data/train-....parquet`` -> ``D/metadata.hf.jsonl``."""
-    return Path(data_file).parent.parent / HF_METADATA
+    return Path(data_file).parent.parent / PADDING_FREE_METADATA
 
 
-def hf_data_dir(location: str | os.PathLike[str]) -> str:
+def padding_free_data_dir(location: str | os.PathLike[str]) -> str:
     """Where an HF-layout output directory keeps its data (``D`` -> ``D/data``); any other as given."""
     path = Path(location)
-    if path.is_dir() and (path / HF_METADATA).is_file() and (path / "data").is_dir():
+    if path.is_dir() and (path / PADDING_FREE_METADATA).is_file() and (path / "data").is_dir():
         return os.fspath(path / "data")
     return os.fspath(location)
 

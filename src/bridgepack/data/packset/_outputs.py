@@ -30,13 +30,13 @@ import orjson
 from bridgepack._io import compression_of, open_input
 from bridgepack._parquet import open_parquet
 from bridgepack.data.packset._metadata import RUN_ID
-from bridgepack.data.packset._names import HF_METADATA
-from bridgepack.data.packset._schema import HF_SCHEMA, PACKED_SCHEMA, PARQUET_SUFFIXES
+from bridgepack.data.packset._names import PADDING_FREE_METADATA
+from bridgepack.data.packset._schema import PACKED_SCHEMA, PADDING_FREE_SCHEMA, PARQUET_SUFFIXES
 from bridgepack.data.packset._sets import is_sharded
 from bridgepack.errors import BridgepackError
 
 PACKED_DATA = "packed data (one pack a row: input_ids, loss_mask, seq_start_id)"
-HF_PACKED_DATA = "packed data of the Hugging Face layout (one pack a row)"
+PADDING_FREE_DATA = "packed data of the Hugging Face layout (one pack a row)"
 SHARDED_SET = "a sharded pack set (a directory of shards)"
 OUTPUT_DIRECTORY = "the output directory of bridgepack pack"
 REJECTS_FILE = "a rejects file of bridgepack pack (samples not packed, with the reason)"
@@ -44,7 +44,7 @@ METADATA_SIDECAR = "a packing metadata sidecar"
 BATCH_DUMP = "a batch dump (bridgepack inspect --dump-batches)"
 #: The kinds that are packed data: what ``inspect``, ``doctor --packed``, ``train``, ``diff`` and
 #: ``fingerprint`` read.
-PACKED_KINDS = frozenset({PACKED_DATA, HF_PACKED_DATA, SHARDED_SET})
+PACKED_KINDS = frozenset({PACKED_DATA, PADDING_FREE_DATA, SHARDED_SET})
 
 _SIDECAR_NAME = re.compile(r"^\d+_metadata\.jsonl$")
 #: The first line of a file is read up to this many bytes to tell what it is.
@@ -75,19 +75,19 @@ def _directory_kind(directory: Path) -> str | None:
     if is_sharded([directory]):
         return SHARDED_SET
     sidecars = [p for p in directory.glob("*_metadata.jsonl") if _SIDECAR_NAME.match(p.name)]
-    sidecars += [p for p in (directory / HF_METADATA,) if p.is_file()]
+    sidecars += [p for p in (directory / PADDING_FREE_METADATA,) if p.is_file()]
     return OUTPUT_DIRECTORY if any(_json_kind(p) == METADATA_SIDECAR for p in sidecars) else None
 
 
 def packed_columns(names: Iterable[str]) -> str | None:
-    """The packed data a table of these columns is (:data:`PACKED_DATA` or :data:`HF_PACKED_DATA`),
+    """The packed data a table of these columns is (:data:`PACKED_DATA` or :data:`PADDING_FREE_DATA`),
     whichever file holds it: a packed set converted to Arrow IPC, JSON Lines or a ``datasets`` folder is
     still one pack a row, and read as samples it would merge each pack's sequences into one."""
     columns = set(names)
     if set(PACKED_SCHEMA.names) <= columns:
         return PACKED_DATA
-    if set(HF_SCHEMA.names) <= columns:
-        return HF_PACKED_DATA
+    if set(PADDING_FREE_SCHEMA.names) <= columns:
+        return PADDING_FREE_DATA
     return None
 
 

@@ -30,7 +30,13 @@ import orjson
 
 from bridgepack._parquet import open_parquet
 from bridgepack.data.packset._metadata import RUN_ID, MetadataEntry, PackingMetadata
-from bridgepack.data.packset._names import SPLITS, hf_split, metadata_filename, packed_names, rejects_filename
+from bridgepack.data.packset._names import (
+    SPLITS,
+    metadata_filename,
+    packed_names,
+    padding_free_split,
+    rejects_filename,
+)
 from bridgepack.data.packset._schema import LEGACY_SUFFIX, Layout
 from bridgepack.data.packset._sets import check_shard_count
 from bridgepack.errors import BridgepackError, DataError, param
@@ -155,7 +161,7 @@ def check_run_ids(
     first: tuple[int, MetadataEntry] | None = None
     for file in files:
         name = os.fspath(file)
-        split = packed_names([name]).split or hf_split(name)
+        split = packed_names([name]).split or padding_free_split(name)
         picked = metadata.pick(split)
         if picked is None:
             continue

@@ -43,7 +43,7 @@ PACKED_SCHEMA = pa.schema(
 )
 #: The Hugging Face padding-free layout (``--layout padding-free``): what ``DataCollatorWithFlattening``-style
 #: training reads. ``labels`` is -100 on every sequence's first token and wherever the mask is 0.
-HF_SCHEMA = pa.schema(
+PADDING_FREE_SCHEMA = pa.schema(
     [
         ("input_ids", pa.list_(pa.int64())),
         ("position_ids", pa.list_(pa.int64())),

@@ -262,7 +262,9 @@ class PackOptions:
         if self.bridge_compat and self.algorithm not in BRIDGE_ALGORITHMS:
             raise UsageError(f"{compat} needs one of Bridge's algorithms ({', '.join(BRIDGE_ALGORITHMS)})")
         layout = param("layout")
-        if run.layout is Layout.padding_free:  # the HF layout counts stored tokens (docs/pack.md); Bridge's bins do not
+        if (
+            run.layout is Layout.padding_free
+        ):  # the HF layout counts stored tokens (docs/pack.md); Bridge's bins do not
             if self.bridge_compat:
                 raise UsageError(f"{compat} builds Bridge's packs; it cannot be combined with {layout} hf")
             if self.too_long is TooLong.split and max_len // size.pad_seq_to_mult * size.pad_seq_to_mult < 2:

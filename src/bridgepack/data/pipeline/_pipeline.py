@@ -41,7 +41,7 @@ from bridgepack._io import (
 )
 from bridgepack._progress import progress
 from bridgepack.data.packset import (
-    HF_METADATA,
+    PADDING_FREE_METADATA,
     PARQUET_RUN_ID,
     RUN_ID,
     SPLITS,
@@ -52,12 +52,12 @@ from bridgepack.data.packset import (
     PackCounts,
     PackingMetadata,
     PackRecord,
-    hf_filename,
     metadata_filename,
     most_common_last_token,
     new_run_id,
     offline_packing_overrides,
     packed_filename,
+    padding_free_filename,
     rejects_filename,
     sharded_dirname,
     write_metadata_entry,
@@ -401,7 +401,12 @@ class _Outputs:
     def of(cls, opts: PackOptions) -> _Outputs:
         out, split, n = opts.run.out_dir, opts.run.split, opts.size.pack_size
         if opts.run.layout is Layout.padding_free:
-            return cls(out / hf_filename(split), out / HF_METADATA, out / rejects_filename(split), None)
+            return cls(
+                out / padding_free_filename(split),
+                out / PADDING_FREE_METADATA,
+                out / rejects_filename(split),
+                None,
+            )
         packed = out / packed_filename(split, n)
         rejects = out / rejects_filename(split, n)
         return cls(packed, out / metadata_filename(n), rejects, out / sharded_dirname(split, n))
@@ -452,7 +457,7 @@ def pack_files(opts: PackOptions) -> PackResult:
             rejects = stack.enter_context(open(rejects_tmp, "wb"))
             input_hash = _BackgroundHash(run.inputs)
             spool = _pass1(run, store, rejects, bar)
-            plan = _plan(run, spool)
+            plan = _make_pack_plan(run, spool)
             fingerprint = _pass2(run, store, plan, packed_tmp, bar)
             assert spool.eos_id is not None  # pass 1 refuses an input without samples
             record = (
@@ -608,7 +613,7 @@ def check_packable(
         )
 
 
-def _plan(run: _Run, spool: _SpoolToScratch) -> PackPlan:
+def _make_pack_plan(run: _Run, spool: _SpoolToScratch) -> PackPlan:
     """The packs, from the lengths alone (the plan names the algorithm that made them)."""
     t1 = time.perf_counter()
     plan = plan_packs(run.opts, np.concatenate(spool.lengths))

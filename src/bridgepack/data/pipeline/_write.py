@@ -33,9 +33,9 @@ from bridgepack._arrow import list_array
 from bridgepack._ordered import map_ordered
 from bridgepack.data.packset import (
     COMPRESSION,
-    HF_SCHEMA,
     IGNORE_INDEX,
     PACKED_SCHEMA,
+    PADDING_FREE_SCHEMA,
     ROW_GROUP_SIZE,
     Layout,
 )
@@ -74,7 +74,7 @@ def write_packed(
     goes into the file's Parquet key/value metadata (the run id, :mod:`bridgepack.data.packset._runs`).
     """
     num_packs = len(pack_offsets) - 1
-    schema = HF_SCHEMA if layout is Layout.padding_free else PACKED_SCHEMA
+    schema = PADDING_FREE_SCHEMA if layout is Layout.padding_free else PACKED_SCHEMA
     if key_value:
         schema = schema.with_metadata(key_value)
     eos_id = None if fingerprinter is None else fingerprinter.eos_id
