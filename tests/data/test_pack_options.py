@@ -90,8 +90,8 @@ CASES: list[tuple[dict[str, Any], list[str], str, str]] = [
     (
         {"bridge_compat": True, "layout": "hf"},
         ["--bridge-compat", "--layout", "hf"],
-        "bridge_compat builds Bridge's packs; it cannot be combined with layout hf",
-        "--bridge-compat builds Bridge's packs; it cannot be combined with --layout hf",
+        "bridge_compat builds Bridge's packs; it cannot be combined with layout padding-free",
+        "--bridge-compat builds Bridge's packs; it cannot be combined with --layout padding-free",
     ),
     (
         {"layout": "flat"},

@@ -126,7 +126,7 @@ def test_hf_row_holds_pack_size_tokens_where_bridge_holds_one_more_per_sequence(
 
 def test_hf_refuses_bridge_compat_and_one_token_split_pieces(tmp_path: Path) -> None:
     rows = [{"input_ids": [7, 8, 9, EOS]}]
-    with pytest.raises(UsageError, match=r"^bridge_compat .* layout hf"):
+    with pytest.raises(UsageError, match=r"^bridge_compat .* layout padding-free"):
         pack_files(_options(tmp_path, rows, 8, bridge_compat=True))
     with pytest.raises(UsageError, match="at least 2 tokens"):
         pack_files(_options(tmp_path, rows, 8, max_seq_length=1, too_long=TooLong.split))

@@ -130,7 +130,7 @@ def _packed_spec(loaded: LoadedConfig, options: DoctorOptions) -> str | None:
         return specs.packed_train_data_path
     if dataset.dataset_root and specs.packed_sequence_size > 0:
         # Bridge's default place (bridge-format §3): <root>/packed/<tokenizer>_pad_seq_to_mult<m>_sft_<fp12>/;
-        # the fingerprint is not recomputed here, so only a single candidate directory is taken.
+        # that config hash (fp12) is not recomputed here, so only a single candidate directory is taken.
         pattern = os.path.join(
             glob.escape(str(dataset.dataset_root)),
             "packed",

@@ -22,15 +22,19 @@ class Layout(enum.Enum):
     padding_free = "hf"
 
     @property
+    def spelled(self) -> str:
+        """The layout's name as ``--layout`` takes it and messages write it: ``bridge``, ``padding-free``."""
+        return self.name.replace("_", "-")
+
+    @property
     def shown(self) -> str:
-        """How ``--layout`` and errors spell the layout: ``bridge``, ``padding-free (or hf)``."""
-        name = self.name.replace("_", "-")
-        return name if name == self.value else f"{name} (or {self.value})"
+        """How a list of the layouts (an error naming the choices) spells it: ``padding-free (or hf)``."""
+        return self.spelled if self.spelled == self.value else f"{self.spelled} (or {self.value})"
 
     @classmethod
     def _missing_(cls, value: object) -> Layout | None:
         """``Layout("padding-free")``: a layout by its name as well as by its recorded value."""
-        return next((layout for layout in cls if layout.name.replace("_", "-") == value), None)
+        return next((layout for layout in cls if layout.spelled == value), None)
 
 
 #: Bridge's packed Parquet schema, column order and types (bridge-format §3).

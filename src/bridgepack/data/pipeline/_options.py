@@ -139,7 +139,7 @@ class RunSettings:
 
     out_dir: Path
     split: str = TRAINING
-    layout: Layout = Layout.bridge  # a name (``"hf"``) is taken too
+    layout: Layout = Layout.bridge  # a name (``"padding-free"``, or its old ``"hf"``) is taken too
     workers: int | None = None  # None: all cores
     scratch_dir: Path | None = None
     overwrite: bool = False
@@ -262,13 +262,11 @@ class PackOptions:
         if self.bridge_compat and self.algorithm not in BRIDGE_ALGORITHMS:
             raise UsageError(f"{compat} needs one of Bridge's algorithms ({', '.join(BRIDGE_ALGORITHMS)})")
         layout = param("layout")
-        if (
-            run.layout is Layout.padding_free
-        ):  # the HF layout counts stored tokens (docs/pack.md); Bridge's bins do not
+        # The padding-free layout counts stored tokens (docs/pack.md); Bridge's bins do not.
+        if run.layout is Layout.padding_free:
+            shown = f"{layout} {Layout.padding_free.spelled}"
             if self.bridge_compat:
-                raise UsageError(f"{compat} builds Bridge's packs; it cannot be combined with {layout} hf")
+                raise UsageError(f"{compat} builds Bridge's packs; it cannot be combined with {shown}")
             if self.too_long is TooLong.split and max_len // size.pad_seq_to_mult * size.pad_seq_to_mult < 2:
-                raise UsageError(
-                    f"{param('too_long')} split with {layout} hf needs pieces of at least 2 tokens"
-                )
+                raise UsageError(f"{param('too_long')} split with {shown} needs pieces of at least 2 tokens")
         resolve_workers(run.workers)

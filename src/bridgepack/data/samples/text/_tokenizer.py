@@ -1,4 +1,4 @@
-"""Loading a local Hugging Face tokenizer and fingerprinting it (nothing is ever downloaded)."""
+"""Loading a local Hugging Face tokenizer and hashing its files (nothing is ever downloaded)."""
 
 from __future__ import annotations
 
