@@ -38,7 +38,7 @@ def test_import_and_a_local_pack_never_import_ray(tmp_path: Path) -> None:
     ("flags", "expected"),
     [
         (["--scratch-dir", "elsewhere"], "--scratch-dir is for a local pack"),
-        (["--layout", "hf"], "Bridge's layout only"),
+        (["--layout", "padding-free"], "Bridge's layout only"),
         (["--shards", "0"], "--shards"),
     ],
 )
