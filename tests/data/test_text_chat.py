@@ -135,7 +135,7 @@ def test_cli_chat_options_and_workers(
     tmp_path: Path, toy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
-        "bridgepack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32
+        "bridgepack.data.pipeline._run.new_run_id", lambda: "0" * 32
     )  # drawn afresh per run
     rows = [
         {
