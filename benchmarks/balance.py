@@ -53,7 +53,7 @@ sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
 from bridgepack._io import atomic_write_bytes  # noqa: E402
 from bridgepack.packing import CostModel, PackPlan, balanced_pack, pack_costs, pack_lengths  # noqa: E402
-from bridgepack.plan import rank_loads  # noqa: E402
+from bridgepack.sizing import rank_loads  # noqa: E402
 
 RESULT = REPO / "benchmarks" / "results" / "balance.json"
 DP = 8

@@ -1,4 +1,4 @@
-"""``bridgepack.hf.pack_dataset`` vs TRL 1.16.0's ``pack_dataset`` (bfd) vs one Arrow ``take`` of the same
+"""``bridgepack.trl.pack_dataset`` vs TRL 1.16.0's ``pack_dataset`` (bfd) vs one Arrow ``take`` of the same
 data.
 
 Run: ``python benchmarks/hf_pack.py [--rows 300000] [--seq-length 2048] [--repeat 5]`` from the repository
@@ -24,9 +24,8 @@ shuffle): none always follows the same other one, and the median of the turns is
   concatenates the chunks first; **take_combined** combines them before the clock starts (pure gather).
 * **trl** -- ``trl.pack_dataset(ds, seq_length, "bfd")``: its ``map`` plans each batch of 1,000 rows apart
   and writes the result to a cache file next to the input.
-* **bridgepack** -- ``bridgepack.hf.pack_dataset(ds, seq_length, "bfd")``: one global plan, the result written
-  to
-  a cache file next to the input.
+* **bridgepack** -- ``bridgepack.trl.pack_dataset(ds, seq_length, "bfd")``: one global plan, the result
+  written to a cache file next to the input.
 * **bridgepack_built** -- bridgepack with the direct write switched off (as where the C library has no
   ``pwritev``):
   each record batch built in memory, then written (what bridgepack did before the direct write).
@@ -79,10 +78,10 @@ else:
         from _support.trl import trl_data_utils
         pack = trl_data_utils().pack_dataset
     else:
-        from bridgepack.hf import pack_dataset as pack
+        from bridgepack.trl import pack_dataset as pack
         if tool == "bridgepack_built":  # the cache file from built batches, as without pwritev
-            import bridgepack.hf._direct
-            bridgepack.hf._direct._PWRITEV = None
+            import bridgepack.trl._direct
+            bridgepack.trl._direct._PWRITEV = None
     kwargs = {"keep_in_memory": True} if tool.endswith("_mem") else None
     start, cpu = time.perf_counter(), os.times()
     out = pack(ds, seq_length, "bfd", kwargs)

@@ -39,8 +39,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"fingerprint", "packing", "translate", "curves", "env"}),
     frozenset({"data"}),
     frozenset({"batching", "engine"}),
-    frozenset({"doctor", "plan", "train", "diff"}),
-    frozenset({"verify", "hf", "correlate", "demo", "_api", "_pack"}),
+    frozenset({"doctor", "sizing", "train", "diff"}),
+    frozenset({"verify", "trl", "correlate", "demo", "_api", "_pack"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),
 )
@@ -49,7 +49,7 @@ LAYERS: tuple[frozenset[str], ...] = (
 #: The layers inside ``bridgepack.data``, lowest first: the on-disk format; reading samples; then, side by
 #: side, the pack pipeline and the readers of packed data (neither imports the other).
 DATA_LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"format"}),
+    frozenset({"packset"}),
     frozenset({"samples"}),
     frozenset({"pipeline", "packed"}),
 )

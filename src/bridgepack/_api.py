@@ -20,7 +20,7 @@ from bridgepack.data.packed import Inspection, inspect_packed
 from bridgepack.doctor import DoctorOptions, Report, check, load_config
 from bridgepack.errors import UsageError
 from bridgepack.packing import CostModel, ModelDims
-from bridgepack.plan import SamplerSimulation
+from bridgepack.sizing import SamplerSimulation
 
 PathLike = str | os.PathLike[str]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bridgepack._typed import conform_fields
-from bridgepack.data.format import TRAINING, Layout
+from bridgepack.data.packset import TRAINING, Layout
 from bridgepack.data.pipeline import (
     PackOptions,
     PackResult,

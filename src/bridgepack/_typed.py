@@ -14,7 +14,8 @@ What is converted is what a command line's parser converts, nothing more::
     float                an int or a float                       a float
     bool / str           a bool / a str                          it
     Path                 a str or an os.PathLike                 a Path
-    an Enum              a member, or the value of one           the member ("split" -> TooLong.split)
+    an Enum              a member, the value of one, or what     the member ("split" -> TooLong.split)
+                         its ``_missing_`` takes
     Literal[a, b]        a or b                                  it
     tuple[X, ...]        a tuple or a list, each item an X       a tuple
     X | None             None, or an X                           as above
@@ -108,9 +109,10 @@ def _conform_one(value: Any, hint: Any, numbers_as_text: bool) -> Any:
     elif isinstance(hint, type) and issubclass(hint, PurePath) and isinstance(value, (str, os.PathLike)):
         return hint(value)
     elif isinstance(hint, type) and issubclass(hint, enum.Enum) and not isinstance(value, hint):
-        if value not in {member.value for member in hint}:
-            raise Mismatch(expected(hint))
-        return hint(value)
+        try:  # a value, or what the enum's ``_missing_`` takes (a Layout by its name)
+            return hint(value)
+        except ValueError:
+            raise Mismatch(expected(hint)) from None
     else:  # bool, str, any other class
         fits = isinstance(hint, type) and isinstance(value, hint)
     if not fits:
@@ -146,7 +148,7 @@ def expected(hint: Any) -> str:
     if isinstance(hint, type) and issubclass(hint, PurePath):
         return "a path"
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return "one of " + ", ".join(str(member.value) for member in hint)
+        return "one of " + ", ".join(str(getattr(member, "shown", member.value)) for member in hint)
     return f"a {getattr(origin or hint, '__name__', str(hint))}"
 
 

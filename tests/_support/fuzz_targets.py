@@ -94,7 +94,7 @@ def _legacy_npy(path: Path) -> None:
 
 
 def _metadata(path: Path) -> None:
-    from bridgepack.data.format import combine_metadata, read_metadata
+    from bridgepack.data.packset import combine_metadata, read_metadata
 
     entries = read_metadata(path)
     if entries:

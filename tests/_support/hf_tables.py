@@ -1,4 +1,4 @@
-"""Arrow tables of list columns whose tokens name their origin, for ``bridgepack.hf`` tests."""
+"""Arrow tables of list columns whose tokens name their origin, for ``bridgepack.trl`` tests."""
 
 from __future__ import annotations
 

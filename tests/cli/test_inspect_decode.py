@@ -18,6 +18,7 @@ from bridgepack.cli import main
 from bridgepack.data.packed import decode_pieces, first_sequences
 from bridgepack.data.packed._decode import runs
 from bridgepack.data.packed._supervised import bridge_supervised
+from bridgepack.data.packset import Layout
 
 # ------------------------------------------------------------------------------ the stored-mask convention
 
@@ -56,7 +57,7 @@ def test_hf_labels_give_the_same_tokens(tmp_path: Path) -> None:
     labels = [-100, -100, 6, 2, -100, -100, -100, 9, 2]
     _hf_file(tmp_path / "training_8.hf.parquet", IDS, labels, [4, 5])
     seqs = first_sequences(tmp_path / "training_8.hf.parquet", 1)
-    assert len(seqs) == 1 and seqs[0].layout == "hf"
+    assert len(seqs) == 1 and seqs[0].layout is Layout.padding_free
     assert seqs[0].supervised.tolist() == TRAINED[0]
     assert [s.supervised.tolist() for s in first_sequences(tmp_path, 9)] == TRAINED
 

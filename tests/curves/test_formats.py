@@ -74,7 +74,7 @@ def test_a_binary_file_is_no_log(tmp_path: Path, capsys: pytest.CaptureFixture[s
     blob = tmp_path / "run.bin"
     blob.write_bytes(b"\x18\x00\x00\x00\x00\x00\x00\x00\xa3\x7f\x4b\x22" + bytes(range(256)))
     with pytest.raises(
-        InputError, match=r"run\.bin: binary, and of no format bridgepack curves detects \(hf, "
+        InputError, match=r"run\.bin: binary, and of no format bridgepack curves detects \(trainer-state, "
     ):
         read_curves(blob)
     assert main(["curves", "show", str(blob)]) == 2
@@ -84,6 +84,8 @@ def test_a_binary_file_is_no_log(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_an_unknown_forced_format_is_a_usage_error(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     log.write_text(mlm_line(1, 2.0) + "\n")
-    with pytest.raises(UsageError, match="input_format: expected one of hf, tensorboard, csv, jsonl"):
+    with pytest.raises(
+        UsageError, match="input_format: expected one of trainer-state, tensorboard, csv, jsonl"
+    ):
         read_curves(log, "wandb")
     assert read_curves(log, "bridge").format == "bridge"  # forced: no guessing

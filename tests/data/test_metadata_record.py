@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridgepack.data.format import MetadataEntry, PackingMetadata, read_metadata
+from bridgepack.data.packset import MetadataEntry, PackingMetadata, read_metadata
 from bridgepack.errors import DataError
 from bridgepack.packing import BRIDGE_METADATA_KEYS
 

@@ -193,7 +193,7 @@ def test_datasets_directory_input(tmp_path: Path, capsys: pytest.CaptureFixture[
     ]
 
 
-def test_hf_layout_positions_and_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_padding_free_layout_positions_and_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     summary = pack(
         tmp_path, capsys, "--pack-size", "16", "--layout", "hf", "--algorithm", "first_fit_decreasing"
     )

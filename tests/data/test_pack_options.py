@@ -94,6 +94,12 @@ CASES: list[tuple[dict[str, Any], list[str], str, str]] = [
         "--bridge-compat builds Bridge's packs; it cannot be combined with --layout hf",
     ),
     (
+        {"layout": "flat"},
+        ["--layout", "flat"],
+        "layout must be one of bridge, padding-free (or hf), got 'flat'",
+        "--layout must be one of bridge, padding-free (or hf), got 'flat'",
+    ),
+    (
         {"prompt_field": "q"},
         ["--prompt-field", "q"],
         "prompt_field and completion_field go together",

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _support.pack_inputs import random_examples, write_jsonl
-from bridgepack.data.format import HF_SCHEMA, PACKED_SCHEMA, ROW_GROUP_SIZE
+from bridgepack.data.packset import HF_SCHEMA, PACKED_SCHEMA, ROW_GROUP_SIZE
 from bridgepack.data.pipeline import PackOptions, pack_files
 from bridgepack.data.pipeline._row_groups import (
     RowGroupStitcher,

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from bridgepack.cli import main
-from bridgepack.data.format import PARQUET_RUN_ID, RUN_ID, PackingMetadata, check_run_ids
-from bridgepack.data.format._runs import parquet_run_id
+from bridgepack.data.packset import PARQUET_RUN_ID, RUN_ID, PackingMetadata, check_run_ids
+from bridgepack.data.packset._runs import parquet_run_id
 from bridgepack.errors import DataError
 
 

@@ -14,7 +14,8 @@ import bridgepack
 from _support.pack_inputs import random_examples, write_jsonl
 from _support.packs import random_rows, write_packs
 from _support.sharded_sets import sharded_pack
-from bridgepack.data.format import (
+from bridgepack.data.packed import PackedSource, fingerprint_packed
+from bridgepack.data.packset import (
     ROW_GROUP_SIZE,
     find_metadata,
     is_sharded,
@@ -22,7 +23,6 @@ from bridgepack.data.format import (
     shard_filename,
     sharded_dirname,
 )
-from bridgepack.data.packed import PackedSource, fingerprint_packed
 from bridgepack.data.pipeline import slice_inputs
 from bridgepack.fingerprint import PackedFingerprinter
 

@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridgepack.data.format import most_common_last_token
 from bridgepack.data.packed import PackedBlock
 from bridgepack.data.packed import infer_eos_id as block_eos
+from bridgepack.data.packset import most_common_last_token
 
 
 def test_worked_example() -> None:

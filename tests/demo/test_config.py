@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from bridgepack.data.pipeline import PackOptions, TooLong, pack_files
-from bridgepack.demo import EXPECTED_FINDING, QUICK, Layout, build_tokenizer, config_path, dataset_path
+from bridgepack.demo import EXPECTED_FINDING, QUICK, DemoPaths, build_tokenizer, config_path, dataset_path
 from bridgepack.demo._steps import conversation_texts, doctor
 from bridgepack.doctor import DoctorOptions, apply_overrides, check, load_config, suggest_fixes
 
@@ -30,41 +30,41 @@ def test_the_fix_clears_every_finding() -> None:
 
 
 @pytest.fixture(scope="module")
-def layout(tmp_path_factory: pytest.TempPathFactory) -> Layout:
+def paths(tmp_path_factory: pytest.TempPathFactory) -> DemoPaths:
     """Packs and tokenizer as the demo makes them (same sizes), without training."""
     root = tmp_path_factory.mktemp("demo-config")
-    layout = Layout(root, QUICK.pack_size)
-    build_tokenizer(conversation_texts(dataset_path()), layout.tokenizer, split_digits=True)
+    paths = DemoPaths(root, QUICK.pack_size)
+    build_tokenizer(conversation_texts(dataset_path()), paths.tokenizer, split_digits=True)
     pack_files(
         PackOptions.from_flat(
             [dataset_path()],
-            layout.packed_dir,
+            paths.packed_dir,
             QUICK.pack_size,
-            tokenizer=layout.tokenizer,
+            tokenizer=paths.tokenizer,
             too_long=TooLong.truncate,
             quiet=True,
         )
     )
-    return layout
+    return paths
 
 
-def test_fixed_config_passes_against_the_real_packs(layout: Layout) -> None:
-    out = doctor(config_path(), layout, lang="en", overwrite=True)
+def test_fixed_config_passes_against_the_real_packs(paths: DemoPaths) -> None:
+    out = doctor(config_path(), paths, lang="en", overwrite=True)
     assert out.found_expected
     assert out.fixed.findings == []
     # The fixed YAML written beside the original checks clean on its own, data included.
-    fixed = yaml.safe_load(layout.fixed_config.read_text())
+    fixed = yaml.safe_load(paths.fixed_config.read_text())
     assert fixed["train"]["micro_batch_size"] == 1
     assert fixed["dataset"]["offline_packing_specs"]["packed_sequence_size"] == QUICK.pack_size
-    assert check(load_config(layout.fixed_config), OPTIONS).findings == []
+    assert check(load_config(paths.fixed_config), OPTIONS).findings == []
 
 
-def test_data_checks_really_ran(layout: Layout) -> None:
+def test_data_checks_really_ran(paths: DemoPaths) -> None:
     """Naming another tokenizer than the packs were made with is caught: the doctor read the packs."""
     loaded = load_config(
         config_path(),
         [
-            f"dataset.offline_packing_specs.packed_train_data_path={layout.packed}",
+            f"dataset.offline_packing_specs.packed_train_data_path={paths.packed}",
             "tokenizer.tokenizer_model=some/other-tokenizer",
             f"dataset.offline_packing_specs.packed_sequence_size={QUICK.pack_size}",
             "train.micro_batch_size=1",

@@ -20,8 +20,8 @@ from _support import doc_pages, fenced_blocks
 from bridgepack.cli import main
 from bridgepack.curves import read_curves
 from bridgepack.data.packed import PackedReader
-from bridgepack.demo import STEPS, DemoResult, Layout, StepResult
-from bridgepack.demo._layout import prepare_out_dir
+from bridgepack.demo import STEPS, DemoPaths, DemoResult, StepResult
+from bridgepack.demo._paths import prepare_out_dir
 from bridgepack.errors import UsageError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -45,19 +45,19 @@ def json_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, A
 def test_quick_run_passes_and_writes_every_file(json_run: tuple[int, dict[str, Any], Path]) -> None:
     code, doc, out = json_run
     assert code == 0
-    layout = Layout(out, doc["sizes"]["pack_size"])
+    paths = DemoPaths(out, doc["sizes"]["pack_size"])
     for path in (
-        layout.tokenizer / "tokenizer.json",
-        layout.packed,
-        layout.metadata,
-        layout.config,
-        layout.fixed_config,
-        layout.log("packed"),
-        layout.log("padded"),
-        layout.curves_png,
-        layout.packing_png,
-        layout.report,
-        layout.summary,
+        paths.tokenizer / "tokenizer.json",
+        paths.packed,
+        paths.metadata,
+        paths.config,
+        paths.fixed_config,
+        paths.log("packed"),
+        paths.log("padded"),
+        paths.curves_png,
+        paths.packing_png,
+        paths.report,
+        paths.summary,
     ):
         assert path.is_file(), path
     assert not list(out.rglob(".bridgepack-tmp-*"))
@@ -254,7 +254,7 @@ def test_a_failed_step_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     from bridgepack.demo import QUICK
 
     def fake_run(options: Any, reporter: Any) -> DemoResult:
-        result = DemoResult(layout=Layout(tmp_path, QUICK.pack_size), sizes=QUICK, threads=1)
+        result = DemoResult(paths=DemoPaths(tmp_path, QUICK.pack_size), sizes=QUICK, threads=1)
         result.steps.append(StepResult("curves", False, 0.1, "packed vs padded: MISMATCH"))
         return result
 
@@ -273,7 +273,7 @@ def test_report_of_a_run_that_stopped_early(tmp_path: Path) -> None:
     from bridgepack.demo import QUICK
     from bridgepack.demo._report import render_packing_png, render_report
 
-    result = DemoResult(layout=Layout(tmp_path, QUICK.pack_size), sizes=QUICK, threads=1, interrupted=True)
+    result = DemoResult(paths=DemoPaths(tmp_path, QUICK.pack_size), sizes=QUICK, threads=1, interrupted=True)
     result.steps.append(StepResult("tokenizer", True, 0.1, "85 tokens"))
     result.steps.append(StepResult("pack", False, 0.2, "something went wrong"))
     png = render_packing_png(result)

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from _support.diff_samples import EOS, chat, packs_of, write_packed
 from bridgepack.cli import main
-from bridgepack.data.format import write_metadata_entry
 from bridgepack.data.packed import not_as_recorded
+from bridgepack.data.packset import write_metadata_entry
 from bridgepack.diff import diff_paths
 
 SAMPLES = [chat([10 + i, 11, 12], [20 + i] * (1 + i % 4)) for i in range(12)]

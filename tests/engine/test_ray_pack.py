@@ -27,7 +27,7 @@ import bridgepack
 from _support.pack_inputs import EOS, random_examples, write_jsonl
 from _support.sample_files import WRITERS
 from bridgepack.cli import main
-from bridgepack.data.format import PARQUET_RUN_ID, ROW_GROUP_SIZE, PackingMetadata
+from bridgepack.data.packset import PARQUET_RUN_ID, ROW_GROUP_SIZE, PackingMetadata
 from bridgepack.data.pipeline import PackOptions, overrides_for_result, prepare_sharded, read_slice
 from bridgepack.data.samples import INPUT_FORMATS
 from bridgepack.errors import UsageError

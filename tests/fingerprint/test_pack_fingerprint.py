@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridgepack.data.format import BRIDGEPACK_KEY, read_metadata
 from bridgepack.data.packed import fingerprint_packed
+from bridgepack.data.packset import BRIDGEPACK_KEY, read_metadata
 from bridgepack.data.pipeline import PackOptions, pack_files
 from bridgepack.data.samples import example_dataset_path
 from bridgepack.diff import diff_paths

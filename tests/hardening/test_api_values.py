@@ -33,7 +33,7 @@ torch = pytest.importorskip("torch")
 datasets = pytest.importorskip("datasets")
 
 from bridgepack.batching import PackedCollator, pack_in_batch, pack_rows  # noqa: E402
-from bridgepack.hf import PaddingFreeCollator, pack_dataset  # noqa: E402
+from bridgepack.trl import PaddingFreeCollator, pack_dataset  # noqa: E402
 
 #: Wrong values per declared kind (``True`` is no integer; ``"3"`` is no number).
 WRONG: dict[str, list[Any]] = {
@@ -131,7 +131,7 @@ BAD_MULTIPLES: list[Any] = [0, -16, MAX_PAD_MULTIPLE + 1, 2**31, 2**64, 2.5, 8.0
 def _pad_multiple_parameters() -> list[tuple[str, str]]:
     """Every pad-multiple parameter of the public batch builders, found by name in their signatures."""
     found = []
-    for package in (bridgepack.batching, bridgepack.hf):
+    for package in (bridgepack.batching, bridgepack.trl):
         for name in package.__all__:
             try:
                 parameters = inspect.signature(getattr(package, name)).parameters

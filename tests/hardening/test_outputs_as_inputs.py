@@ -24,7 +24,7 @@ from _support.sample_files import WRITERS
 from _support.sharded_sets import packed_readers, sharded_pack
 from bridgepack.cli import app, main
 from bridgepack.cli._pack_options import INPUTS_HELP
-from bridgepack.data import format as fmt
+from bridgepack.data import packset as fmt
 from bridgepack.data.pipeline import PackOptions, prepare_sharded
 from bridgepack.data.samples import INPUT_FORMATS
 from bridgepack.errors import InputError

@@ -88,7 +88,7 @@ def test_plan_with_the_largest_pack_size_stays_small(tmp_path: Path) -> None:
 def test_pack_dataset_with_an_astronomical_seq_length(strategy: str) -> None:
     from datasets import Dataset
 
-    from bridgepack.hf import pack_dataset
+    from bridgepack.trl import pack_dataset
 
     ds = Dataset.from_dict({"input_ids": [[1, 2, 3, 4, 5], [6, 7], [8, 9, 10], [11]]})
     packed = pack_dataset(ds, seq_length=10**15, strategy=strategy)

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from bridgepack._ranges import SIZE, TOKEN_ID
-from bridgepack.data.format import MetadataEntry, PackingMetadata, as_metadata
+from bridgepack.data.packset import MetadataEntry, PackingMetadata, as_metadata
 from bridgepack.errors import DataError, InputError, UsageError, param, shown
 from bridgepack.packing import checked_multiple
 

@@ -21,8 +21,8 @@ import numpy.typing as npt
 from bridgepack._io import atomic_path
 from bridgepack.batching.collate import VARIANTS, PackedCollator, Variant
 from bridgepack.batching.dataset import PackedDataset
-from bridgepack.data.format import MetadataEntry
 from bridgepack.data.packed import PackedSource, infer_eos_id
+from bridgepack.data.packset import MetadataEntry
 from bridgepack.errors import UsageError, param
 
 #: The key under which a dump stores the EOS id it was collated with (``bridgepack diff`` reads it).

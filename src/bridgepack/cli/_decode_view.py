@@ -20,8 +20,8 @@ from typing import Any
 from rich.text import Text
 
 from bridgepack.cli._common import OutputFormat, emit_json, err_console, out_console
-from bridgepack.data.format import PackingMetadata, find_metadata, hf_metadata_path, hf_split, packed_names
 from bridgepack.data.packed import Decoded, PackedSequence, Piece, decode_pieces, first_sequences
+from bridgepack.data.packset import PackingMetadata, find_metadata, hf_metadata_path, hf_split, packed_names
 from bridgepack.data.samples.text import load_tokenizer, tokenizer_hash
 from bridgepack.errors import UsageError
 

@@ -136,9 +136,9 @@ def _print_summary(result: DemoResult) -> None:
             f"{speedup.padding_fraction_padded * 100:.1f}% of the padded run's compute "
             f"({speedup.padding_fraction_packed * 100:.1f}% packed)"
         )
-    if result.layout.report.exists():
-        p(f"report    {os.fspath(result.layout.report)}")
-    p(f"summary   {os.fspath(result.layout.summary)}")
+    if result.paths.report.exists():
+        p(f"report    {os.fspath(result.paths.report)}")
+    p(f"summary   {os.fspath(result.paths.summary)}")
 
 
 def demo(
@@ -189,7 +189,7 @@ def demo(
     else:
         _print_summary(result)
     if result.interrupted:
-        err_console.print(f"demo stopped on request; what it wrote is in {os.fspath(result.layout.root)}")
+        err_console.print(f"demo stopped on request; what it wrote is in {os.fspath(result.paths.root)}")
         raise typer.Exit(130)
     if not result.passed:
         raise typer.Exit(1)

@@ -22,7 +22,7 @@ from bridgepack.cli._decode_view import decode_command
 from bridgepack.data.packed import CONSISTENT, MISMATCH, EosCheck, Inspection, PackedBlock, inspect_packed
 from bridgepack.errors import UsageError
 from bridgepack.packing import CostModel, ModelDims, resolve_cost_model
-from bridgepack.plan import SamplerSimulation
+from bridgepack.sizing import SamplerSimulation
 
 
 def _simulation(dp: int | None, gbs: int | None, model: str | None) -> SamplerSimulation | None:

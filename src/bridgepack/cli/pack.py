@@ -20,7 +20,7 @@ from bridgepack.cli._common import (
     number_option,
     out_console,
 )
-from bridgepack.data.format import SPLITS, TRAINING, PackRecord
+from bridgepack.data.packset import SPLITS, TRAINING, Layout, PackRecord
 from bridgepack.data.pipeline import TooLong
 from bridgepack.data.samples import EXAMPLE_EOS_ID, example_dataset_path
 from bridgepack.errors import UsageError
@@ -82,7 +82,7 @@ def pack(
         ...,
         "--pack-size",
         "-n",
-        help="Pack capacity N in runtime tokens (stored tokens with --layout hf).",
+        help="Pack capacity N in runtime tokens (stored tokens with --layout padding-free).",
         range=SIZE,
     ),
     example: bool = typer.Option(False, "--example", help="Pack the small SFT dataset bridgepack ships."),
@@ -148,7 +148,11 @@ def pack(
         "right", "--truncation-method", help="Compat truncation keeps the head (right) or the tail (left)."
     ),
     workers: int = shared.WorkersOption,
-    layout: str = typer.Option("bridge", "--layout", help="bridge (packed Parquet) or hf (flattened)."),
+    layout: str = typer.Option(
+        Layout.bridge.value,
+        "--layout",
+        help="bridge (packed Parquet) or padding-free (flattened, for transformers/TRL; hf: its old name).",
+    ),
     chunk_rows: int | None = number_option(
         None,
         "--chunk-rows",

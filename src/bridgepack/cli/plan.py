@@ -25,7 +25,7 @@ from bridgepack.cli._common import (
 )
 from bridgepack.data.pipeline import read_lengths
 from bridgepack.packing import ModelDims, resolve_cost_model
-from bridgepack.plan import (
+from bridgepack.sizing import (
     DEFAULT_TOKEN_SLOTS,
     Candidate,
     Imbalance,

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from bridgepack._io import unreadable
-from bridgepack.curves._hf import is_trainer_run, read_trainer_state
 from bridgepack.curves._log_lines import LOG_LINES, detect_line, log_line
 from bridgepack.curves._logs import read_log
 from bridgepack.curves._series import Curves
 from bridgepack.curves._tables import read_csv, read_golden, read_jsonl, read_tensorboard
+from bridgepack.curves._trainer_state import is_trainer_run, read_trainer_state
 from bridgepack.errors import InputError, UsageError, param
 
 _HEAD_BYTES = 4096
@@ -39,6 +39,8 @@ class CurvesFormat:
 
     name: str  #: ``--input-format``
     read: Reader
+    #: older names ``--input-format`` still takes (``hf``, the Trainer state's name before 0.3)
+    aliases: tuple[str, ...] = ()
     suffixes: tuple[str, ...] = ()
     path_is: Callable[[Path], bool] | None = None  #: chosen by the path alone (a directory, a name)
     head_is: Callable[[bytes], bool] | None = None  #: chosen by the first 4 KiB of a file
@@ -75,7 +77,13 @@ def _trainer_state(head: bytes) -> bool:
 
 #: Every format ``bridgepack curves`` reads, in the order a path and then a file's first bytes are matched.
 CURVE_FORMATS: tuple[CurvesFormat, ...] = (
-    CurvesFormat("hf", _one_run(read_trainer_state), path_is=is_trainer_run, head_is=_trainer_state),
+    CurvesFormat(
+        "trainer-state",
+        _one_run(read_trainer_state),
+        aliases=("hf",),
+        path_is=is_trainer_run,
+        head_is=_trainer_state,
+    ),
     CurvesFormat(
         "tensorboard",
         _one_run(read_tensorboard),
@@ -87,7 +95,7 @@ CURVE_FORMATS: tuple[CurvesFormat, ...] = (
     *(CurvesFormat(line.name, _log) for line in LOG_LINES),  # a text file: a training log
 )
 FORMATS: tuple[str, ...] = tuple(f.name for f in CURVE_FORMATS)
-_BY_NAME = {f.name: f for f in CURVE_FORMATS}
+_BY_NAME = {name: f for f in CURVE_FORMATS for name in (f.name, *f.aliases)}
 
 
 def _format(name: str) -> CurvesFormat | None:

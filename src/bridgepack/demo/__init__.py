@@ -3,10 +3,10 @@ compare the curves -- ending in a self-contained HTML report.
 
 >>> from bridgepack.demo import DemoOptions, run_demo                      # doctest: +SKIP
 >>> result = run_demo(DemoOptions(out=Path("demo-out"), quick=True))
->>> result.passed, result.layout.report, result.speedup.real_tokens_per_s
+>>> result.passed, result.paths.report, result.speedup.real_tokens_per_s
 """
 
-from bridgepack.demo._layout import Layout, default_out_dir
+from bridgepack.demo._paths import DemoPaths, default_out_dir
 from bridgepack.demo._resources import EXPECTED_FINDING, config_path, dataset_path
 from bridgepack.demo._result import DemoResult, Speedup, StepResult
 from bridgepack.demo._run import DEFAULT_THREADS, STEPS, DemoOptions, Reporter, SilentReporter, run_demo
@@ -20,9 +20,9 @@ __all__ = [
     "QUICK",
     "STEPS",
     "DemoOptions",
+    "DemoPaths",
     "DemoResult",
     "DemoSizes",
-    "Layout",
     "Reporter",
     "SilentReporter",
     "Speedup",

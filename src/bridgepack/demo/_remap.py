@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from bridgepack._arrow import numpy_array
 from bridgepack._io import atomic_write_bytes
 from bridgepack._parquet import read_table
-from bridgepack.data.format import ROW_GROUP_SIZE, MetadataEntry, PackingMetadata
+from bridgepack.data.packset import ROW_GROUP_SIZE, MetadataEntry, PackingMetadata
 
 #: The file beside the remapped packs that maps each new id back to the tokenizer's.
 MAPPING_NAME = "vocab_remap.json"

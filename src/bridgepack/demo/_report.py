@@ -280,7 +280,7 @@ def _training(result: DemoResult) -> str:
     if not runs:
         return ""
     sizes = result.sizes
-    layout = result.layout
+    paths = result.paths
     rows = [
         _run_row("optimizer steps", runs, lambda r: r.steps_done),
         _run_row("rows (packs / padded sequences)", runs, lambda r: _num(sum(x.rows for x in r.records))),
@@ -294,7 +294,7 @@ def _training(result: DemoResult) -> str:
         _run_row(
             "log (Megatron-LM format)",
             runs,
-            lambda r: relative(r.log_path, layout.root) if r.log_path else "-",
+            lambda r: relative(r.log_path, paths.root) if r.log_path else "-",
         ),
     ]
     params = next(iter(runs.values())).parameters
@@ -322,7 +322,7 @@ def _doctor(result: DemoResult) -> str:
     doctor = result.artefacts.doctor
     if doctor is None:
         return ""
-    layout = result.layout
+    paths = result.paths
     rows = [
         [
             _e(f.id),
@@ -341,12 +341,12 @@ def _doctor(result: DemoResult) -> str:
     )
     return (
         "<h2>Doctor: a Bridge config checked before launch</h2>"
-        f"<p>The bundled config (<code>{_e(relative(layout.config, layout.root))}</code>) has one deliberate "
+        f"<p>The bundled config (<code>{_e(relative(paths.config, paths.root))}</code>) has one deliberate "
         "mistake: offline packing with <code>micro_batch_size 2</code>. Pointed at the demo's packs and "
         "tokenizer, <code>bridgepack doctor</code> finds:</p>"
         + _table(["id", "severity", "finding", "fix"], rows)
         + "<p>The fix (<code>--fix</code>), applied in "
-        f"<code>{_e(relative(layout.fixed_config, layout.root))}</code>:</p><pre>"
+        f"<code>{_e(relative(paths.fixed_config, paths.root))}</code>:</p><pre>"
         + _e("\n".join(doctor.fixes))
         + "</pre>"
         + after
@@ -405,10 +405,10 @@ _CONTINUATION = " \\"
 
 
 def _files(result: DemoResult) -> str:
-    root = result.layout.root
+    root = result.paths.root
     written = {relative(p, root) for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")}
     # The report and the summary are written after this page is rendered.
-    names = sorted(written | {relative(result.layout.report, root), relative(result.layout.summary, root)})
+    names = sorted(written | {relative(result.paths.report, root), relative(result.paths.summary, root)})
     items = "".join(f"<li><code>{_e(name)}</code></li>" for name in names)
     return f"<h2>Files</h2><p class=muted>under {_e(os.fspath(root))}</p><ul>{items}</ul>"
 

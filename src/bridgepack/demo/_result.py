@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bridgepack.data.pipeline import PackResult
-from bridgepack.demo._layout import Layout
+from bridgepack.demo._paths import DemoPaths
 from bridgepack.demo._sizes import DemoSizes
 from bridgepack.demo._steps import CurvesOut, DoctorOut, InspectOut, TokenizerOut
 from bridgepack.train import DataMode, TrainResult
@@ -94,7 +94,7 @@ class DemoResult:
     #: Version of :meth:`to_dict`'s document (:class:`bridgepack.results.JsonResult`).
     SCHEMA_VERSION: ClassVar[int] = 1
 
-    layout: Layout
+    paths: DemoPaths
     sizes: DemoSizes
     threads: int
     steps: list[StepResult] = field(default_factory=list)
@@ -121,8 +121,8 @@ class DemoResult:
             "command": "demo",
             "passed": self.passed,
             "interrupted": self.interrupted,
-            "out_dir": os.fspath(self.layout.root),
-            "report": os.fspath(self.layout.report) if self.layout.report.exists() else None,
+            "out_dir": os.fspath(self.paths.root),
+            "report": os.fspath(self.paths.report) if self.paths.report.exists() else None,
             "sizes": self.sizes.__dict__,
             "threads": self.threads,
             "seconds": round(self.seconds, 3),

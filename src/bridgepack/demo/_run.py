@@ -28,7 +28,7 @@ import orjson
 
 from bridgepack._io import atomic_write_bytes
 from bridgepack.demo import _steps
-from bridgepack.demo._layout import Layout, default_out_dir, prepare_out_dir
+from bridgepack.demo._paths import DemoPaths, default_out_dir, prepare_out_dir
 from bridgepack.demo._report import render_packing_png, render_report
 from bridgepack.demo._resources import EXPECTED_FINDING, config_path, dataset_path
 from bridgepack.demo._result import DemoResult, StepResult, relative
@@ -132,11 +132,11 @@ class _Run:
         self.index = 0
 
     @property
-    def layout(self) -> Layout:
-        return self.result.layout
+    def paths(self) -> DemoPaths:
+        return self.result.paths
 
     def rel(self, path: Path) -> str:
-        return relative(path, self.layout.root)
+        return relative(path, self.paths.root)
 
     def step(self, name: str, work: int | None, body: Callable[[], Outcome]) -> None:
         title = dict(STEPS)[name]
@@ -155,7 +155,7 @@ class _Run:
             out = self.result.artefacts.tokenizer
             summary = f"{out.path}: {out.size:,} ids, chat template; ids present remapped after packing"
             return Outcome(True, summary, None, {"path": str(out.path), "tokens": out.size})
-        out = _steps.make_tokenizer(dataset_path(), self.layout)
+        out = _steps.make_tokenizer(dataset_path(), self.paths)
         self.result.artefacts.tokenizer = out
         summary = f"{out.size} tokens (words, punctuation, digits); model vocabulary {out.vocab}"
         cli = _steps.command("python", "-c", TOKENIZER_SNIPPET, dataset_path(), out.path)
@@ -165,7 +165,7 @@ class _Run:
 
     def pack(self) -> Outcome:
         result, cli = _steps.pack(
-            dataset_path(), self.layout, self.result.sizes, overwrite=self.options.overwrite
+            dataset_path(), self.paths, self.result.sizes, overwrite=self.options.overwrite
         )
         self.result.artefacts.pack = result
         c, meta = result.counts, result.metadata.bridge_values()
@@ -175,8 +175,8 @@ class _Run:
             f"{meta['packing_efficiency']}% full, {meta['packing_factor']} per pack; {fit}"
         )
         remap = None
-        if self.layout.user_tokenizer is not None:
-            tokenizer = _steps.remap_vocabulary(self.layout, overwrite=self.options.overwrite)
+        if self.paths.user_tokenizer is not None:
+            tokenizer = _steps.remap_vocabulary(self.paths, overwrite=self.options.overwrite)
             self.result.artefacts.tokenizer = tokenizer
             summary += f"; {tokenizer.size:,} ids present, remapped to a vocabulary of {tokenizer.vocab:,}"
             remap = {**tokenizer.remap.to_dict(), "model_vocab": tokenizer.vocab} if tokenizer.remap else None
@@ -199,7 +199,7 @@ class _Run:
         return Outcome(ok, summary, cli, data)
 
     def inspect(self) -> Outcome:
-        out = _steps.inspect(self.layout)
+        out = _steps.inspect(self.paths)
         self.result.artefacts.inspect = out
         s = out.stats
         lengths = {f"p{q}": s.length_percentile(q) for q in (50, 90, 99)}
@@ -223,7 +223,7 @@ class _Run:
 
     def doctor(self) -> Outcome:
         out = _steps.doctor(
-            config_path(), self.layout, lang=self.options.lang, overwrite=self.options.overwrite
+            config_path(), self.paths, lang=self.options.lang, overwrite=self.options.overwrite
         )
         self.result.artefacts.doctor = out
         found = ", ".join(f"{f.id} {f.severity}" for f in out.written.findings) or "nothing"
@@ -232,11 +232,11 @@ class _Run:
         if not out.found_expected:
             summary += f" (expected {EXPECTED_FINDING} was not found)"
         data = {
-            "config": self.rel(self.layout.config),
+            "config": self.rel(self.paths.config),
             "expected_finding": EXPECTED_FINDING,
             "findings": [f.to_dict() for f in out.written.findings],
             "fix": out.fixes,
-            "fixed_config": self.rel(self.layout.fixed_config),
+            "fixed_config": self.rel(self.paths.fixed_config),
             "fixed_findings": [f.to_dict() for f in out.fixed.findings],
             "fixed_command": out.fixed_command,
         }
@@ -250,7 +250,7 @@ class _Run:
             self.reporter.advance(1, f"loss {record.loss:.3f}")
 
         result, cli = _steps.run_training(
-            self.layout,
+            self.paths,
             self.result.sizes,
             tokenizer.vocab,
             mode,
@@ -277,12 +277,12 @@ class _Run:
             "tokens_per_s": result.tokens_per_s,
             "real_tokens_per_s": result.real_tokens_per_s,
             "seconds": result.seconds,
-            "log": self.rel(self.layout.log(mode.value)),
+            "log": self.rel(self.paths.log(mode.value)),
         }
         return Outcome(not result.interrupted and _steps.loss_fell(result), summary, cli, data)
 
     def curves(self) -> Outcome:
-        out = _steps.compare(self.layout, overwrite=self.options.overwrite)
+        out = _steps.compare(self.paths, overwrite=self.options.overwrite)
         self.result.artefacts.curves = out
         numbers = _steps.comparison_numbers(out.comparison)
         verdict = "match" if out.passed else "MISMATCH"
@@ -292,20 +292,18 @@ class _Run:
             if isinstance(numbers["max_abs_diff"], float)
             else f"packed vs padded: {verdict} under {numbers['profile']}"
         )
-        return Outcome(
-            out.passed, summary, out.command, {**numbers, "plot": self.rel(self.layout.curves_png)}
-        )
+        return Outcome(out.passed, summary, out.command, {**numbers, "plot": self.rel(self.paths.curves_png)})
 
     def report(self) -> Outcome:
         png = render_packing_png(self.result)
-        atomic_write_bytes(self.layout.packing_png, png, overwrite=self.options.overwrite)
+        atomic_write_bytes(self.paths.packing_png, png, overwrite=self.options.overwrite)
         page = render_report(self.result, packing_png=png)
-        atomic_write_bytes(self.layout.report, page.encode(), overwrite=self.options.overwrite)
+        atomic_write_bytes(self.paths.report, page.encode(), overwrite=self.options.overwrite)
         return Outcome(
             True,
-            f"{self.rel(self.layout.report)} ({len(page) / 1024:,.0f} KiB)",
+            f"{self.rel(self.paths.report)} ({len(page) / 1024:,.0f} KiB)",
             None,
-            {"path": self.rel(self.layout.report)},
+            {"path": self.rel(self.paths.report)},
         )
 
 
@@ -331,8 +329,8 @@ def run_demo(options: DemoOptions, reporter: Reporter | None = None) -> DemoResu
     out = options.out if options.out is not None else default_out_dir()
     user = _steps.user_tokenizer(options.tokenizer) if options.tokenizer is not None else None
     prepare_out_dir(out, overwrite=options.overwrite)
-    layout = Layout(out, sizes.pack_size, options.tokenizer)
-    result = DemoResult(layout=layout, sizes=sizes, threads=options.threads)
+    paths = DemoPaths(out, sizes.pack_size, options.tokenizer)
+    result = DemoResult(paths=paths, sizes=sizes, threads=options.threads)
     result.artefacts.tokenizer = user
     run = _Run(result, reporter or SilentReporter(), options)
     start = time.perf_counter()
@@ -359,4 +357,4 @@ def run_demo(options: DemoOptions, reporter: Reporter | None = None) -> DemoResu
 def write_summary(result: DemoResult, *, overwrite: bool) -> None:
     """``summary.json``: the document ``--format json`` prints."""
     doc = orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-    atomic_write_bytes(result.layout.summary, doc, overwrite=overwrite)
+    atomic_write_bytes(result.paths.summary, doc, overwrite=overwrite)

@@ -37,7 +37,7 @@ from bridgepack.data.pipeline import (
     pack_files,
 )
 from bridgepack.data.samples.text import load_tokenizer
-from bridgepack.demo._layout import Layout
+from bridgepack.demo._paths import DemoPaths
 from bridgepack.demo._remap import Remap, remap_packs
 from bridgepack.demo._resources import EXPECTED_FINDING
 from bridgepack.demo._sizes import DemoSizes, model_vocab
@@ -106,11 +106,11 @@ def conversation_texts(dataset: Path) -> list[str]:
     return texts
 
 
-def make_tokenizer(dataset: Path, layout: Layout) -> TokenizerOut:
+def make_tokenizer(dataset: Path, paths: DemoPaths) -> TokenizerOut:
     """Build the word-level tokenizer (digits split) from the conversations; size rounded for the model."""
     from tokenizers import Tokenizer
 
-    path = build_tokenizer(conversation_texts(dataset), layout.tokenizer, split_digits=True)
+    path = build_tokenizer(conversation_texts(dataset), paths.tokenizer, split_digits=True)
     size = Tokenizer.from_file(os.fspath(path / "tokenizer.json")).get_vocab_size()
     return TokenizerOut(path, size, model_vocab(size))
 
@@ -126,11 +126,11 @@ def user_tokenizer(path: Path) -> TokenizerOut:
     return TokenizerOut(path, size, model_vocab(size))
 
 
-def remap_vocabulary(layout: Layout, *, overwrite: bool) -> TokenizerOut:
+def remap_vocabulary(paths: DemoPaths, *, overwrite: bool) -> TokenizerOut:
     """The user's tokenizer: the packs' ids remapped to the ids present, for a small model vocabulary."""
-    path = layout.tokenizer
+    path = paths.tokenizer
     remap = remap_packs(
-        layout.packed, layout.metadata, layout.train_dir, tokenizer=os.fspath(path),
+        paths.packed, paths.metadata, paths.train_dir, tokenizer=os.fspath(path),
         tokenizer_size=len(load_tokenizer(path)), overwrite=overwrite,
     )  # fmt: skip
     kept = int(remap.kept.size)
@@ -140,18 +140,18 @@ def remap_vocabulary(layout: Layout, *, overwrite: bool) -> TokenizerOut:
 # ------------------------------------------------------------------------------------------- pack/inspect
 
 
-def pack(dataset: Path, layout: Layout, sizes: DemoSizes, *, overwrite: bool) -> tuple[PackResult, str]:
+def pack(dataset: Path, paths: DemoPaths, sizes: DemoSizes, *, overwrite: bool) -> tuple[PackResult, str]:
     """Pack the conversations at ``sizes.pack_size``; the few longer ones are truncated (and listed)."""
     options = PackOptions(
-        InputOptions((dataset,), tokenizer=layout.tokenizer),
+        InputOptions((dataset,), tokenizer=paths.tokenizer),
         PackSize(sizes.pack_size),
         # quiet: the demo's own progress display is live; a second one would clash
-        RunSettings(layout.packed_dir, overwrite=overwrite, quiet=True),
+        RunSettings(paths.packed_dir, overwrite=overwrite, quiet=True),
         LengthPolicy(too_long=TooLong.truncate),
     )
     cli = command(
-        "bridgepack", "pack", dataset, "--out", layout.packed_dir, "--pack-size", str(sizes.pack_size),
-        "--tokenizer", layout.tokenizer, "--too-long", "truncate",
+        "bridgepack", "pack", dataset, "--out", paths.packed_dir, "--pack-size", str(sizes.pack_size),
+        "--tokenizer", paths.tokenizer, "--too-long", "truncate",
     )  # fmt: skip
     return pack_files(options), cli
 
@@ -164,15 +164,15 @@ class InspectOut:
     command: str
 
 
-def inspect(layout: Layout) -> InspectOut:
+def inspect(paths: DemoPaths) -> InspectOut:
     """What ``bridgepack inspect`` does: validate every packed row and recompute Bridge's six metadata values
     from the rows."""
-    found = inspect_packed(layout.packed, metadata=layout.metadata)
+    found = inspect_packed(paths.packed, metadata=paths.metadata)
     return InspectOut(
         found.stats,
-        layout.metadata,
+        paths.metadata,
         found.metadata.mismatches,
-        command("bridgepack", "inspect", layout.packed),
+        command("bridgepack", "inspect", paths.packed),
     )
 
 
@@ -205,30 +205,30 @@ def _fixed_yaml(fixed: LoadedConfig, fixes: Sequence[str], source: Path) -> byte
     return (header + yaml.safe_dump(fixed.raw, sort_keys=False)).encode()
 
 
-def doctor(config: Path, layout: Layout, *, lang: str, overwrite: bool) -> DoctorOut:
+def doctor(config: Path, paths: DemoPaths, *, lang: str, overwrite: bool) -> DoctorOut:
     """Check the bundled config pointed at the demo's packs: the mistake, the fix, the fixed config passing.
 
     The config is copied into the output directory as written; the fixed one is written beside it.
     """
-    atomic_write_bytes(layout.config, read_bytes(config), overwrite=overwrite)
+    atomic_write_bytes(paths.config, read_bytes(config), overwrite=overwrite)
     overrides = [
-        f"dataset.offline_packing_specs.packed_train_data_path={os.fspath(layout.packed)}",
-        f"tokenizer.tokenizer_model={os.fspath(layout.tokenizer)}",
+        f"dataset.offline_packing_specs.packed_train_data_path={os.fspath(paths.packed)}",
+        f"tokenizer.tokenizer_model={os.fspath(paths.tokenizer)}",
     ]
     options = DoctorOptions(world_size=1, lang=lang)
-    loaded = load_config(layout.config, overrides)
+    loaded = load_config(paths.config, overrides)
     written = check(loaded, options)
     fixes = suggest_fixes(loaded, options)
     fixed_config = apply_overrides(loaded, fixes)
     fixed = check(fixed_config, options)
-    atomic_write_bytes(layout.fixed_config, _fixed_yaml(fixed_config, fixes, config), overwrite=overwrite)
+    atomic_write_bytes(paths.fixed_config, _fixed_yaml(fixed_config, fixes, config), overwrite=overwrite)
     return DoctorOut(
         written=written,
         fixes=fixes,
         fixed=fixed,
         overrides=overrides,
-        command=command("bridgepack", "doctor", layout.config, *overrides, "--world-size", "1", "--fix"),
-        fixed_command=command("bridgepack", "doctor", layout.fixed_config, "--world-size", "1"),
+        command=command("bridgepack", "doctor", paths.config, *overrides, "--world-size", "1", "--fix"),
+        fixed_command=command("bridgepack", "doctor", paths.fixed_config, "--world-size", "1"),
     )
 
 
@@ -241,10 +241,10 @@ def planned_steps(sizes: DemoSizes, num_packs: int) -> int:
 
 
 def train_config(
-    layout: Layout, sizes: DemoSizes, vocab: int, mode: DataMode, *, overwrite: bool
+    paths: DemoPaths, sizes: DemoSizes, vocab: int, mode: DataMode, *, overwrite: bool
 ) -> TrainConfig:
     return TrainConfig(
-        data=layout.train_packed,
+        data=paths.train_packed,
         mode=mode,
         model=ModelDims(
             hidden=sizes.hidden, layers=sizes.layers, heads=sizes.heads, ffn=sizes.ffn, vocab=vocab
@@ -255,7 +255,7 @@ def train_config(
         gbs=sizes.gbs,
         mbs=1,
         seed=sizes.seed,
-        log=layout.log(mode.value),
+        log=paths.log(mode.value),
         overwrite=overwrite,
         pack_size=sizes.pack_size,
         pad_multiple=1,
@@ -277,7 +277,7 @@ def train_command(config: TrainConfig) -> str:
 
 
 def run_training(
-    layout: Layout,
+    paths: DemoPaths,
     sizes: DemoSizes,
     vocab: int,
     mode: DataMode,
@@ -285,8 +285,8 @@ def run_training(
     overwrite: bool,
     on_step: Callable[[StepRecord], None] | None = None,
 ) -> tuple[TrainResult, str]:
-    config = train_config(layout, sizes, vocab, mode, overwrite=overwrite)
-    layout.log(mode.value).parent.mkdir(parents=True, exist_ok=True)
+    config = train_config(paths, sizes, vocab, mode, overwrite=overwrite)
+    paths.log(mode.value).parent.mkdir(parents=True, exist_ok=True)
     return train(config, on_step=on_step), train_command(config)
 
 
@@ -310,17 +310,17 @@ class CurvesOut:
         return self.comparison.passed
 
 
-def compare(layout: Layout, *, overwrite: bool) -> CurvesOut:
+def compare(paths: DemoPaths, *, overwrite: bool) -> CurvesOut:
     """Packed (reference) vs padded loss curves from the two Megatron-LM logs, plotted with the difference."""
     from bridgepack.curves import render_png
 
-    runs = [read_curves(layout.log(DataMode.packed.value)), read_curves(layout.log(DataMode.padded.value))]
+    runs = [read_curves(paths.log(DataMode.packed.value)), read_curves(paths.log(DataMode.padded.value))]
     (comparison,) = compare_curves(runs[0], runs[1:], CURVES_PROFILE, metrics=[LOSS])
     png = render_png(runs, LOSS, [comparison])
-    atomic_write_bytes(layout.curves_png, png, overwrite=overwrite)
+    atomic_write_bytes(paths.curves_png, png, overwrite=overwrite)
     cli = command(
-        "bridgepack", "curves", "compare", layout.log("packed"), layout.log("padded"),
-        "--tolerance", CURVES_PROFILE.name, "--ulps", str(CURVES_PROFILE.ulps), "--plot", layout.curves_png,
+        "bridgepack", "curves", "compare", paths.log("packed"), paths.log("padded"),
+        "--tolerance", CURVES_PROFILE.name, "--ulps", str(CURVES_PROFILE.ulps), "--plot", paths.curves_png,
     )  # fmt: skip
     return CurvesOut(runs, comparison, png, cli)
 

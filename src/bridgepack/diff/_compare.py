@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from bridgepack.data.format import check_eos_id
+from bridgepack.data.packset import check_eos_id
 from bridgepack.diff._batch_diff import diff_batches, is_batch_dump
 from bridgepack.diff._packed_diff import diff_packed
 from bridgepack.errors import UsageError

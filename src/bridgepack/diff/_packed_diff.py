@@ -30,15 +30,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bridgepack.data.format import (
-    BRIDGEPACK_KEY,
-    RUN_KEYS,
-    MetadataEntry,
-    PackingMetadata,
-    check_run_ids,
-    find_metadata,
-    packed_names,
-)
 from bridgepack.data.packed import (
     PackedRow,
     PackedSource,
@@ -48,6 +39,16 @@ from bridgepack.data.packed import (
     not_as_recorded,
     resolve_packed_paths,
     scan_blocks,
+)
+from bridgepack.data.packset import (
+    BRIDGEPACK_KEY,
+    LEGACY_SUFFIX,
+    RUN_KEYS,
+    MetadataEntry,
+    PackingMetadata,
+    check_run_ids,
+    find_metadata,
+    packed_names,
 )
 from bridgepack.diff._match import match_sequences
 from bridgepack.errors import DataError, InputError
@@ -117,7 +118,7 @@ def recorded_entry_fingerprint(location: str) -> tuple[str, int, dict[str, Any]]
     there is one; the set checked as every reader checks it (:func:`check_run_ids`), and a record this
     bridgepack cannot check refused (:func:`files_recorded_fingerprint`)."""
     # the location first (a legacy .npy is its own file): what it is not is said before any sidecar
-    files = [location] if location.lower().endswith(".npy") else resolve_packed_paths(location)
+    files = [location] if location.lower().endswith(LEGACY_SUFFIX) else resolve_packed_paths(location)
     meta_path = find_metadata(files)
     if meta_path is None:
         return None

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridgepack.doctor._context import Context
+from bridgepack.doctor._config_facts import ConfigFacts
 from bridgepack.doctor._defect_facts import DefectContext
 from bridgepack.doctor._defect_model import EFFECTS, Defect
 from bridgepack.doctor._defects import DEFECTS
@@ -132,7 +132,7 @@ def _gpu_ok(defect: Defect, gpu: str | None) -> bool:
 
 
 def atlas_findings(
-    ctx: Context,
+    ctx: ConfigFacts,
     raw: dict,
     *,
     stack: Mapping[str, str],

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridgepack.doctor._context import Context
+from bridgepack.doctor._config_facts import ConfigFacts
 
 #: Launchers a defect can be specific to: Bridge's own training step, or Megatron-LM's ``pretrain_gpt.py``.
 BRIDGE_LAUNCHER = "bridge"
@@ -55,7 +55,7 @@ class EosScan:
 class DefectContext:
     """Everything a defect trigger may read."""
 
-    ctx: Context
+    ctx: ConfigFacts
     raw: dict[str, Any] = field(default_factory=dict)
     #: ``"bridge"``, ``"mlm"`` or ``None`` (either): defaults differ (Megatron-LM fuses RoPE by default).
     launcher: str | None = None
@@ -93,7 +93,7 @@ class DefectContext:
         return self._eos
 
 
-def _scan_packed(ctx: Context) -> EosScan | None:
+def _scan_packed(ctx: ConfigFacts) -> EosScan | None:
     """The EOS-in-trained-span counts of the packed split, from the doctor's one scan of it
     (:func:`~bridgepack.doctor._packed_facts.read_packed_facts`), when the metadata records the EOS id."""
     facts = ctx.facts

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from bridgepack.doctor._atlas import atlas_findings
 from bridgepack.doctor._catalog import known_ids
-from bridgepack.doctor._context import Context
+from bridgepack.doctor._config_facts import ConfigFacts
 from bridgepack.doctor._defect_facts import BRIDGE_LAUNCHER, MLM_LAUNCHER
 from bridgepack.doctor._defects import DEFECT_IDS
 from bridgepack.doctor._family import infer_family
@@ -31,7 +31,8 @@ MAX_FIX_ROUNDS = 10
 
 @dataclass
 class DoctorOptions:
-    """What the doctor knows beyond the config itself."""
+    """What the caller tells the doctor beyond the config itself (the CLI's flags, the API's keywords);
+    each check turns it and the loaded config into the :class:`ConfigFacts` the rules read."""
 
     world_size: int | None = None
     dp: int | None = None
@@ -142,10 +143,10 @@ def _packed_spec(loaded: LoadedConfig, options: DoctorOptions) -> str | None:
     return None
 
 
-def build_context(loaded: LoadedConfig, options: DoctorOptions) -> Context:
+def config_facts(loaded: LoadedConfig, options: DoctorOptions) -> ConfigFacts:
     view = loaded.view
     family, source = infer_family(view, given=options.model_family, recipe=options.recipe)
-    ctx = Context(
+    ctx = ConfigFacts(
         view=view,
         problems=loaded.problems,
         world_size=options.world_size,
@@ -207,7 +208,7 @@ def check(loaded: LoadedConfig, options: DoctorOptions | None = None) -> Report:
     return Report(config_era=loaded.view.era, findings=findings, stack=stack)
 
 
-def _rule_findings(loaded: LoadedConfig, options: DoctorOptions) -> tuple[Context, list[Finding]]:
+def _rule_findings(loaded: LoadedConfig, options: DoctorOptions) -> tuple[ConfigFacts, list[Finding]]:
     """The findings of :data:`RULES` alone (what ``suggest_fixes`` iterates on: the atlas's workarounds change
     the run, and its packed-data scan need not run once per fix round), with the context they were read in."""
     checked_lang(options.lang)
@@ -215,7 +216,7 @@ def _rule_findings(loaded: LoadedConfig, options: DoctorOptions) -> tuple[Contex
     unknown = [a for a in options.allow if a not in known]
     if unknown:
         raise UsageError(f"{param('allow')} {', '.join(unknown)}: no such rule (ids: {known_ids()})")
-    ctx = build_context(loaded, options)
+    ctx = config_facts(loaded, options)
     findings = [
         _finding(rule, hit, options.lang, rule.id in options.allow, loaded)
         for rule in RULES

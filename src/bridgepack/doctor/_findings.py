@@ -12,7 +12,7 @@ from bridgepack._bridge_keys import override as bridge_override
 from bridgepack.findings import ERROR, INFO, SEVERITY_ORDER, WARNING, Finding, Severity  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
-    from bridgepack.doctor._context import Context
+    from bridgepack.doctor._config_facts import ConfigFacts
 
 #: The languages every rule and every atlas entry speaks (``--lang``).
 LANGS: tuple[str, ...] = ("en", "zh")
@@ -89,7 +89,7 @@ class Rule:
     severity: Severity
     fields: tuple[str, ...]
     upstream: str
-    check: Callable[[Context], CheckResult]
+    check: Callable[[ConfigFacts], CheckResult]
     group: str
     text: Mapping[str, tuple[str, str]]
     fix: tuple[str, ...] = ()

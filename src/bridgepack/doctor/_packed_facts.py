@@ -23,8 +23,8 @@ import glob
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridgepack.data.format import PackingMetadata, check_run_ids, find_metadata
 from bridgepack.data.packed import PackedScan, PackedSource, RecordedCheck
+from bridgepack.data.packset import PackingMetadata, check_run_ids, find_metadata
 
 
 @dataclass

@@ -23,7 +23,7 @@ import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bridgepack.doctor._context import Context
+from bridgepack.doctor._config_facts import ConfigFacts
 from bridgepack.doctor._fields import field_problem
 from bridgepack.doctor._findings import LANGS, CheckResult, Example, Rule, Severity
 from bridgepack.doctor._load import parse_override
@@ -74,10 +74,10 @@ def rule(
     fix: tuple[str, ...] = (),
     example: Example | None = None,
     **text: tuple[str, str],
-) -> Callable[[Callable[[Context], CheckResult]], Callable[[Context], CheckResult]]:
+) -> Callable[[Callable[[ConfigFacts], CheckResult]], Callable[[ConfigFacts], CheckResult]]:
     """Register the decorated check as rule ``rule_id``; ``text`` is ``en=(message, why), zh=(...)``."""
 
-    def register(check: Callable[[Context], CheckResult]) -> Callable[[Context], CheckResult]:
+    def register(check: Callable[[ConfigFacts], CheckResult]) -> Callable[[ConfigFacts], CheckResult]:
         made = make_rule(
             rule_id, severity, fields, upstream, check, group=group, fix=fix, example=example, text=text
         )
@@ -94,7 +94,7 @@ def make_rule(
     severity: Severity,
     fields: tuple[str, ...],
     upstream: str,
-    check: Callable[[Context], CheckResult],
+    check: Callable[[ConfigFacts], CheckResult],
     *,
     group: str,
     fix: tuple[str, ...] = (),
@@ -140,7 +140,7 @@ def _check_id(rule_id: str, group: str, fail: Callable[[str], RuleDefinitionErro
 
 def _check_text(
     text: Mapping[str, tuple[str, str]],
-    check: Callable[[Context], CheckResult],
+    check: Callable[[ConfigFacts], CheckResult],
     fail: Callable[[str], RuleDefinitionError],
 ) -> None:
     missing = [lang for lang in LANGS if lang not in text]

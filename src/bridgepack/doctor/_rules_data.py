@@ -14,7 +14,7 @@ from bridgepack._bridge_keys import (
     TP,
 )
 from bridgepack.data.samples.text import eos_disagreement, tokenizer_eos_id
-from bridgepack.doctor._context import Context
+from bridgepack.doctor._config_facts import ConfigFacts
 from bridgepack.doctor._findings import (
     BRIDGEPACK_ONLY,
     ERROR,
@@ -46,7 +46,7 @@ from bridgepack.errors import InputError
         "ed 指定本地副本。",
     ),
 )
-def packed_path_missing(ctx: Context) -> CheckResult:
+def packed_path_missing(ctx: ConfigFacts) -> CheckResult:
     if ctx.missing_packed is not None:
         return Hit({"path": ctx.missing_packed})
     return None
@@ -68,7 +68,7 @@ def packed_path_missing(ctx: Context) -> CheckResult:
         "打包文件是按另一种打包长度生成的：配置与数据不一致。",
     ),
 )
-def metadata_pack_size(ctx: Context) -> CheckResult:
+def metadata_pack_size(ctx: ConfigFacts) -> CheckResult:
     facts = ctx.facts
     if facts is None or facts.pack_size is None:
         return None
@@ -100,7 +100,7 @@ def metadata_pack_size(ctx: Context) -> CheckResult:
         "（bridgepack pack --cp/--tp/--sequence-parallel 会自动推导）。",
     ),
 )
-def packed_lengths_multiple(ctx: Context) -> CheckResult:
+def packed_lengths_multiple(ctx: ConfigFacts) -> CheckResult:
     """Packed sequences whose runtime length the topology cannot split. No fix: the data is stale, and a
     config override cannot make it right (SP019 sets the config's pad multiple when that is wrong too)."""
     facts = ctx.facts
@@ -131,7 +131,7 @@ def packed_lengths_multiple(ctx: Context) -> CheckResult:
         "打包数据已过期：修改对齐倍数需要重新生成打包目录。",
     ),
 )
-def stale_pad_multiple(ctx: Context) -> CheckResult:
+def stale_pad_multiple(ctx: ConfigFacts) -> CheckResult:
     facts = ctx.facts
     if facts is None:
         return None
@@ -159,7 +159,7 @@ def stale_pad_multiple(ctx: Context) -> CheckResult:
         "打包数据已过期：其他分词器的 token id 代表不同的文本。请用当前分词器重新打包。",
     ),
 )
-def stale_tokenizer(ctx: Context) -> CheckResult:
+def stale_tokenizer(ctx: ConfigFacts) -> CheckResult:
     facts = ctx.facts
     configured = ctx.view.tokenizer.tokenizer_model or ctx.view.offline_specs.tokenizer_model_name
     if facts is None or not configured:
@@ -190,7 +190,7 @@ def stale_tokenizer(ctx: Context) -> CheckResult:
         "正的 EOS。请使用 --tokenizer（或 --eos-id）重新打包。",
     ),
 )
-def stale_eos(ctx: Context) -> CheckResult:
+def stale_eos(ctx: ConfigFacts) -> CheckResult:
     """The EOS id the packs were padded with (the metadata's) against the EOS of the config's tokenizer,
     when that tokenizer is a local directory (#15 item 3: an EOS inferred from chat-rendered rows is their
     last token, a newline, not the tokenizer's EOS)."""

@@ -16,7 +16,7 @@ from bridgepack._bridge_keys import (
     PP,
     SPECS,
 )
-from bridgepack.doctor._context import Context
+from bridgepack.doctor._config_facts import ConfigFacts
 from bridgepack.doctor._family import ASR, GLM45, QWEN3_NEXT, QWEN35_VL, QWEN_OMNI
 from bridgepack.doctor._findings import (
     DOCUMENTED,
@@ -58,7 +58,7 @@ PRETRAINED = "checkpoint.pretrained_checkpoint"
         "Bridge 为该模型系列提供的 recipe 关闭了离线打包，并注明不支持打包序列。",
     ),
 )
-def family_without_offline_packing(ctx: Context) -> CheckResult:
+def family_without_offline_packing(ctx: ConfigFacts) -> CheckResult:
     d = ctx.view.dataset
     if ctx.family in (QWEN3_NEXT, GLM45) and (
         d.enable_offline_packing or d.offline_packing_specs is not None
@@ -87,7 +87,7 @@ def family_without_offline_packing(ctx: Context) -> CheckResult:
         "Bridge 为该模型系列提供的 recipe 关闭数据集层面的打包，由训练 step 自行打包。",
     ),
 )
-def family_defers_packing_to_step(ctx: Context) -> CheckResult:
+def family_defers_packing_to_step(ctx: ConfigFacts) -> CheckResult:
     d = ctx.view.dataset
     if ctx.family == QWEN35_VL and (d.enable_in_batch_packing or d.enable_offline_packing):
         fix = [override(IN_BATCH, False), override(DEFER, True)]
@@ -120,7 +120,7 @@ def family_defers_packing_to_step(ctx: Context) -> CheckResult:
         "Bridge 为该模型系列提供的 recipe 均不使用打包训练。",
     ),
 )
-def family_without_packing(ctx: Context) -> CheckResult:
+def family_without_packing(ctx: ConfigFacts) -> CheckResult:
     if ctx.family in (QWEN_OMNI, ASR) and ctx.view.packing:
         return Hit({"family": ctx.family, "source": ctx.family_source}, packing_off(ctx))
     return None
@@ -145,7 +145,7 @@ def family_without_packing(ctx: Context) -> CheckResult:
         "制检查）。",
     ),
 )
-def mtp_with_packing(ctx: Context) -> CheckResult:
+def mtp_with_packing(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     if (v.model.mtp_num_layers or 0) > 0 and v.packing:
         return Hit({"layers": v.model.mtp_num_layers}, packing_off(ctx))
@@ -171,7 +171,7 @@ def mtp_with_packing(ctx: Context) -> CheckResult:
         "并行且不开启批内打包。",
     ),
 )
-def energon_native_packing(ctx: Context) -> CheckResult:
+def energon_native_packing(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     if v.dataset.packing_buffer_size is None:
         return None
@@ -212,7 +212,7 @@ def energon_native_packing(ctx: Context) -> CheckResult:
         "适配器在冻结的预训练权重之上训练，必须指定权重的加载位置。",
     ),
 )
-def peft_needs_checkpoint(ctx: Context) -> CheckResult:
+def peft_needs_checkpoint(ctx: ConfigFacts) -> CheckResult:
     if ctx.view.peft and ctx.view.checkpoint.pretrained_checkpoint is None:
         return Hit(fix=[f"{PRETRAINED}=/path/to/pretrained/checkpoint"])
     return None

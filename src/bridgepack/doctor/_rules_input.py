@@ -10,7 +10,7 @@ from bridgepack._bridge_keys import (
     LEGACY_SPECS,
     OFFLINE,
 )
-from bridgepack.doctor._context import Context
+from bridgepack.doctor._config_facts import ConfigFacts
 from bridgepack.doctor._findings import (
     AT_MERGE,
     BRIDGEPACK_ONLY,
@@ -26,7 +26,7 @@ from bridgepack.doctor._findings import (
 from bridgepack.doctor._registry import rule
 
 
-def _problems(ctx: Context, kind: str) -> Iterator[Hit]:
+def _problems(ctx: ConfigFacts, kind: str) -> Iterator[Hit]:
     """One hit per loader problem of ``kind``, about its key (where the YAML wrote it is the location)."""
     for p in ctx.problems:
         if p.kind == kind:
@@ -52,7 +52,7 @@ def _problems(ctx: Context, kind: str) -> Iterator[Hit]:
         "作为命令行覆盖项时则直接拒绝。",
     ),
 )
-def unknown_section(ctx: Context) -> CheckResult:
+def unknown_section(ctx: ConfigFacts) -> CheckResult:
     return list(_problems(ctx, "unknown-section"))
 
 
@@ -73,7 +73,7 @@ def unknown_section(ctx: Context) -> CheckResult:
         "Bridge 合并 YAML 时跳过未知字段并仅打印警告，作为命令行覆盖项时则直接拒绝：拼错的值永远不会生效。",
     ),
 )
-def unknown_field(ctx: Context) -> CheckResult:
+def unknown_field(ctx: ConfigFacts) -> CheckResult:
     return list(_problems(ctx, "unknown-field"))
 
 
@@ -93,7 +93,7 @@ def unknown_field(ctx: Context) -> CheckResult:
         "Bridge 根据配置构建带类型的 dataclass；类型错误会导致失败或异常行为。",
     ),
 )
-def wrong_type(ctx: Context) -> CheckResult:
+def wrong_type(ctx: ConfigFacts) -> CheckResult:
     return list(_problems(ctx, "wrong-type"))
 
 
@@ -114,7 +114,7 @@ def wrong_type(ctx: Context) -> CheckResult:
         "并行度、批大小或长度超出范围会导致除以零或无法运行；其他规则在此处按默认值检查。",
     ),
 )
-def out_of_range(ctx: Context) -> CheckResult:
+def out_of_range(ctx: ConfigFacts) -> CheckResult:
     return list(_problems(ctx, "out-of-range"))
 
 
@@ -133,7 +133,7 @@ def out_of_range(ctx: Context) -> CheckResult:
         "同一映射中重复的 YAML 键会静默保留最后一个值，另一个值被丢弃。",
     ),
 )
-def duplicate_key(ctx: Context) -> CheckResult:
+def duplicate_key(ctx: ConfigFacts) -> CheckResult:
     return list(_problems(ctx, "duplicate-key"))
 
 
@@ -153,7 +153,7 @@ def duplicate_key(ctx: Context) -> CheckResult:
         "同一输入中同一字段被赋予两个不同的值；请明确要用哪一个。",
     ),
 )
-def contradictory_overrides(ctx: Context) -> CheckResult:
+def contradictory_overrides(ctx: ConfigFacts) -> CheckResult:
     return list(_problems(ctx, "contradiction"))
 
 
@@ -173,7 +173,7 @@ def contradictory_overrides(ctx: Context) -> CheckResult:
         "v0.6 重命名了打包字段；同时出现两套名称说明其中一套已被静默忽略。",
     ),
 )
-def mixed_era(ctx: Context) -> CheckResult:
+def mixed_era(ctx: ConfigFacts) -> CheckResult:
     return list(_problems(ctx, "mixed-era"))
 
 
@@ -195,7 +195,7 @@ def mixed_era(ctx: Context) -> CheckResult:
         "bridgepack 已按新名称读取。",
     ),
 )
-def legacy_names(ctx: Context) -> CheckResult:
+def legacy_names(ctx: ConfigFacts) -> CheckResult:
     if ctx.view.era != "<=v0.5":
         return None
     return Hit(fix=[])

@@ -25,7 +25,7 @@ from bridgepack._bridge_keys import (
     PAD_TO_MAX,
     SPECS,
 )
-from bridgepack.doctor._context import Context
+from bridgepack.doctor._config_facts import ConfigFacts
 from bridgepack.doctor._findings import (
     ERROR,
     RAISES,
@@ -42,7 +42,7 @@ TE_IMPL = "transformer_engine"
 LOCAL_IMPL = "local"
 
 
-def packing_off(ctx: Context) -> list[str]:
+def packing_off(ctx: ConfigFacts) -> list[str]:
     """Overrides that switch every kind of packing off."""
     d = ctx.view.dataset
     out = []
@@ -81,7 +81,7 @@ def smallest_factor(n: int) -> int:
         "两种打包方式构造批次的方法互不兼容，Bridge 只允许开启其中一种。",
     ),
 )
-def offline_and_in_batch(ctx: Context) -> CheckResult:
+def offline_and_in_batch(ctx: ConfigFacts) -> CheckResult:
     d = ctx.view.dataset
     if d.enable_offline_packing and d.enable_in_batch_packing:
         return Hit(fix=[override(IN_BATCH, False)])
@@ -105,7 +105,7 @@ def offline_and_in_batch(ctx: Context) -> CheckResult:
         "离线打包需要 specs（打包长度、对齐倍数）才能找到或生成打包文件。",
     ),
 )
-def offline_without_specs(ctx: Context) -> CheckResult:
+def offline_without_specs(ctx: ConfigFacts) -> CheckResult:
     d = ctx.view.dataset
     if d.enable_offline_packing and d.offline_packing_specs is None:
         return Hit(fix=[override(OFFLINE, False)])
@@ -129,7 +129,7 @@ def offline_without_specs(ctx: Context) -> CheckResult:
         "自 v0.6 起 specs 不再自动开启打包；Bridge 拒绝只设置一半的配置。",
     ),
 )
-def specs_without_offline(ctx: Context) -> CheckResult:
+def specs_without_offline(ctx: ConfigFacts) -> CheckResult:
     d = ctx.view.dataset
     if d.offline_packing_specs is not None and not d.enable_offline_packing:
         return Hit(fix=[override(OFFLINE, True)])
@@ -160,7 +160,7 @@ def specs_without_offline(ctx: Context) -> CheckResult:
         "打包长度是每个打包行的容量；-1 只是未设置时的默认值。",
     ),
 )
-def pack_size_positive(ctx: Context) -> CheckResult:
+def pack_size_positive(ctx: ConfigFacts) -> CheckResult:
     d = ctx.view.dataset
     specs = d.offline_packing_specs
     if d.enable_offline_packing and specs is not None and specs.packed_sequence_size <= 0:
@@ -197,7 +197,7 @@ def pack_size_positive(ctx: Context) -> CheckResult:
         "行长度为打包长度 x MBS。",
     ),
 )
-def offline_micro_batch(ctx: Context) -> CheckResult:
+def offline_micro_batch(ctx: ConfigFacts) -> CheckResult:
     """MBS > 1 with offline packing. The fix keeps the token slots per step: MBS 1, GBS/MBS rows of N*MBS
     (GBS rounded up to a multiple of DP when DP is known, so the batch still divides), and the sequence
     length set to the new pack size as packed training wants it (bridge-format §4; SP016 otherwise)."""
@@ -238,7 +238,7 @@ def offline_micro_batch(ctx: Context) -> CheckResult:
         "（都不能整除时把 GBS 向上取整到 2 x DP 的倍数）。",
     ),
 )
-def in_batch_micro_batch(ctx: Context) -> CheckResult:
+def in_batch_micro_batch(ctx: ConfigFacts) -> CheckResult:
     """In-batch packing with MBS 1. The fix raises MBS rather than turning packing off (what the user asked
     for stays): GBS samples per step are kept when a micro-batch size > 1 divides GBS / DP, else MBS 2 and
     GBS rounded up so that GBS % (MBS x DP) == 0 (SP017 holds after it)."""
@@ -272,14 +272,14 @@ def in_batch_micro_batch(ctx: Context) -> CheckResult:
         "只有每行都填充到固定的打包宽度时，填充后的 cu_seqlens 才有固定长度。",
     ),
 )
-def pad_cu_needs_fixed_width(ctx: Context) -> CheckResult:
+def pad_cu_needs_fixed_width(ctx: ConfigFacts) -> CheckResult:
     d = ctx.view.dataset
     if d.offline_packing_specs is not None and d.offline_packing_specs.pad_cu_seqlens and not d.fixed_width:
         return Hit(fix=[override(PAD_TO_MAX, True)])
     return None
 
 
-def graph_modules(ctx: Context) -> list[str]:
+def graph_modules(ctx: ConfigFacts) -> list[str]:
     """Per-layer graph modules named in cuda_graph_modules / cuda_graph_scope (full-iteration excluded)."""
     names: list[str] = []
     for value in (ctx.view.model.cuda_graph_modules, ctx.view.model.cuda_graph_scope):
@@ -290,7 +290,7 @@ def graph_modules(ctx: Context) -> list[str]:
     ]
 
 
-def full_iteration_graph(ctx: Context) -> bool:
+def full_iteration_graph(ctx: ConfigFacts) -> bool:
     m = ctx.view.model
     if m.cuda_graph_impl == FULL_ITERATION_IMPL:
         return True
@@ -327,7 +327,7 @@ def full_iteration_graph(ctx: Context) -> bool:
         "捕获的图按固定张量形状重放；宽度变化的打包行会使重放失败。",
     ),
 )
-def graphs_need_fixed_width(ctx: Context) -> CheckResult:
+def graphs_need_fixed_width(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     if v.dataset.offline_packing_specs is None or v.dataset.fixed_width:
         return None
@@ -355,7 +355,7 @@ def graphs_need_fixed_width(ctx: Context) -> CheckResult:
         "打包注意力读取 cu_seqlens；被捕获的图要求它们同样具有固定长度。",
     ),
 )
-def attention_graphs_need_pad_cu(ctx: Context) -> CheckResult:
+def attention_graphs_need_pad_cu(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     specs = v.dataset.offline_packing_specs
     if specs is None or specs.pad_cu_seqlens:
@@ -387,7 +387,7 @@ def attention_graphs_need_pad_cu(ctx: Context) -> CheckResult:
         "，或将 packed_metadata_path 指向该文件。",
     ),
 )
-def pad_cu_needs_metadata(ctx: Context) -> CheckResult:
+def pad_cu_needs_metadata(ctx: ConfigFacts) -> CheckResult:
     specs = ctx.view.dataset.offline_packing_specs
     if specs is None or not specs.pad_cu_seqlens:
         return None

@@ -19,7 +19,7 @@ from bridgepack._bridge_keys import (
     SPECS,
     TP,
 )
-from bridgepack.doctor._context import Context
+from bridgepack.doctor._config_facts import ConfigFacts
 from bridgepack.doctor._findings import (
     BRIDGEPACK_ONLY,
     DOCUMENTED,
@@ -60,7 +60,7 @@ MAX_SINGLE = f"{SPECS}.max_single_sequence_length"
         "上下文并行把每个序列切成 2*CP 块（之字形布局）。",
     ),
 )
-def cp_divides_seq_length(ctx: Context) -> CheckResult:
+def cp_divides_seq_length(ctx: ConfigFacts) -> CheckResult:
     m = ctx.view.model
     cp = m.context_parallel_size
     if cp > 1 and m.seq_length % (2 * cp) != 0:
@@ -72,7 +72,7 @@ def cp_divides_seq_length(ctx: Context) -> CheckResult:
     return None
 
 
-def _is_sft(ctx: Context) -> bool:
+def _is_sft(ctx: ConfigFacts) -> bool:
     return ctx.view.dataset.kind in ("sft", "sft_in_batch")
 
 
@@ -96,7 +96,7 @@ def _is_sft(ctx: Context) -> bool:
         "若某个 CP rank 的分片全部被掩码，其损失会除以零；按 token 计算损失先求和，再除以全局 token 数。",
     ),
 )
-def cp_finetune_per_token_loss(ctx: Context) -> CheckResult:
+def cp_finetune_per_token_loss(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     if v.model.context_parallel_size > 1 and _is_sft(ctx) and not v.model.calculate_per_token_loss:
         return Hit({"cp": v.model.context_parallel_size}, [override(PER_TOKEN, True)])
@@ -123,7 +123,7 @@ def cp_finetune_per_token_loss(ctx: Context) -> CheckResult:
         "在集合通信中求平均是除以 rank 数而非 token 数，会破坏 CP 微调所依赖的按 token 损失。",
     ),
 )
-def cp_finetune_no_collective_average(ctx: Context) -> CheckResult:
+def cp_finetune_no_collective_average(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     if v.model.context_parallel_size > 1 and _is_sft(ctx) and v.ddp.average_in_collective:
         return Hit({"cp": v.model.context_parallel_size}, [override(AVG_COLL, False)])
@@ -148,7 +148,7 @@ def cp_finetune_no_collective_average(ctx: Context) -> CheckResult:
         "按 token 损失自行除以全局 token 数；Megatron-Core 会断言禁止再在梯度集合通信中求平均。",
     ),
 )
-def per_token_loss_vs_collective_average(ctx: Context) -> CheckResult:
+def per_token_loss_vs_collective_average(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     if v.model.calculate_per_token_loss and v.ddp.average_in_collective:
         return Hit(fix=[override(AVG_COLL, False)])
@@ -175,7 +175,7 @@ def per_token_loss_vs_collective_average(ctx: Context) -> CheckResult:
         "模型的位置与注意力形状必须与数据产生的行一致。",
     ),
 )
-def seq_lengths_agree(ctx: Context) -> CheckResult:
+def seq_lengths_agree(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     if v.dataset.seq_length is not None and v.model.seq_length != v.dataset.seq_length:
         return Hit(
@@ -213,7 +213,7 @@ def seq_lengths_agree(ctx: Context) -> CheckResult:
         "使学习率调度每步看到的 token 数相同。",
     ),
 )
-def pack_size_matches_seq_length(ctx: Context) -> CheckResult:
+def pack_size_matches_seq_length(ctx: ConfigFacts) -> CheckResult:
     """Pack width differs from seq_length; the fix keeps the token slots per step (pack x GBS) equal."""
     v = ctx.view
     size, seq, gbs = v.offline_specs.packed_sequence_size, v.dataset.seq_length, v.train.global_batch_size
@@ -246,7 +246,7 @@ def pack_size_matches_seq_length(ctx: Context) -> CheckResult:
         "每步在每个数据并行 rank 上运行 GBS / (MBS x DP) 个微批，该商必须是不小于 1 的整数。",
     ),
 )
-def batch_divisibility(ctx: Context) -> CheckResult:
+def batch_divisibility(ctx: ConfigFacts) -> CheckResult:
     t = ctx.view.train
     if t.global_batch_size is None or t.micro_batch_size is None or t.micro_batch_size <= 0:
         return None
@@ -281,7 +281,7 @@ def batch_divisibility(ctx: Context) -> CheckResult:
         "DP = world size / (TP x PP x CP) 必须是整数。",
     ),
 )
-def world_size_divisible(ctx: Context) -> CheckResult:
+def world_size_divisible(ctx: ConfigFacts) -> CheckResult:
     if ctx.world_size is None:
         return None
     mp = ctx.view.model_parallel_size
@@ -314,7 +314,7 @@ def world_size_divisible(ctx: Context) -> CheckResult:
         "才会失败。修改后需要重新打包。",
     ),
 )
-def pad_multiple_covers_topology(ctx: Context) -> CheckResult:
+def pad_multiple_covers_topology(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     pad, need = v.offline_specs.pad_seq_to_mult, ctx.pad_needed
     if v.dataset.enable_offline_packing and isinstance(pad, int) and pad > 0 and pad % need != 0:
@@ -341,7 +341,7 @@ def pad_multiple_covers_topology(ctx: Context) -> CheckResult:
         "更大的倍数可以运行，但会让每个序列多出不必要的填充。",
     ),
 )
-def pad_multiple_larger_than_needed(ctx: Context) -> CheckResult:
+def pad_multiple_larger_than_needed(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     pad, need = v.offline_specs.pad_seq_to_mult, ctx.pad_needed
     if v.dataset.enable_offline_packing and isinstance(pad, int) and pad > need and pad % need == 0:
@@ -366,7 +366,7 @@ def pad_multiple_larger_than_needed(ctx: Context) -> CheckResult:
         "PackedSequenceSpecs 在构造时会拒绝非正的倍数。",
     ),
 )
-def pad_multiple_positive(ctx: Context) -> CheckResult:
+def pad_multiple_positive(ctx: ConfigFacts) -> CheckResult:
     pad = ctx.view.offline_specs.pad_seq_to_mult
     if ctx.view.dataset.offline_packing_specs is not None and isinstance(pad, int) and pad <= 0:
         return Hit({"pad": pad}, [override(PAD_MULT, ctx.pad_needed)])
@@ -390,7 +390,7 @@ def pad_multiple_positive(ctx: Context) -> CheckResult:
         "null 能通过 Bridge 的 specs 检查，但其打包数据加载器需要整数，运行时会失败。",
     ),
 )
-def pad_multiple_not_null(ctx: Context) -> CheckResult:
+def pad_multiple_not_null(ctx: ConfigFacts) -> CheckResult:
     if ctx.view.dataset.offline_packing_specs is not None and ctx.view.offline_specs.pad_seq_to_mult is None:
         return Hit(fix=[override(PAD_MULT, ctx.pad_needed)])
     return None
@@ -413,7 +413,7 @@ def pad_multiple_not_null(ctx: Context) -> CheckResult:
         "单个序列不能长于容纳它的打包行。",
     ),
 )
-def max_single_sequence_length(ctx: Context) -> CheckResult:
+def max_single_sequence_length(ctx: ConfigFacts) -> CheckResult:
     specs = ctx.view.dataset.offline_packing_specs
     if specs is None or specs.max_single_sequence_length is None:
         return None
@@ -444,7 +444,7 @@ def max_single_sequence_length(ctx: Context) -> CheckResult:
         "批内打包的 collate 会把每个序列填充到该倍数；行宽必须容纳完整的块。",
     ),
 )
-def in_batch_seq_length_multiple(ctx: Context) -> CheckResult:
+def in_batch_seq_length_multiple(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     seq, need = v.dataset.seq_length, ctx.pad_needed
     if v.dataset.kind == "sft_in_batch" and seq is not None and seq % need != 0:
@@ -476,7 +476,7 @@ def in_batch_seq_length_multiple(ctx: Context) -> CheckResult:
         "你指定的注意力 kernel 以该大小分块处理每一行。",
     ),
 )
-def kernel_chunk_divides_width(ctx: Context) -> CheckResult:
+def kernel_chunk_divides_width(ctx: ConfigFacts) -> CheckResult:
     v = ctx.view
     chunk = ctx.kernel_chunk
     if not chunk or not v.dataset.enable_offline_packing:

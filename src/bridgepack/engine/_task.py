@@ -16,8 +16,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bridgepack.data.format import PARQUET_RUN_ID
 from bridgepack.data.packed import fingerprint_packed
+from bridgepack.data.packset import PARQUET_RUN_ID
 from bridgepack.data.pipeline import (
     FAILED_CHUNK,
     OutputShard,

@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from bridgepack.batching import PackedDataset
-from bridgepack.data.format import PackingMetadata, check_run_ids, find_metadata
-from bridgepack.data.packed import LEGACY_SUFFIX, PackedScan, PackedSource, RecordedCheck, check_pack_capacity
+from bridgepack.data.packed import PackedScan, PackedSource, RecordedCheck, check_pack_capacity
+from bridgepack.data.packset import LEGACY_SUFFIX, PackingMetadata, check_run_ids, find_metadata
 from bridgepack.errors import DataError, UsageError, param, where
 
 

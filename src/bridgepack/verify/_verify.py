@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import orjson
 
-from bridgepack.data.format import PackingMetadata
+from bridgepack.data.packset import PackingMetadata
 from bridgepack.data.pipeline import InputOptions, PackOptions, PackSize, RunSettings, pack_files
 from bridgepack.diff import diff_packed
 from bridgepack.env import parse_version

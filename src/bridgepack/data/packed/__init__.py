@@ -22,7 +22,6 @@ from bridgepack.data.packed._recorded import (
 )
 from bridgepack.data.packed._scan import PackedScan, collect_stats
 from bridgepack.data.packed._source import (
-    LEGACY_SUFFIX,
     PackedSource,
     fingerprint_packed,
     infer_eos_id,
@@ -34,7 +33,6 @@ from bridgepack.data.packed._supervised import PackedSequence, first_sequences
 __all__ = [
     "CHECKED",
     "CONSISTENT",
-    "LEGACY_SUFFIX",
     "MISMATCH",
     "Decoded",
     "EosCheck",

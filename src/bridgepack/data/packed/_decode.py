@@ -73,7 +73,7 @@ class Decoded:
             "sequences": [
                 {
                     "file": seq.path,
-                    "layout": seq.layout,
+                    "layout": seq.layout.value,
                     "row": seq.row,
                     "index": seq.index,
                     "start": seq.start,

@@ -16,12 +16,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bridgepack._io import unreadable
-from bridgepack.data.format import MetadataEntry, PackingMetadata, check_run_ids, find_metadata, packed_names
 from bridgepack.data.packed._reader import PackedBlock
 from bridgepack.data.packed._recorded import RecordedCheck
 from bridgepack.data.packed._scan import PackedScan
 from bridgepack.data.packed._source import PackedSource
 from bridgepack.data.packed._stats import MetadataMismatch, PackedStats, check_pack_capacity, compare_metadata
+from bridgepack.data.packset import MetadataEntry, PackingMetadata, check_run_ids, find_metadata, packed_names
 from bridgepack.data.samples.text import eos_disagreement, load_tokenizer, tokenizer_eos_id
 from bridgepack.errors import DataError
 

@@ -25,8 +25,8 @@ from typing import Any, cast
 import numpy as np
 
 from bridgepack._io import unreadable
-from bridgepack.data.format import REQUIRED_COLUMNS
 from bridgepack.data.packed._reader import PackedBlock
+from bridgepack.data.packset import REQUIRED_COLUMNS
 from bridgepack.errors import DataError, InputError, shown, where
 
 #: dtypes a legacy file may hold: bool, integers, floats (one of 1-8 bytes) and object (the rows).

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from bridgepack._io import FILE, expect_kind, unreadable
 from bridgepack._parquet import open_parquet, read_row_group
-from bridgepack.data.format import (
+from bridgepack.data.packset import (
     MAX_TOKEN_ID,
     PARQUET_SUFFIXES,
     REQUIRED_COLUMNS,
@@ -62,7 +62,7 @@ def resolve_packed_paths(location: str | os.PathLike[str]) -> list[str]:
 
     Bridge returns an empty list for a single file of another suffix; bridgepack says so instead. Raises
     :class:`InputError` naming the location when nothing matches, and :class:`DataError` for a sharded
-    split's folder that holds anything but its shards (:func:`bridgepack.data.format.check_shard_dir`).
+    split's folder that holds anything but its shards (:func:`bridgepack.data.packset.check_shard_dir`).
     """
     text = os.fspath(location)
     if "*" in text or "?" in text:
@@ -73,8 +73,7 @@ def resolve_packed_paths(location: str | os.PathLike[str]) -> list[str]:
         return paths
     if Path(text).is_dir():
         folder = glob.escape(text)  # the folder's own name is literal: "[x]" in it is no character class
-        found = glob.glob(os.path.join(folder, "*.parquet")) + glob.glob(os.path.join(folder, "*.pq"))
-        paths = sorted(set(found))
+        paths = sorted({p for end in PARQUET_SUFFIXES for p in glob.glob(os.path.join(folder, f"*{end}"))})
         if not paths:
             raise InputError(f"{text}: directory holds no .parquet or .pq files{_inner_sets_hint(folder)}")
         _check_files(paths)

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar
 
-from bridgepack.data.format import PackingMetadata, hf_split, packed_names
 from bridgepack.data.packed._reader import PackedBlock
+from bridgepack.data.packset import PackingMetadata, hf_split, packed_names
 from bridgepack.errors import DataError, InputError, shown
 from bridgepack.fingerprint import CHECKABLE_ALGORITHMS, Fingerprint, PackedFingerprinter
 

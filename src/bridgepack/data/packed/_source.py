@@ -10,14 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-from bridgepack.data.format import most_common_last_token
 from bridgepack.data.packed._legacy_npy import read_legacy_npy
 from bridgepack.data.packed._reader import PackedBlock, PackedReader, PackedRow, validate_block
+from bridgepack.data.packset import LEGACY_SUFFIX, most_common_last_token
 from bridgepack.errors import InputError
 from bridgepack.fingerprint import FINGERPRINT_ALGORITHM, Fingerprint, PackedFingerprinter
-
-#: Legacy packed files (Bridge <= v0.5) end in ``.npy``; everything else goes to the Parquet reader.
-LEGACY_SUFFIX = ".npy"
 
 
 class PackedSource:
@@ -68,7 +65,7 @@ class PackedSource:
 
 
 def infer_eos_id(block: PackedBlock) -> int:
-    """The EOS id the block's sequences imply (:func:`bridgepack.data.format.most_common_last_token`: their
+    """The EOS id the block's sequences imply (:func:`bridgepack.data.packset.most_common_last_token`: their
     most
     common last stored token)."""
     return most_common_last_token(block.input_ids, block.sequence_starts() + block.sequence_lengths())

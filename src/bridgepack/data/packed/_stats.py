@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from bridgepack.data.format import MetadataEntry
 from bridgepack.data.packed._reader import PackedBlock
+from bridgepack.data.packset import MetadataEntry
 from bridgepack.errors import DataError, where
 from bridgepack.packing import BRIDGE_METADATA_KEYS, bridge_metadata_values
 

@@ -13,8 +13,9 @@ the sequence is a training target".
       loss_mask   [ 0   0   0    1    1     0  ]     stored, rolled
       supervised  [ 0   0   0    0    1     1  ]     'hello <eos>' is what the model learns to predict
 
-* **Hugging Face flattened** (``--layout hf``): ``labels[t]`` is the token itself where it is a target and
-  -100 elsewhere (the model shifts), so ``supervised[t] = labels[t] != -100``; ``seq_lengths`` splits a row.
+* **Hugging Face flattened** (``--layout padding-free``): ``labels[t]`` is the token itself where it is a
+  target and -100 elsewhere (the model shifts), so ``supervised[t] = labels[t] != -100``; ``seq_lengths``
+  splits a row.
 
 Only the row groups needed for the first ``k`` sequences are read; each is checked first (Bridge rows with
 :func:`~bridgepack.data.packed._reader.validate_block`; HF rows for matching lengths and labels).
@@ -32,7 +33,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bridgepack._parquet import open_parquet, read_row_group
-from bridgepack.data.format import IGNORE_INDEX, REQUIRED_COLUMNS, hf_data_dir
 from bridgepack.data.packed._reader import (
     PackedBlock,
     _first_true,
@@ -40,6 +40,7 @@ from bridgepack.data.packed._reader import (
     resolve_packed_paths,
     validate_block,
 )
+from bridgepack.data.packset import IGNORE_INDEX, REQUIRED_COLUMNS, Layout, hf_data_dir
 from bridgepack.errors import DataError, UsageError, param, where
 
 #: The columns of the flattened layout that say where sequences end and what they train on.
@@ -51,7 +52,7 @@ class PackedSequence:
     """One sequence of a pack: where it is, its token ids and which of them are training targets."""
 
     path: str
-    layout: str
+    layout: Layout
     #: Row (pack) of the file, 0-based, and the sequence's index within that pack.
     row: int
     index: int
@@ -68,13 +69,13 @@ def bridge_supervised(stored_mask: np.ndarray) -> np.ndarray:
     return supervised
 
 
-def layout_of(path: str, schema: pa.Schema) -> str:
-    """``bridge`` or ``hf`` from a file's columns; a DataError naming the columns otherwise."""
+def layout_of(path: str, schema: pa.Schema) -> Layout:
+    """Bridge's or the padding-free layout, from a file's columns; a DataError naming them otherwise."""
     names = set(schema.names)
     if names.issuperset(REQUIRED_COLUMNS):
-        return "bridge"
+        return Layout.bridge
     if names.issuperset(HF_COLUMNS):
-        return "hf"
+        return Layout.padding_free
     raise DataError(
         f"{path}: neither Bridge's packed layout ({', '.join(REQUIRED_COLUMNS)}) nor the flattened "
         f"layout ({', '.join(HF_COLUMNS)}); found columns: {', '.join(schema.names)}"
@@ -105,7 +106,7 @@ def _bridge_sequences(path: str, handle: pq.ParquetFile) -> Iterator[PackedSeque
             bounds = [*row.seq_start_id.tolist(), len(row.input_ids)]
             for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
                 yield PackedSequence(
-                    path, "bridge", first + r, i, lo,
+                    path, Layout.bridge, first + r, i, lo,
                     row.input_ids[lo:hi].astype(np.int64), bridge_supervised(row.loss_mask[lo:hi]),
                 )  # fmt: skip
 
@@ -150,7 +151,13 @@ def _hf_sequences(path: str, handle: pq.ParquetFile) -> Iterator[PackedSequence]
             for i, (lo, n) in enumerate(zip(starts.tolist(), seq.tolist(), strict=True)):
                 a, b = int(id_off[r]) + lo, int(id_off[r]) + lo + n
                 yield PackedSequence(
-                    path, "hf", first + r, i, lo, ids[a:b].astype(np.int64), labels[a:b] != IGNORE_INDEX
+                    path,
+                    Layout.padding_free,
+                    first + r,
+                    i,
+                    lo,
+                    ids[a:b].astype(np.int64),
+                    labels[a:b] != IGNORE_INDEX,
                 )
 
 
@@ -165,7 +172,9 @@ def first_sequences(location: str | os.PathLike[str], sequences: int) -> list[Pa
             break
         handle = _open(path)
         try:
-            reader = _bridge_sequences if layout_of(path, handle.schema_arrow) == "bridge" else _hf_sequences
+            reader = (
+                _bridge_sequences if layout_of(path, handle.schema_arrow) is Layout.bridge else _hf_sequences
+            )
             for sequence in reader(path, handle):
                 if len(out) >= sequences:
                     break

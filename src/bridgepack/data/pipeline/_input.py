@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, replace
 
 from bridgepack._io import FILE, FILE_OR_DIRECTORY, expect_kind
-from bridgepack.data.format import PACKED_KINDS, bridgepack_output, packed_columns
+from bridgepack.data.packset import PACKED_KINDS, bridgepack_output, packed_columns
 from bridgepack.data.pipeline._options import InputOptions
 from bridgepack.data.samples import formats_help, input_columns, text_fields
 from bridgepack.data.samples.text import ResolvedText, chat_options, check_templates, tokenizer_eos_id

@@ -18,7 +18,7 @@ from typing import Any
 
 from bridgepack._ranges import RANKS
 from bridgepack._typed import conform_fields
-from bridgepack.data.format import SPLITS, TRAINING, Layout, check_eos_id
+from bridgepack.data.packset import SPLITS, TRAINING, Layout, check_eos_id
 from bridgepack.data.pipeline._shape import TooLong, check_lengths
 from bridgepack.data.samples import default_workers
 from bridgepack.data.samples.text import TextOptions
@@ -262,7 +262,8 @@ class PackOptions:
         if self.bridge_compat and self.algorithm not in BRIDGE_ALGORITHMS:
             raise UsageError(f"{compat} needs one of Bridge's algorithms ({', '.join(BRIDGE_ALGORITHMS)})")
         layout = param("layout")
-        if run.layout is Layout.hf:  # the HF layout counts stored tokens (docs/pack.md); Bridge's bins do not
+        # the padding-free layout counts stored tokens (docs/pack.md); Bridge's bins do not
+        if run.layout is Layout.padding_free:
             if self.bridge_compat:
                 raise UsageError(f"{compat} builds Bridge's packs; it cannot be combined with {layout} hf")
             if self.too_long is TooLong.split and max_len // size.pad_seq_to_mult * size.pad_seq_to_mult < 2:

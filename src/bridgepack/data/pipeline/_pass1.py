@@ -20,7 +20,7 @@ from typing import BinaryIO
 import numpy as np
 import orjson
 
-from bridgepack.data.format import RUN_ID, most_common_last_token
+from bridgepack.data.packset import RUN_ID, most_common_last_token
 from bridgepack.data.pipeline._result import Counts
 from bridgepack.data.pipeline._scratch import ScratchStore
 from bridgepack.data.pipeline._shape import Action, Shaped, Shaping, shape
@@ -168,7 +168,7 @@ def shaped_chunks(
     """Pass 1's chunks, converted and shaped on the workers, in input order.
 
     Without a known EOS (pre-tokenized input, no ``--eos-id``) the first chunk is converted here: its rows'
-    most common last token (:func:`~bridgepack.data.format.most_common_last_token`) is the EOS every row
+    most common last token (:func:`~bridgepack.data.packset.most_common_last_token`) is the EOS every row
     must end with, and the shaping pads with it.
     """
     if eos_id is None:

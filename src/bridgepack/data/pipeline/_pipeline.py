@@ -36,7 +36,7 @@ from bridgepack._io import (
     restored_on_failure,
 )
 from bridgepack._progress import progress
-from bridgepack.data.format import PARQUET_RUN_ID, Layout, MetadataEntry, PackRecord, write_metadata_entry
+from bridgepack.data.packset import PARQUET_RUN_ID, Layout, MetadataEntry, PackRecord, write_metadata_entry
 from bridgepack.data.pipeline._input_digest import BackgroundHash
 from bridgepack.data.pipeline._lock import OutputLock, claim_output_dir
 from bridgepack.data.pipeline._options import PackOptions
@@ -150,7 +150,7 @@ def _pass1(run: Run, store: ScratchStore, rejects: BinaryIO, bar: Any) -> SpoolT
             eos,
             opts.too_long,
             opts.bridge_compat,
-            opts.run.layout is Layout.hf,
+            opts.run.layout is Layout.padding_free,
         )
 
     chunks = iter_chunks(run.inputs, chunk_rows_for(run.text, opts.input.chunk_rows))

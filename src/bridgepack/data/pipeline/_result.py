@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bridgepack.data.format import (
+from bridgepack.data.packset import (
     SPLITS,
     TRAINING,
     VALIDATION,
@@ -125,7 +125,7 @@ def overrides_for_result(
 ) -> list[str]:
     """The Megatron-Bridge 0.6.2 overrides that train on this output directory (bridge-format §1, §4)."""
     record = result.record
-    if record.layout == Layout.hf.value:
+    if record.layout == Layout.padding_free.value:
         return []
     n = result.pack_size
     out = result.metadata_path.parent

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from bridgepack import __version__
-from bridgepack.data.format import (
+from bridgepack.data.packset import (
     HF_METADATA,
     Layout,
     PackingMetadata,
@@ -54,7 +54,7 @@ class Outputs:
     @classmethod
     def of(cls, opts: PackOptions) -> Outputs:
         out, split, n = opts.run.out_dir, opts.run.split, opts.size.pack_size
-        if opts.run.layout is Layout.hf:
+        if opts.run.layout is Layout.padding_free:
             return cls(out / hf_filename(split), out / HF_METADATA, out / rejects_filename(split), None)
         packed = out / packed_filename(split, n)
         rejects = out / rejects_filename(split, n)

@@ -24,7 +24,7 @@ import numpy as np
 
 from bridgepack._faults import fault_point
 from bridgepack._io import atomic_path
-from bridgepack.data.format import PARQUET_RUN_ID, Layout
+from bridgepack.data.packset import PARQUET_RUN_ID, Layout
 from bridgepack.data.pipeline._input_digest import BackgroundHash
 from bridgepack.data.pipeline._pass1 import ShapeChunk, SpoolToScratch
 from bridgepack.data.pipeline._scratch import ScratchStore, SpoolReader

@@ -28,7 +28,7 @@ import orjson
 
 from bridgepack._faults import fault_point
 from bridgepack._io import atomic_path, fsync_dir, make_dirs, remove_made_dirs
-from bridgepack.data.format import (
+from bridgepack.data.packset import (
     ENGINE_KEY,
     ROW_GROUP_SIZE,
     SHARD_COUNT_KEY,

@@ -32,7 +32,7 @@ import numpy as np
 import orjson
 
 from bridgepack._io import atomic_path
-from bridgepack.data.format import shard_filename, sharded_dirname
+from bridgepack.data.packset import shard_filename, sharded_dirname
 from bridgepack.data.pipeline._options import PackOptions
 from bridgepack.data.pipeline._result import Counts
 from bridgepack.data.pipeline._shape import Shaping

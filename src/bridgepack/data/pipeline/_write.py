@@ -31,7 +31,14 @@ import pyarrow as pa
 
 from bridgepack._arrow import list_array
 from bridgepack._ordered import map_ordered
-from bridgepack.data.format import COMPRESSION, HF_SCHEMA, IGNORE_INDEX, PACKED_SCHEMA, ROW_GROUP_SIZE, Layout
+from bridgepack.data.packset import (
+    COMPRESSION,
+    HF_SCHEMA,
+    IGNORE_INDEX,
+    PACKED_SCHEMA,
+    ROW_GROUP_SIZE,
+    Layout,
+)
 from bridgepack.data.pipeline._row_groups import RowGroupStitcher, encode_row_group
 from bridgepack.fingerprint import BlockHashes, PackedFingerprinter, hash_block
 
@@ -64,10 +71,10 @@ def write_packed(
 
     ``read`` must be safe to call from ``threads`` threads at once. ``fingerprinter`` sees every row
     group's buffers as written (bridgepack's content/packs fingerprints; Bridge layout only). ``key_value``
-    goes into the file's Parquet key/value metadata (the run id, :mod:`bridgepack.data.format._runs`).
+    goes into the file's Parquet key/value metadata (the run id, :mod:`bridgepack.data.packset._runs`).
     """
     num_packs = len(pack_offsets) - 1
-    schema = HF_SCHEMA if layout is Layout.hf else PACKED_SCHEMA
+    schema = HF_SCHEMA if layout is Layout.padding_free else PACKED_SCHEMA
     if key_value:
         schema = schema.with_metadata(key_value)
     eos_id = None if fingerprinter is None else fingerprinter.eos_id
@@ -109,7 +116,7 @@ def _row_group(
     seq_offsets = pack_offsets[p0 : p1 + 1] - lo  # sequences per row
     row_offsets = np.concatenate([np.zeros(1, np.int64), seq_ends])[seq_offsets]  # tokens per row
     hashes = None
-    if layout is Layout.hf:
+    if layout is Layout.padding_free:
         positions = np.arange(len(ids), dtype=np.int64) - np.repeat(seq_starts, lens)
         labels = np.where((positions == 0) | (mask == 0), IGNORE_INDEX, ids)
         columns = [

@@ -26,7 +26,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bridgepack.data.format import MAX_TOKEN_ID
+from bridgepack.data.packset import MAX_TOKEN_ID
 from bridgepack.data.samples._jsonscan import scan_block
 from bridgepack.data.samples._readers import RawChunk
 from bridgepack.errors import DataError, where

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from bridgepack._io import COMPRESSED_SUFFIXES, unreadable
 from bridgepack._parquet import BAD_CHECKSUM, damage
-from bridgepack.data.format import PARQUET_SUFFIXES
+from bridgepack.data.packset import PARQUET_SUFFIXES
 from bridgepack.data.samples._readers import (
     DEFAULT_CHUNK_ROWS,
     RawChunk,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from bridgepack.data.format import MAX_TOKEN_ID
+from bridgepack.data.packset import MAX_TOKEN_ID
 
 # Module-level arrays are compile-time constants inside the kernels.
 _IDS_KEY = np.frombuffer(b"input_ids", dtype=np.uint8).copy()
