@@ -209,7 +209,7 @@ def test_pack_output_is_identical_for_any_number_of_workers(
 ) -> None:
     """Pre-tokenized input, several chunks and row groups: threads scan and encode, bytes do not move
     (the run id, which every run draws afresh, held equal)."""
-    monkeypatch.setattr("bridgepack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32)
+    monkeypatch.setattr("bridgepack.data.pipeline._run.new_run_id", lambda: "0" * 32)
     rng = np.random.default_rng(7)
     source = write_jsonl(tmp_path / "in.jsonl", random_examples(rng, 6 * ROW_GROUP_SIZE, 8))
     outputs = []

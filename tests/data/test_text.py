@@ -95,7 +95,7 @@ def packed_bytes(
     args: list[str], out: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> bytes:
     """The packed file ``bridgepack pack args`` writes (the run id, drawn afresh per run, held fixed)."""
-    monkeypatch.setattr("bridgepack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32)
+    monkeypatch.setattr("bridgepack.data.pipeline._run.new_run_id", lambda: "0" * 32)
     code, _, err = run(args, capsys)
     assert code == 0, err
     return (out / "training_64.idx.parquet").read_bytes()

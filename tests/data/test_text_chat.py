@@ -134,9 +134,7 @@ def test_tool_schemas_reach_the_template_unless_the_row_has_tools(tmp_path: Path
 def test_cli_chat_options_and_workers(
     tmp_path: Path, toy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        "bridgepack.data.pipeline._pipeline.new_run_id", lambda: "0" * 32
-    )  # drawn afresh per run
+    monkeypatch.setattr("bridgepack.data.pipeline._run.new_run_id", lambda: "0" * 32)  # drawn afresh per run
     rows = [
         {
             "messages": [

@@ -12,7 +12,8 @@ from bridgepack.data.pipeline._options import (
     Parallelism,
     RunSettings,
 )
-from bridgepack.data.pipeline._pipeline import PackResult, overrides_for_result, pack_files
+from bridgepack.data.pipeline._pipeline import pack_files
+from bridgepack.data.pipeline._result import PackResult, overrides_for_result
 from bridgepack.data.pipeline._shape import TooLong
 from bridgepack.data.pipeline._shard_tasks import FAILED_CHUNK, read_slice, spool_is_intact, write_shard
 from bridgepack.data.pipeline._sharded import (

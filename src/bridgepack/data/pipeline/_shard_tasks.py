@@ -25,7 +25,8 @@ import numpy as np
 from bridgepack._faults import fault_point
 from bridgepack._io import atomic_path
 from bridgepack.data.packset import PARQUET_RUN_ID, Layout
-from bridgepack.data.pipeline._pipeline import _BackgroundHash, _ShapeChunk, _SpoolToScratch
+from bridgepack.data.pipeline._input_digest import BackgroundHash
+from bridgepack.data.pipeline._pass1 import ShapeChunk, SpoolToScratch
 from bridgepack.data.pipeline._scratch import ScratchStore, SpoolReader
 from bridgepack.data.pipeline._staging import (
     OutputShard,
@@ -54,13 +55,13 @@ def read_slice(job: ShardJob, piece: ShardSlice) -> SliceOutcome:
     shutil.rmtree(spool_dir, ignore_errors=True)  # what a killed attempt of this task left
     store = ScratchStore(spool_dir, offsets_on_disk=True)
     # the record's input hash: this worker hashes its own inputs beside the pass (the driver reads none)
-    hashing = _BackgroundHash([job.inputs[i] for i in piece.hashes])
+    hashing = BackgroundHash([job.inputs[i] for i in piece.hashes])
     try:
         with (
             atomic_path(staging.rejects(piece.index), overwrite=True) as rejects_tmp,
             open(rejects_tmp, "wb") as rejects,
         ):
-            spool = _SpoolToScratch(as_paths(list(job.inputs)), store, rejects, job.run_id)
+            spool = SpoolToScratch(as_paths(list(job.inputs)), store, rejects, job.run_id)
             rejects_ends = _spool_slice(job, piece, spool)
         sizes = store.sizes()
     except BaseException:
@@ -91,11 +92,11 @@ def read_slice(job: ShardJob, piece: ShardSlice) -> SliceOutcome:
     return outcome
 
 
-def _spool_slice(job: ShardJob, piece: ShardSlice, spool: _SpoolToScratch) -> list[int]:
+def _spool_slice(job: ShardJob, piece: ShardSlice, spool: SpoolToScratch) -> list[int]:
     """Convert and shape the slice's chunks in input order (one core: the engine runs tasks side by side);
     returns the rejects file's size after each chunk."""
     converter = ChunkToExamples(spool.paths, job.text)
-    shape_job = _ShapeChunk(converter, job.shaping(), infer_eos=job.check_eos)
+    shape_job = ShapeChunk(converter, job.shaping(), infer_eos=job.check_eos)
     chunks = iter_chunks(list(job.inputs), chunk_rows_for(job.text, job.opts.input.chunk_rows), piece.sources)
     ends = []
     for number, chunk in enumerate(chunks):

@@ -38,18 +38,12 @@ from bridgepack.data.packset import (
     most_common_last_token,
     write_metadata_entry,
 )
+from bridgepack.data.pipeline._input_digest import combine_input_digests
 from bridgepack.data.pipeline._lock import OutputLock, claim_output_dir
 from bridgepack.data.pipeline._options import PackOptions
-from bridgepack.data.pipeline._pipeline import (
-    Counts,
-    PackResult,
-    _cost_model_record,
-    _Outputs,
-    _resolve,
-    check_packable,
-    combine_input_digests,
-    plan_packs,
-)
+from bridgepack.data.pipeline._pass1 import check_packable
+from bridgepack.data.pipeline._result import Counts, PackResult
+from bridgepack.data.pipeline._run import Outputs, cost_model_record, plan_packs, resolve_run
 from bridgepack.data.pipeline._staging import (
     STAGING_VERSION,
     OutputShard,
@@ -97,7 +91,7 @@ class ShardedRun:
 
     job: ShardJob
     slices: list[ShardSlice]
-    outputs: _Outputs
+    outputs: Outputs
     record: PackRecord  # as resolving knows it (the commit adds what the shards measured)
     resumed: bool
     lock: OutputLock
@@ -134,7 +128,8 @@ def prepare_sharded(opts: PackOptions, shards: int) -> ShardedRun:
     open the staging directory: a staging directory of the same command is resumed (its run id kept),
     one of another command is refused unless ``overwrite``."""
     check_sharded(opts)
-    run = _resolve(opts)  # refuses an existing set of this split and size, a file or shards, unless overwrite
+    # refuses an existing set of this split and size, a file or shards, unless overwrite
+    run = resolve_run(opts)
     inputs = list(run.inputs)
     slices = slice_inputs(inputs, shards)
     eos_id, check_eos = run.eos_id, run.eos_id is None
@@ -350,7 +345,7 @@ def commit_sharded(
         )
     record = (
         sharded.record.with_eos(job.eos_id)
-        .with_plan(opts.algorithm, _cost_model_record(opts))
+        .with_plan(opts.algorithm, cost_model_record(opts))
         .with_fingerprint(fingerprinter.result().to_dict())
         .committed(_input_hash(job, slices), plan.counts.record(plan.num_packs))
     )
@@ -368,7 +363,7 @@ def commit_sharded(
         if leftover.name not in wanted:
             leftover.unlink()
     _swap_in(staging.shards, staging.final, staging.root / "replaced")
-    # a one-file set of this split replaced with --overwrite (_resolve refused it otherwise): the sidecar
+    # a one-file set of this split replaced with --overwrite (resolve_run refused it otherwise): the sidecar
     # entry is this run's now, so the old file would only be refused as a mix
     outputs.packed.unlink(missing_ok=True)
     shutil.rmtree(staging.root, ignore_errors=True)  # the spools with it

@@ -34,7 +34,7 @@ import orjson
 from bridgepack._io import atomic_path
 from bridgepack.data.packset import shard_filename, sharded_dirname
 from bridgepack.data.pipeline._options import PackOptions
-from bridgepack.data.pipeline._pipeline import Counts
+from bridgepack.data.pipeline._result import Counts
 from bridgepack.data.pipeline._shape import Shaping
 from bridgepack.data.samples import chunk_rows_for
 from bridgepack.data.samples.text import ResolvedText, TextOptions
