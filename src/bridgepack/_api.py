@@ -54,7 +54,7 @@ def inspect(
     simulation = None
     if dp is not None or gbs is not None:
         if dp is None or gbs is None:
-            raise TypeError("inspect(): dp and gbs go together")
+            raise UsageError("inspect(): dp and gbs go together")
         cost = CostModel.default() if model is None else CostModel.from_dims(model)
         simulation = SamplerSimulation(dp, gbs, cost)
     found = inspect_packed(

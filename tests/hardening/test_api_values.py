@@ -288,6 +288,9 @@ def test_inspect_sampler_settings_of_the_wrong_kind(tmp_path: Path, name: str) -
         settings = {"dp": 1, "gbs": 1, name: value}
         with pytest.raises(UsageError, match=rf"^inspect\(\): {name} must be a positive integer, got "):
             bridgepack.inspect(result.packed_path, **settings)
+    alone = {"dp": {"dp": 2}, "gbs": {"gbs": 8}}[name]  # as `bridgepack inspect --dp 2` alone: exit 2
+    with pytest.raises(UsageError, match=r"^inspect\(\): dp and gbs go together$"):
+        bridgepack.inspect(result.packed_path, **alone)
 
 
 def test_every_refusal_is_a_bridgepack_error_with_one_line(packed_rows: list[dict[str, Any]]) -> None:
