@@ -120,10 +120,10 @@ def ray_cluster() -> Iterator[Any]:
         pytest.skip("ray is not installed (pip install bridgepack[ray])")
     from _support.ray_cluster import two_node_cluster
 
-    with contextlib.ExitStack() as stack:
-        cluster = stack.enter_context(two_node_cluster())
-        _RAY_CLUSTER["stop"] = stack.pop_all().close
-        yield cluster
+    stack = contextlib.ExitStack()
+    cluster = stack.enter_context(two_node_cluster())
+    _RAY_CLUSTER["stop"] = stack.close
+    yield cluster
     _stop_ray_cluster()
 
 
