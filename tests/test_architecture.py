@@ -7,6 +7,7 @@ path."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from collections import defaultdict
 from collections.abc import Iterator
@@ -76,6 +77,18 @@ def _declared_for_type_checkers(tree: ast.Module) -> set[ast.AST]:
     }
 
 
+def parsed(path: Path) -> ast.Module:
+    """A source file's syntax tree, parsed once per test process for each version of the file (several
+    checks here walk every module of the package)."""
+    stat = path.stat()
+    return _parse(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _parse(path: Path, _mtime_ns: int, _size: int) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
 def imports(src: Path = SRC) -> Iterator[tuple[Path, int, str, list[str]]]:
     """``(file, line, importing module, imported dotted names)`` of every bridgepack import statement; ``from
     a import b`` yields ``a.b`` (a module or a name: both are what the statement reaches). bridgepack imports
@@ -83,7 +96,7 @@ def imports(src: Path = SRC) -> Iterator[tuple[Path, int, str, list[str]]]:
     declarations are left out (:func:`_declared_for_type_checkers`); nowhere else is one."""
     for path in sorted(src.rglob("*.py")):
         module = _module_name(path, src)
-        tree = ast.parse(path.read_text(), str(path))
+        tree = parsed(path)
         skipped = _declared_for_type_checkers(tree) if module == "bridgepack" else set()
         for node in ast.walk(tree):
             if node in skipped:
@@ -268,7 +281,7 @@ def _defined_names(package_dir: Path) -> set[str]:
     """Names a package's own modules define at top level (assignments, functions, classes)."""
     names: set[str] = set()
     for path in package_dir.rglob("*.py"):
-        for node in ast.parse(path.read_text()).body:
+        for node in parsed(path).body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(node.name)
             elif isinstance(node, ast.Assign):

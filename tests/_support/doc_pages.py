@@ -17,7 +17,9 @@ promises, its exit code and every line it shows::
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 from pathlib import Path
 
 import pytest
@@ -62,16 +64,30 @@ def command_id(cmd: fenced_blocks.Command) -> str:
 
 def run_in_process(cmd: fenced_blocks.Command, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """A pinned ``bridgepack`` command run by ``bridgepack.cli.main`` in this process (in the working
-    directory
-    the test chose): its exit code, standard output and standard error."""
+    directory the test chose): its exit code, standard output and standard error."""
     from bridgepack.cli import main
 
-    words = cmd.words()
-    assert words[0] == "bridgepack", f"{cmd.where}: a pinned command runs bridgepack"
     capsys.readouterr()
-    code = main(words[1:])
+    code = main(_bridgepack_args(cmd))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def run_captured(cmd: fenced_blocks.Command) -> tuple[int, str, str]:
+    """:func:`run_in_process` for a fixture made once per module (where no ``capsys`` is): the command's
+    standard output and error are what it writes to ``sys.stdout`` / ``sys.stderr`` while it runs."""
+    from bridgepack.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(_bridgepack_args(cmd))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _bridgepack_args(cmd: fenced_blocks.Command) -> list[str]:
+    words = cmd.words()
+    assert words[0] == "bridgepack", f"{cmd.where}: a pinned command runs bridgepack"
+    return words[1:]
 
 
 def broken_promises(cmd: fenced_blocks.Command, code: int, output: str) -> list[str]:

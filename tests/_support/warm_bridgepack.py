@@ -461,8 +461,10 @@ def _expanded(preload: Sequence[str]) -> list[str]:
     return names
 
 
-def _warm_up() -> None:
-    """Run :data:`WARM_UP` in this process (see there); its files go with its scratch folder."""
+def warm_up() -> None:
+    """Run :data:`WARM_UP` in this process (see there); its files go with its scratch folder. Also what
+    ``scripts/test`` runs before the suite, so that numba's cache of compiled kernels is filled once instead
+    of in every interpreter that starts before one has written it (a fresh clone's first pack: ~10 s)."""
     from bridgepack.cli import main
 
     torch = sys.modules.get("torch")
@@ -493,7 +495,7 @@ def serve(home: Path, parent: int, preload: Sequence[str]) -> None:
         if "torch" in sys.modules:
             _TORCH_DEFAULT_THREADS.append(sys.modules["torch"].get_num_threads())
         if "bridgepack.cli" in sys.modules:  # a server for bridgepack's commands (not a test's small one)
-            _warm_up()
+            warm_up()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(home / "s"))
         listener.listen(64)
@@ -522,4 +524,9 @@ if __name__ == "__main__":
     # sys.path[0] is this file's folder, whose modules (tokenizers.py ...) would shadow packages; a console
     # script's is the folder of the script, python -'s the working directory (set per python block)
     sys.path[0] = os.path.dirname(sys.executable)
-    serve(Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:])
+    with contextlib.suppress(SystemExit):  # SIGTERM
+        serve(Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:])
+    # stopped (its helpers ended, its folder removed): the test process waits for this exit, which the
+    # interpreter's own shutdown of everything preloaded (torch, transformers ...) would delay by seconds
+    sys.stderr.flush()
+    os._exit(0)

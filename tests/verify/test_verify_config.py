@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from _support import doc_pages, fenced_blocks, peers
+from _support import doc_pages, peers
 from bridgepack.doctor import RULES
 from bridgepack.verify import _bridge_config as bc
 from bridgepack.verify._bridge_config import CASES, BridgeConfigSource, RuleCase
@@ -21,14 +21,45 @@ from bridgepack.verify._bridge_config import CASES, BridgeConfigSource, RuleCase
 UNBUILT = ["SP001"] + (["SP031"] if importlib.util.find_spec("transformer_engine") is None else [])
 
 
-def wheel_source() -> BridgeConfigSource:
-    return BridgeConfigSource("test cache", peers.bridge_wheel_root(), (peers.megatron_core_wheel_root(),))
+#: docs/verify.md's `--format json` run, word for word (the docs test only parses it).
+PAGE_COMMANDS = doc_pages.pinned_by(__file__)
+# One run of the config part (its child interpreter takes ~10 s), which every test here reads.
+(PAGE_COMMAND,) = PAGE_COMMANDS
+#: The wheels the page's `pip download` leaves in the folder the command runs in.
+WHEELS = (("megatron-bridge", peers.BRIDGE_VERSION), ("megatron-core", peers.MCORE_VERSION))
 
 
 @pytest.fixture(scope="module")
-def bridge_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Bridge 0.6.2's verdict on every config of the case table (one child interpreter, ~7 s)."""
-    return bc.bridge_verdicts(CASES, wheel_source(), tmp_path_factory.mktemp("bridge-config"))
+def page_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, str]:
+    """The page's command in a folder holding the two wheels, as its `pip download` leaves them: the exit
+    code, standard output and standard error of one run in this process."""
+    work = tmp_path_factory.mktemp("verify-page")
+    for project, version in WHEELS:
+        wheel = peers.wheel_file(project, version)
+        (work / wheel.name).symlink_to(wheel)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(work)
+        return doc_pages.run_captured(PAGE_COMMAND)
+
+
+@pytest.fixture(scope="module")
+def config_part(page_run: tuple[int, str, str]) -> dict[str, Any]:
+    """The config part of the page's run: Bridge 0.6.2's verdict on every config of the case table."""
+    parts = {p["part"]: p for p in json.loads(page_run[1])["parts"]}
+    return dict(parts["config"])
+
+
+def bridge_results(config: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Bridge's outcome per config key (``SP011:bad``), read back from the part's per-case report."""
+    return {
+        f"{row['rule']}:{variant}": {
+            "outcome": seen["bridge"],
+            "stage": seen["bridge_stage"],
+            "error": seen["bridge_error"],
+        }
+        for row in config["details"]["cases"]
+        for variant, seen in row["configs"].items()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +77,13 @@ def test_case_table_names_each_error_rule_once_and_doctor_sees_each_twin() -> No
 
 @pytest.mark.network
 def test_doctor_and_bridge_062_agree_on_every_case_bridge_can_build(
-    bridge_run: dict[str, Any], doctor: dict[str, bool]
+    config_part: dict[str, Any], doctor: dict[str, bool]
 ) -> None:
-    assert (bridge_run["bridge_version"], bridge_run["megatron_core_version"]) == ("0.6.2", "0.19.2")
-    comparison = bc.compare(CASES, doctor, bridge_run["results"])
-    assert bc.config_status(comparison) == ("passed", "")
+    details = config_part["details"]
+    assert (details["bridge_version"], details["megatron_core_version"]) == ("0.6.2", "0.19.2")
+    comparison = bc.compare(CASES, doctor, bridge_results(config_part))
+    assert comparison == {"cases": details["cases"], "counts": details["counts"]}
+    assert bc.config_status(comparison) == ("passed", "") and config_part["status"] == "passed"
     rows = {row["rule"]: row for row in comparison["cases"]}
     assert [r for r, row in rows.items() if row["verdict"] != "agree"] == UNBUILT
     assert rows["SP001"]["configs"]["bad"]["bridge"] == "unbuilt"
@@ -61,16 +94,16 @@ def test_doctor_and_bridge_062_agree_on_every_case_bridge_can_build(
     neither = rows["SP011"]["configs"]["good"]
     assert (neither["doctor"], neither["bridge"], neither["bridge_error"]) == ("silent", "accepted", "")
     # rejected while building (PackedSequenceSpecs.__post_init__) counts as a refusal too
-    assert bridge_run["results"]["SP021:bad"]["stage"] == "build"
+    assert rows["SP021"]["configs"]["bad"]["bridge_stage"] == "build"
 
 
 @pytest.mark.network
 @pytest.mark.parametrize(("key", "verdict"), [("SP011:good", "doctor-only"), ("SP005:bad", "bridge-only")])
 def test_a_flipped_doctor_verdict_fails_the_part(
-    bridge_run: dict[str, Any], doctor: dict[str, bool], key: str, verdict: str
+    config_part: dict[str, Any], doctor: dict[str, bool], key: str, verdict: str
 ) -> None:
     flipped = {**doctor, key: not doctor[key]}
-    comparison = bc.compare(CASES, flipped, bridge_run["results"])
+    comparison = bc.compare(CASES, flipped, bridge_results(config_part))
     assert bc.config_status(comparison)[0] == "failed"
     bad = [
         (row["rule"], row["verdict"])
@@ -124,30 +157,14 @@ def test_a_bridge_that_does_not_load_skips_the_part(tmp_path: Path) -> None:
     assert status == "skipped" and "did not load (empty dir)" in reason and "ModuleNotFoundError" in reason
 
 
-#: docs/verify.md's `--format json` run, word for word (the docs test only parses it).
-PAGE_COMMANDS = doc_pages.pinned_by(__file__)
-
-
 @pytest.mark.network
-@pytest.mark.parametrize("cmd", PAGE_COMMANDS, ids=doc_pages.command_id)
 def test_verify_runs_the_config_part_from_the_two_wheels(
-    cmd: fenced_blocks.Command,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    page_run: tuple[int, str, str], config_part: dict[str, Any]
 ) -> None:
-    """The page's command in a folder holding the two wheels, as its `pip download` leaves them: what the
-    page shows, and the config part passed on every case Bridge can build."""
-    wheels = (("megatron-bridge", peers.BRIDGE_VERSION), ("megatron-core", peers.MCORE_VERSION))
-    for project, version in wheels:
-        wheel = peers.wheel_file(project, version)
-        (tmp_path / wheel.name).symlink_to(wheel)
-    monkeypatch.chdir(tmp_path)
-    code, out, err = doc_pages.run_in_process(cmd, capsys)
-    assert doc_pages.broken_promises(cmd, code, out + err) == []
-    parts = {p["part"]: p for p in json.loads(out)["parts"]}
-    config = parts["config"]
-    assert config["status"] == "passed", config
-    assert config["details"]["counts"]["agree"] == len(CASES) - len(UNBUILT)
-    assert "megatron.bridge: package without its __init__" in config["details"]["stand_ins"]
-    assert f"megatron-core {peers.MCORE_VERSION} from wheel" in config["details"]["origin"]
+    """What the page shows, and the config part passed on every case Bridge can build."""
+    code, out, err = page_run
+    assert doc_pages.broken_promises(PAGE_COMMAND, code, out + err) == []
+    assert config_part["status"] == "passed", config_part
+    assert config_part["details"]["counts"]["agree"] == len(CASES) - len(UNBUILT)
+    assert "megatron.bridge: package without its __init__" in config_part["details"]["stand_ins"]
+    assert f"megatron-core {peers.MCORE_VERSION} from wheel" in config_part["details"]["origin"]
