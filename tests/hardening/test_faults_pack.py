@@ -182,9 +182,12 @@ def test_small_tmpfs_fills_up_cleanly(reference: tuple[Path, dict[str, bytes]], 
         subprocess.run(["umount", os.fspath(mount)], check=False)
 
 
-def test_two_runs_into_one_directory(reference: tuple[Path, dict[str, bytes]], tmp_path: Path) -> None:
-    """Run A is held (SIGSTOP) in pass 2; run B refuses, naming A. A then finishes: its output is whole.
-    Then A is killed while held: its lock file stays but B takes the directory over and succeeds."""
+def test_two_runs_into_one_directory(
+    reference: tuple[Path, dict[str, bytes]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run A (a process of its own) is held (SIGSTOP) in pass 2; run B (in this process) refuses, naming A. A
+    then finishes: its output is whole. Then A is killed while held: its lock file stays but B takes the
+    directory over and succeeds."""
     source, expected = reference
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
@@ -196,9 +199,9 @@ def test_two_runs_into_one_directory(reference: tuple[Path, dict[str, bytes]], t
         )  # fmt: skip
         try:
             _wait_stopped(holder.pid)
-            second = _child([*_args(source, out), "--overwrite"])
-            assert second.returncode == 2
-            [line] = second.stderr.strip().splitlines()
+            capsys.readouterr()
+            assert main([*_args(source, out), "--overwrite"]) == 2
+            [line] = capsys.readouterr().err.strip().splitlines()
             assert f"{out}: another bridgepack pack (pid {holder.pid} on " in line
         finally:
             os.kill(holder.pid, signal.SIGCONT if finish == "continue" else signal.SIGKILL)
@@ -208,8 +211,7 @@ def test_two_runs_into_one_directory(reference: tuple[Path, dict[str, bytes]], t
             assert _files(out) == expected
         else:
             assert (out / LOCK_NAME).exists()  # left by the killed run
-            third = _child([*_args(source, out), "--overwrite"])
-            assert third.returncode == 0, third.stderr
+            assert main([*_args(source, out), "--overwrite"]) == 0, capsys.readouterr().err
             assert _files(out) == expected
             assert not (out / LOCK_NAME).exists()
 
