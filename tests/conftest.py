@@ -43,12 +43,14 @@ os.environ.setdefault("BRIDGEPACK_PROGRESS_SECONDS", "1e9")
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
 #: What a test run starts once and shares (a Ray cluster, with docs/scale.md's commands that run on it; the
-#: Bridge text peer's child interpreter; the docs pages' runs; the skills pages' runs): the fixture that
-#: stands for it -> its group. Under pytest-xdist (``-n 2 --dist loadgroup``, scripts/test) every test of a
-#: group runs on one worker, so each is started once, not once per worker.
+#: child interpreters of the Bridge text peer and of the MLM/Bridge resolution peer; the docs pages' runs; the
+#: skills pages' runs): the fixture that stands for it -> its group. Under pytest-xdist (``-n 2 --dist
+#: loadgroup``, scripts/test) every test of a group runs on one worker, so each is started once, not once per
+#: worker.
 SESSION_RESOURCES = {
     "ray_cluster": "ray",
     "bridge_text": "bridge-text",
+    "mlm_bridge_peer": "mlm-bridge",
     "page_runs": "doc-pages",
     "skill_page_runs": "skill-pages",
 }
@@ -154,6 +156,15 @@ def bridge_text() -> Iterator[Any]:
     peer = BridgeText()
     yield peer
     peer.close()
+
+
+@pytest.fixture(scope="session")
+def mlm_bridge_peer() -> Any:
+    """Megatron-LM's and Megatron-Bridge's config resolution in one child process, one per session
+    (_support/mlm_bridge.py; it stops when the test process ends)."""
+    from _support.mlm_bridge import mlm_bridge
+
+    return mlm_bridge()
 
 
 @pytest.fixture(scope="session")

@@ -3,14 +3,14 @@
 The child (``mlm_bridge_child.py``) resolves Megatron-LM command lines with Megatron-LM's own argparse and
 ``validate_args``, and Bridge recipes plus overrides with Bridge's own override machinery, ``finalize()`` and
 ``validate()``; both answer the same *view* of the training knobs. Cases are batched: a test module sends all
-of its cases in one request::
+of its cases in one request, through the session fixture ``mlm_bridge_peer`` (``tests/conftest.py``: the
+modules that use it share a worker, so the child starts once)::
 
-    peer = mlm_bridge()
-    answers = peer.resolve([MlmCase("a", argv), BridgeCase("b", words)])
+    answers = mlm_bridge_peer.resolve([MlmCase("a", argv), BridgeCase("b", words)])
     knob_differences(answers["a"], answers["b"])   # [] when they train alike
 
-The first call starts the child (Bridge 0.6.2 and Megatron-Core 0.19.2 wheels first on its path); it lives
-until the test run ends.
+The first call of :func:`mlm_bridge` starts the child (Bridge 0.6.2 and Megatron-Core 0.19.2 wheels first on
+its path); it lives until the test run ends.
 """
 
 from __future__ import annotations

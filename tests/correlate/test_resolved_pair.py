@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from _support.mlm_bridge import BridgeCase, MlmCase, knob_differences, mlm_bridge
+from _support.mlm_bridge import BridgeCase, MlmBridge, MlmCase, knob_differences
 from bridgepack.correlate import build_plan, parse_spec
 from correlate.test_plan import SPEC, mlm_side
 
@@ -26,7 +26,7 @@ DOCS: dict[str, dict[str, Any]] = {
 
 
 @pytest.fixture(scope="module")
-def answers() -> dict[str, Any]:
+def answers(mlm_bridge_peer: MlmBridge) -> dict[str, Any]:
     cases: list[MlmCase | BridgeCase] = []
     for name, doc in DOCS.items():
         spec = parse_spec(doc)
@@ -36,7 +36,7 @@ def answers() -> dict[str, Any]:
             MlmCase(f"mlm:{name}", tuple(mlm_side(plan.mlm.argv, spec["launch.mlm_script"])), spec.world_size)
         )
         cases.append(BridgeCase(f"bridge:{name}", tuple(words), spec.world_size, spec["launch.recipe"]))
-    return mlm_bridge().resolve(cases)
+    return mlm_bridge_peer.resolve(cases)
 
 
 @pytest.mark.parametrize("name", list(DOCS))

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from _support.mlm_bridge import BridgeCase, MlmCase, knob_differences, mlm_bridge
+from _support.mlm_bridge import BridgeCase, MlmBridge, MlmCase, knob_differences
 from _support.mlm_cases import BASE, ROW_SAMPLES, launch
 from bridgepack.translate import (
     BY_FLAG,
@@ -118,9 +118,9 @@ def _cases(shared: Path) -> tuple[list[MlmCase | BridgeCase], dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def resolved(shared_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def resolved(shared_dir: Path, mlm_bridge_peer: MlmBridge) -> tuple[dict[str, Any], dict[str, Any]]:
     cases, translations = _cases(shared_dir)
-    return mlm_bridge().resolve(cases), translations
+    return mlm_bridge_peer.resolve(cases), translations
 
 
 def _mlm_value(key: str, args: Mapping[str, Any]) -> Any:

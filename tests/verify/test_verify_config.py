@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from _support import doc_pages, peers
+from _support import doc_pages, fenced_blocks, peers
 from bridgepack.doctor import RULES
 from bridgepack.verify import _bridge_config as bc
 from bridgepack.verify._bridge_config import CASES, BridgeConfigSource, RuleCase
@@ -21,31 +21,47 @@ from bridgepack.verify._bridge_config import CASES, BridgeConfigSource, RuleCase
 UNBUILT = ["SP001"] + (["SP031"] if importlib.util.find_spec("transformer_engine") is None else [])
 
 
-#: docs/verify.md's `--format json` run, word for word (the docs test only parses it).
+#: docs/verify.md's runs with both wheels (text, then `--format json`), word for word (the docs test only
+#: parses them).
 PAGE_COMMANDS = doc_pages.pinned_by(__file__)
-# One run of the config part (its child interpreter takes ~10 s), which every test here reads.
-(PAGE_COMMAND,) = PAGE_COMMANDS
-#: The wheels the page's `pip download` leaves in the folder the command runs in.
+JSON_COMMAND = next(cmd for cmd in PAGE_COMMANDS if "json" in cmd.words())
+#: The wheels the page's `pip download` leaves in the folder the commands run in.
 WHEELS = (("megatron-bridge", peers.BRIDGE_VERSION), ("megatron-core", peers.MCORE_VERSION))
+
+Run = tuple[int, str, str]
 
 
 @pytest.fixture(scope="module")
-def page_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, str]:
-    """The page's command in a folder holding the two wheels, as its `pip download` leaves them: the exit
-    code, standard output and standard error of one run in this process."""
+def page_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """The page's commands in a folder holding the two wheels, as its `pip download` leaves them: the exit
+    code, standard output and standard error of each, run in this process. Each command runs whole (its own
+    unpacked wheels, its packing part), but Bridge's verdicts on the case table, the same for the same
+    wheels, come from one child interpreter (~10 s), asked on the first run."""
     work = tmp_path_factory.mktemp("verify-page")
     for project, version in WHEELS:
         wheel = peers.wheel_file(project, version)
         (work / wheel.name).symlink_to(wheel)
+    verdicts: dict[tuple[str, str], dict[str, Any]] = {}
+    ask_bridge = bc.bridge_verdicts
+
+    def once_per_wheels(cases: Any, source: BridgeConfigSource, where: Path) -> dict[str, Any]:
+        key = (source.origin, json.dumps([case.configs() for case in cases]))
+        if key not in verdicts:
+            verdicts[key] = ask_bridge(cases, source, where)
+        return verdicts[key]
+
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(work)
-        return doc_pages.run_captured(PAGE_COMMAND)
+        patch.setattr(bc, "bridge_verdicts", once_per_wheels)
+        runs = {cmd.where: doc_pages.run_captured(cmd) for cmd in PAGE_COMMANDS}
+    assert len(verdicts) == 1, "the page's commands asked Bridge about different wheels or cases"
+    return runs
 
 
 @pytest.fixture(scope="module")
-def config_part(page_run: tuple[int, str, str]) -> dict[str, Any]:
-    """The config part of the page's run: Bridge 0.6.2's verdict on every config of the case table."""
-    parts = {p["part"]: p for p in json.loads(page_run[1])["parts"]}
+def config_part(page_runs: dict[str, Run]) -> dict[str, Any]:
+    """The config part of the page's JSON run: Bridge 0.6.2's verdict on every config of the case table."""
+    parts = {p["part"]: p for p in json.loads(page_runs[JSON_COMMAND.where][1])["parts"]}
     return dict(parts["config"])
 
 
@@ -158,12 +174,15 @@ def test_a_bridge_that_does_not_load_skips_the_part(tmp_path: Path) -> None:
 
 
 @pytest.mark.network
-def test_verify_runs_the_config_part_from_the_two_wheels(
-    page_run: tuple[int, str, str], config_part: dict[str, Any]
-) -> None:
-    """What the page shows, and the config part passed on every case Bridge can build."""
-    code, out, err = page_run
-    assert doc_pages.broken_promises(PAGE_COMMAND, code, out + err) == []
+@pytest.mark.parametrize("cmd", PAGE_COMMANDS, ids=doc_pages.command_id)
+def test_the_pages_runs_show_what_it_says(cmd: fenced_blocks.Command, page_runs: dict[str, Run]) -> None:
+    code, out, err = page_runs[cmd.where]
+    assert doc_pages.broken_promises(cmd, code, out + err) == []
+
+
+@pytest.mark.network
+def test_verify_runs_the_config_part_from_the_two_wheels(config_part: dict[str, Any]) -> None:
+    """The config part passed on every case Bridge can build, from the two wheels."""
     assert config_part["status"] == "passed", config_part
     assert config_part["details"]["counts"]["agree"] == len(CASES) - len(UNBUILT)
     assert "megatron.bridge: package without its __init__" in config_part["details"]["stand_ins"]
