@@ -159,12 +159,14 @@ def bridge_text() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def mlm_bridge_peer() -> Any:
+def mlm_bridge_peer() -> Iterator[Any]:
     """Megatron-LM's and Megatron-Bridge's config resolution in one child process, one per session
-    (_support/mlm_bridge.py; it stops when the test process ends)."""
-    from _support.mlm_bridge import mlm_bridge
+    (_support/mlm_bridge.py)."""
+    from _support.mlm_bridge import MlmBridge
 
-    return mlm_bridge()
+    peer = MlmBridge()
+    yield peer
+    peer.close()
 
 
 @pytest.fixture(scope="session")

@@ -9,13 +9,12 @@ modules that use it share a worker, so the child starts once)::
     answers = mlm_bridge_peer.resolve([MlmCase("a", argv), BridgeCase("b", words)])
     knob_differences(answers["a"], answers["b"])   # [] when they train alike
 
-The first call of :func:`mlm_bridge` starts the child (Bridge 0.6.2 and Megatron-Core 0.19.2 wheels first on
-its path); it lives until the test run ends.
+The fixture starts the child (Bridge 0.6.2 and Megatron-Core 0.19.2 wheels first on its path) on first use
+and closes it when the test run ends.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shlex
@@ -203,14 +202,3 @@ class MlmBridge:
         if self._proc.stdin is not None:
             self._proc.stdin.close()
         self._proc.wait(timeout=60)
-
-
-_PEER: list[MlmBridge] = []
-
-
-def mlm_bridge() -> MlmBridge:
-    """The one peer of this test run (started on first use, stopped when the run ends)."""
-    if not _PEER:
-        _PEER.append(MlmBridge())
-        atexit.register(_PEER[0].close)
-    return _PEER[0]
