@@ -61,11 +61,22 @@ def test_root_help_and_unknown_commands_see_every_command() -> None:
     assert rc == 2
 
 
-def test_command_in_skips_root_options() -> None:
-    assert _commands.command_in(["--debug", "doctor", "x.yaml"]) == "doctor"
-    assert _commands.command_in(["curves", "compare"]) == "curves"
-    assert _commands.command_in(["--version"]) is None
-    assert _commands.command_in(["pak", "pack"]) is None
+def test_commands_for_reads_the_root_options_then_the_command() -> None:
+    every = _commands.COMMAND_MODULES
+    assert _commands.commands_for(["--debug", "doctor", "x.yaml"]) == ("doctor",)
+    assert _commands.commands_for(["curves", "compare", "--version"]) == ("curves",)  # the command's options
+    assert _commands.commands_for(["pak", "pack"]) == every
+    assert _commands.commands_for([]) == every
+    assert _commands.commands_for(["--debug", "--version", "pack"]) == ()
+    assert _commands.commands_for(["--help", "--version"]) == every  # eager options act in the order given
+
+
+def test_version_imports_no_command_and_no_kernel() -> None:
+    """``--version`` answers before any command is looked at: 0.1 s instead of the commands' 0.9 s."""
+    rc, modules = _fresh(["--version"])
+    assert rc == 0
+    assert _commands_imported(modules) == set()
+    assert not {"numba", "pyarrow", "torch"} & modules
 
 
 def test_demo_default_threads_agree() -> None:

@@ -188,8 +188,7 @@ def _print_error(message: str) -> None:
 
 def _run_command(args: list[str]) -> int:
     try:
-        command = _commands.command_in(args)
-        application = build_app() if command is None else build_app((command,))
+        application = build_app(_commands.commands_for(args))
         root = typer.main.get_command(application)
         refuse_repeated(root, args)
         check_path_kinds(root)  # a path of the wrong kind (a named pipe, a file for a folder): exit 2

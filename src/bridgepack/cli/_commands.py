@@ -2,13 +2,15 @@
 app of a command group); this file lists them in order and registers them, one way for all.
 
 A command's module imports what the command needs (numba kernels, the text stack, the doctor's rule
-tables ...), ~1 s in all. A run that names its command imports that module alone (:func:`command_in`);
-``bridgepack --help``, a mistyped command and the tests' ``bridgepack.cli.app`` get every command.
+tables ...), ~1 s in all. A run that names its command imports that module alone, ``--version`` none
+(:func:`commands_for`); ``bridgepack --help``, a mistyped command and the tests' ``bridgepack.cli.app`` get
+every command.
 """
 
 from __future__ import annotations
 
 import importlib
+import itertools
 from collections.abc import Sequence
 
 import typer
@@ -43,10 +45,13 @@ def register(app: typer.Typer, names: Sequence[str] = COMMAND_MODULES) -> None:
             app.command(name)(command)
 
 
-def command_in(args: Sequence[str]) -> str | None:
-    """The command ``args`` run (the first argument that is not a root option, when it names a command),
-    else ``None``: root help, ``--version``, no command or an unknown one."""
-    for arg in args:
-        if not arg.startswith("-"):
-            return arg if arg in COMMAND_MODULES else None
-    return None
+def commands_for(args: Sequence[str]) -> tuple[str, ...]:
+    """The command modules a run of ``args`` imports: the one it names; none when its root options ask for
+    the version and not for help (``--version`` is eager: it prints before any command is looked at, and the
+    commands' imports would be 0.9 s of its 1 s); else every one (root help, no command, an unknown one:
+    their messages list the commands)."""
+    root = set(itertools.takewhile(lambda arg: arg.startswith("-"), args))
+    if "--version" in root and not root & {"-h", "--help"}:
+        return ()
+    command = next((arg for arg in args if not arg.startswith("-")), None)
+    return (command,) if command in COMMAND_MODULES else COMMAND_MODULES
