@@ -110,12 +110,18 @@ def test_piped_help_names_every_option_whole(
 def test_a_terminal_gets_the_help_panels(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """In one process too: the command a run parses with is built once per kind of stdout, not once."""
     import bridgepack.cli
 
+    assert main(["plan", "--help"]) == 0
+    assert "╭" not in capsys.readouterr().out
     monkeypatch.setattr(bridgepack.cli, "stdout_is_terminal", lambda: True)
     monkeypatch.setenv("COLUMNS", "100")
     assert main(["plan", "--help"]) == 0
     assert "╭─ Options" in capsys.readouterr().out
+    monkeypatch.undo()
+    assert main(["plan", "--help"]) == 0
+    assert "╭" not in capsys.readouterr().out
 
 
 @pytest.fixture(scope="module")

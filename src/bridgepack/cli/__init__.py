@@ -17,6 +17,7 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import typer
 from typer.core import MarkupMode
@@ -62,8 +63,9 @@ class _App(typer.Typer):
     name included (``--max-seq-leng…``). Anywhere else the help is click's plain text, unwrapped
     (:data:`PLAIN_HELP_WIDTH`).
 
-    Typer copies ``rich_markup_mode`` into the click commands it builds for every run, so reading stdout
-    here decides each run's help as it starts, for subcommands and command groups alike."""
+    Typer copies ``rich_markup_mode`` into the click commands it builds, so reading stdout here decides the
+    help of the commands built for that kind of stdout (:func:`_click_root`), subcommands and command groups
+    alike."""
 
     @property
     def rich_markup_mode(self) -> MarkupMode:
@@ -96,6 +98,24 @@ def build_app(commands: tuple[str, ...] = _commands.COMMAND_MODULES) -> typer.Ty
         _commands.register(built, commands)
         _APPS[commands] = built
     return _APPS[commands]
+
+
+#: The click command (typer's vendored click or click itself: ``_common._click_exception_type``) per key.
+_ROOTS: dict[tuple[tuple[str, ...], bool], Any] = {}
+
+
+def _click_root(commands: tuple[str, ...], terminal: bool) -> Any:
+    """The click command a run of the app with ``commands`` parses with, every path parameter checked for
+    its kind (a named pipe, a file for a folder: exit 2, :func:`check_path_kinds`). Built once per command
+    set and kind of stdout (``terminal``: typer copies the help's markup, :attr:`_App.rich_markup_mode`, into
+    what it builds), not per run: building the whole app's commands takes ~25 ms, a process that runs many
+    commands (the tests, a warm server's forks) would pay it each time."""
+    key = (commands, terminal)
+    if key not in _ROOTS:
+        root = typer.main.get_command(build_app(commands))
+        check_path_kinds(root)
+        _ROOTS[key] = root
+    return _ROOTS[key]
 
 
 def __getattr__(name: str) -> typer.Typer:
@@ -188,10 +208,8 @@ def _print_error(message: str) -> None:
 
 def _run_command(args: list[str]) -> int:
     try:
-        application = build_app(_commands.commands_for(args))
-        root = typer.main.get_command(application)
+        root = _click_root(_commands.commands_for(args), stdout_is_terminal())
         refuse_repeated(root, args)
-        check_path_kinds(root)  # a path of the wrong kind (a named pipe, a file for a folder): exit 2
         result = root.main(args=args, prog_name="bridgepack", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
