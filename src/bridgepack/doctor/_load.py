@@ -49,7 +49,7 @@ from bridgepack._bridge_keys import (
     TP,
 )
 from bridgepack._ranges import COUNT0, RANKS, SIZE, Range
-from bridgepack._typed import Mismatch, conform
+from bridgepack._typed import Mismatch, conform, field_types
 from bridgepack._yaml import load_yaml
 from bridgepack.doctor import _bridge_fields as bf
 from bridgepack.doctor._fields import KNOWN_FIELDS
@@ -496,7 +496,7 @@ def _dataset_era(body: dict[str, Any], view: ConfigView, problems: list[LoadProb
 
 
 def _read_section(path: str, body: dict[str, Any], cls: type, problems: list[LoadProblem]) -> Any:
-    hints = typing.get_type_hints(cls)
+    hints = field_types(cls)
     names = {f.name for f in fields(cls)}
     known = KNOWN_FIELDS.get(path, frozenset()) | names
     values: dict[str, Any] = {}
