@@ -49,7 +49,7 @@ def commands_for(args: Sequence[str]) -> tuple[str, ...]:
     """The command modules a run of ``args`` imports: the one it names; none when its root options ask for
     the version and not for help (``--version`` is eager: it prints before any command is looked at, and the
     commands' imports would be 0.9 s of its 1 s); else every one (root help, no command, an unknown one:
-    their messages list the commands)."""
+    click suggests the nearest command by name)."""
     root = set(itertools.takewhile(lambda arg: arg.startswith("-"), args))
     if "--version" in root and not root & {"-h", "--help"}:
         return ()

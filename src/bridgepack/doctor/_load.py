@@ -19,7 +19,7 @@ import os
 import re
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -497,7 +497,7 @@ def _dataset_era(body: dict[str, Any], view: ConfigView, problems: list[LoadProb
 
 def _read_section(path: str, body: dict[str, Any], cls: type, problems: list[LoadProblem]) -> Any:
     hints = field_types(cls)
-    names = {f.name for f in fields(cls)}
+    names = set(hints)
     known = KNOWN_FIELDS.get(path, frozenset()) | names
     values: dict[str, Any] = {}
     for name, value in body.items():
