@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import gc
 import json
 import os
 import sys
@@ -337,6 +338,9 @@ def main() -> None:
     warnings.simplefilter("ignore")
     stand_ins = _config_child().load_from_wheel(Path(bridge_root), RECIPE_PACKAGES)
     peer = Peer()
+    # Imported once, alive to the end: the collector walks only what requests make (tests/conftest.py).
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)  # as bridgepack.cli.GC_THRESHOLDS (this child imports no bridgepack)
     real_stdout.write(json.dumps({"ready": True, "stand_ins": stand_ins}) + "\n")
     real_stdout.flush()
     for line in sys.stdin:

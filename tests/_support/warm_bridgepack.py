@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -78,6 +79,23 @@ WARM_UP = (
     ("diff", "a/training_1024.idx.parquet", "b/training_1024.idx.parquet"),
     ("train", "--data", "a/training_1024.idx.parquet", "--steps", "1", "--gbs", "1", "--log", "a.log", "-q"),
     ("curves", "compare", "a.log", "a.log", "--plot", "a.png"),
+)
+#: What ``scripts/test`` runs before the suite (:func:`warm_up_kernels`): every command that compiles numba
+#: kernels, so that each is compiled once, here, and the suite's interpreters load it from numba's cache (a
+#: kernel none has written yet is compiled by every process that needs it). Beyond :data:`WARM_UP`'s packs:
+#: JSONL token ids (their scanner: ~5 s of compiling) and the curves of a two-line log in Megatron-LM's
+#: format (no training: torch compiles no kernel, and the suite's collection imports it anyway).
+SUITE_WARM_UP = (
+    *WARM_UP[:4],
+    ("pack", "ids.jsonl", "--out", "c", "--pack-size", "1024", "--eos-id", "2", "-q"),
+    ("curves", "compare", "m.log", "m.log"),
+)
+#: ``m.log`` of :data:`SUITE_WARM_UP`: two iterations as Megatron-LM logs them.
+_MLM_LOG = "".join(
+    f" [2026-01-01 00:00:0{i}.000000] iteration {i:8d}/{2:8d} | consumed samples: {i:12d} | elapsed time per"
+    f" iteration (ms): 1.0 | learning rate: 1.000000E-04 | global batch size:     1 | lm loss: {9 - i:.6E} |"
+    " grad norm: 1.000 |\n"
+    for i in (1, 2)
 )
 #: The signals the client passes on to the command (what ``kill`` or a terminal sends).
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -461,10 +479,9 @@ def _expanded(preload: Sequence[str]) -> list[str]:
     return names
 
 
-def warm_up() -> None:
-    """Run :data:`WARM_UP` in this process (see there); its files go with its scratch folder. Also what
-    ``scripts/test`` runs before the suite, so that numba's cache of compiled kernels is filled once instead
-    of in every interpreter that starts before one has written it (a fresh clone's first pack: ~10 s)."""
+def warm_up(commands: Sequence[Sequence[str]] = WARM_UP, inputs: bool = False) -> None:
+    """Run ``commands`` (:data:`WARM_UP`: see there) in this process, in a scratch folder that goes with
+    their files; ``inputs``: first write the files :data:`SUITE_WARM_UP` reads."""
     from bridgepack.cli import main
 
     torch = sys.modules.get("torch")
@@ -474,11 +491,32 @@ def warm_up() -> None:
     with tempfile.TemporaryDirectory() as scratch, open(os.devnull, "w") as null:
         os.chdir(scratch)
         try:
+            if inputs:
+                _write_suite_inputs(Path(scratch))
             with contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
-                for argv in WARM_UP:
+                for argv in commands:
                     main(list(argv))
         finally:
             os.chdir(cwd)
+
+
+def warm_up_kernels() -> None:
+    """What ``scripts/test`` runs before the suite: :data:`SUITE_WARM_UP`, so numba's cache of compiled
+    kernels is filled once instead of in every interpreter that starts before one has written it (a fresh
+    clone's first pack: ~10 s)."""
+    warm_up(SUITE_WARM_UP, inputs=True)
+
+
+def _write_suite_inputs(scratch: Path) -> None:
+    """``ids.jsonl`` (the example's token ids as JSONL) and ``m.log`` (:data:`_MLM_LOG`)."""
+    import pyarrow.parquet as pq
+
+    from bridgepack.data.samples import example_dataset_path
+
+    with open(scratch / "ids.jsonl", "w") as out:
+        for row in pq.read_table(example_dataset_path()).to_pylist():
+            out.write(json.dumps(row) + "\n")
+    (scratch / "m.log").write_text(_MLM_LOG)
 
 
 def serve(home: Path, parent: int, preload: Sequence[str]) -> None:
@@ -496,6 +534,11 @@ def serve(home: Path, parent: int, preload: Sequence[str]) -> None:
             _TORCH_DEFAULT_THREADS.append(sys.modules["torch"].get_num_threads())
         if "bridgepack.cli" in sys.modules:  # a server for bridgepack's commands (not a test's small one)
             warm_up()
+        # Every fork starts with this heap: frozen, a command's collections no longer walk it (nor write
+        # its objects' headers, which copied each page they sit on into the fork); thresholds as in
+        # tests/conftest.py.
+        gc.freeze()
+        gc.set_threshold(10_000, 10, 10)  # bridgepack.cli.GC_THRESHOLDS (small servers lack bridgepack)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(home / "s"))
         listener.listen(64)

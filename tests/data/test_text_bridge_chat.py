@@ -102,14 +102,15 @@ def accepted_rows(rows: list[dict[str, Any]], tmp: Path, spec: ResolvedText) -> 
 
 
 # (tokenizer, template override, loss mode, rows, tools for the whole dataset)
+# (each tokenizer, template and loss mode by default; the other pairings with --deep)
 CASES = [
     ("qwen3", None, None, 100, None),
     ("qwen3", None, "last_turn", 60, None),
     ("qwen3", None, "full", 40, None),
     ("qwen3", None, None, 40, "tools"),
-    ("qwen3", "chatml", "last_turn", 40, None),
+    pytest.param("qwen3", "chatml", "last_turn", 40, None, marks=pytest.mark.deep),
     ("llama32", "llama3", None, 60, None),
-    ("llama32", "llama3", "last_turn", 40, "tools"),
+    pytest.param("llama32", "llama3", "last_turn", 40, "tools", marks=pytest.mark.deep),
     ("llama32", "chatml", None, 50, None),
 ]
 
@@ -177,7 +178,11 @@ def family_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return qwen3_with_family_tokens(tmp_path_factory.mktemp("family") / "qwen3-family")
 
 
-@pytest.mark.parametrize("loss_mode", [None, "last_turn", "full"])
+# Each family in the default mode; its last_turn and full runs with --deep.
+@pytest.mark.parametrize(
+    "loss_mode",
+    [None, pytest.param("last_turn", marks=pytest.mark.deep), pytest.param("full", marks=pytest.mark.deep)],
+)
 @pytest.mark.parametrize("family", ["gemma", "gemma4", "kimi", "harmony"])
 def test_other_template_families_equal_bridge(
     bridge_text: Any, family_tokenizer: Path, tmp_path: Path, family: str, loss_mode: str | None
@@ -405,8 +410,16 @@ def _split_by_tools(rows: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
     return with_tools, [i for i in range(len(rows)) if i not in with_tools]
 
 
-@pytest.mark.parametrize("schemas", [None, "tools"])
-@pytest.mark.parametrize("layout", ["list", "files"])
+# Each layout once with schemas and once without; the other two pairings with --deep.
+@pytest.mark.parametrize(
+    ("layout", "schemas"),
+    [
+        ("list", None),
+        ("files", "tools"),
+        pytest.param("list", "tools", marks=pytest.mark.deep),
+        pytest.param("files", None, marks=pytest.mark.deep),
+    ],
+)
 def test_named_templates_render_as_transformers_picks_them_equal_bridge(
     bridge_text: Any, tmp_path: Path, qwen3_template_file: Path, layout: str, schemas: str | None
 ) -> None:
@@ -444,7 +457,7 @@ def test_named_templates_assistant_mask_is_refused_in_compat_as_bridge_does(
         assert err.startswith(f"error: {tokenizer / 'tokenizer_config.json'}: named chat templates")
 
 
-@pytest.mark.parametrize("loss_mode", [None, "last_turn"])
+@pytest.mark.parametrize("loss_mode", [None, pytest.param("last_turn", marks=pytest.mark.deep)])
 def test_named_templates_default_mode_masks_each_row_by_its_template(
     bridge_text: Any, tmp_path: Path, qwen3_template_file: Path, loss_mode: str | None
 ) -> None:

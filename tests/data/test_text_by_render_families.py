@@ -53,22 +53,24 @@ NO_REFUSAL = {
 LATER_TURNS = "later turns change how the template renders it"
 
 # (template, tokenizer, loss mode, rows, dataset-wide tools)
+# Each template family once by default, and every case that reaches code no other does (a token that spans a
+# turn's last character, a last turn found by its mask); the other second cases with --deep.
 CASES = [
     ("deepseek_v3", "deepseek", None, 80, False),
-    ("deepseek_v3", "qwen3", "last_turn", 50, False),
+    pytest.param("deepseek_v3", "qwen3", "last_turn", 50, False, marks=pytest.mark.deep),
     ("deepseek_r1", "deepseek", None, 60, True),
     ("mistral", "llama32", None, 80, False),
-    ("mistral", "qwen3", "last_turn", 50, True),
+    pytest.param("mistral", "qwen3", "last_turn", 50, True, marks=pytest.mark.deep),
     ("phi3", "qwen3", None, 80, False),
-    ("phi3", "special", "last_turn", 50, False),
+    pytest.param("phi3", "special", "last_turn", 50, False, marks=pytest.mark.deep),
     ("phi4", "qwen3", None, 50, False),
-    ("phi4", "special", None, 50, False),
+    pytest.param("phi4", "special", None, 50, False, marks=pytest.mark.deep),
     ("glm4", "special", None, 50, False),
-    ("glm4", "llama32", None, 40, False),
+    pytest.param("glm4", "llama32", None, 40, False, marks=pytest.mark.deep),
     ("command_r", "special", None, 50, False),
-    ("command_r", "llama32", "full", 30, False),
+    pytest.param("command_r", "llama32", "full", 30, False, marks=pytest.mark.deep),
     ("granite", "special", None, 50, True),
-    ("granite", "qwen3", None, 40, False),
+    pytest.param("granite", "qwen3", None, 40, False, marks=pytest.mark.deep),
     ("odd_markers", "qwen3", None, 50, False),
     ("odd_markers", "llama32", "last_turn", 40, False),
     ("last_reasoning", "qwen3", None, 60, False),

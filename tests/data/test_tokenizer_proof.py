@@ -112,8 +112,18 @@ BROKEN: dict[str, Callable[[Path, Path], Path]] = {
 }
 
 
-@pytest.mark.parametrize("variant", sorted(BROKEN))
-@pytest.mark.parametrize("name", sorted(REAL))
+#: Each damage on both real directories; Llama 3.2's truncated vocabularies (refused as Qwen3's are) only with
+#: --deep.
+VOCABULARY_CASES = [
+    pytest.param(name, variant, marks=pytest.mark.deep)
+    if name == "llama32" and variant.startswith("vocab-")
+    else (name, variant)
+    for name in sorted(REAL)
+    for variant in sorted(BROKEN)
+]
+
+
+@pytest.mark.parametrize(("name", "variant"), VOCABULARY_CASES)
 def test_vocabulary_smaller_than_the_declared_ids_is_refused(name: str, variant: str, tmp_path: Path) -> None:
     directory = BROKEN[variant](REAL[name](), tmp_path / "tok")
     with pytest.raises(InputError) as refused:

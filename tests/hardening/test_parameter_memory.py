@@ -163,7 +163,7 @@ def test_the_real_line_limit_is_enforced(tmp_path: Path, capsys: pytest.CaptureF
     assert not (tmp_path / "p").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.deep  # ~20 s of one core; the limit itself: test_the_real_line_limit_is_enforced, by default
 @pytest.mark.network
 def test_a_chat_line_at_the_limit_stays_under_4_gb_with_a_real_tokenizer(tmp_path: Path) -> None:
     """The limit is sized by what one line costs: Qwen3's tokenizer on a chat line of the limit's bytes."""

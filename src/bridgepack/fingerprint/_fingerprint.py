@@ -126,6 +126,18 @@ def hash_block(
     return hash_and_check_block(columns, eos_id=eos_id, algorithm=algorithm)[0]
 
 
+def _kernel_input(values: npt.ArrayLike, dtype: type[np.generic]) -> npt.NDArray[Any]:
+    """``values`` as :func:`hash_and_check_packs` takes them: contiguous, of ``dtype``, read-only. A reader's
+    columns are Arrow's read-only buffers and the pack writer's are its own arrays; numba compiles the kernel
+    once per mix of the two (~5 s each on a machine's first pack and first inspect), so every caller passes
+    one kind."""
+    array = np.ascontiguousarray(values, dtype=dtype)
+    if array.flags.writeable:
+        array = array.view()
+        array.flags.writeable = False
+    return array
+
+
 def hash_and_check_block(
     block: CsrPacks, *, eos_id: int = -1, max_id: int = -1, algorithm: str = FINGERPRINT_ALGORITHM
 ) -> tuple[BlockHashes, bool, int]:
@@ -134,12 +146,12 @@ def hash_and_check_block(
     0/1 (``max_id < 0``: nothing is checked); see :func:`bridgepack.fingerprint._hash.hash_and_check_packs`.
     ``algorithm``: one of :data:`CHECKABLE_ALGORITHMS`."""
     hashes, (bad, top) = hash_and_check_packs(
-        np.ascontiguousarray(block.input_ids, dtype=np.int64),
-        np.ascontiguousarray(block.input_offsets, dtype=np.int64),
-        np.ascontiguousarray(block.loss_mask, dtype=np.int8),
-        np.ascontiguousarray(block.mask_offsets, dtype=np.int64),
-        np.ascontiguousarray(block.seq_start_id, dtype=np.int64),
-        np.ascontiguousarray(block.start_offsets, dtype=np.int64),
+        _kernel_input(block.input_ids, np.int64),
+        _kernel_input(block.input_offsets, np.int64),
+        _kernel_input(block.loss_mask, np.int8),
+        _kernel_input(block.mask_offsets, np.int64),
+        _kernel_input(block.seq_start_id, np.int64),
+        _kernel_input(block.start_offsets, np.int64),
         int(eos_id),
         int(max_id),
         CHECKABLE_ALGORITHMS[algorithm],

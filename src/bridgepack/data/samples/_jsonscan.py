@@ -338,6 +338,9 @@ def scan_block(
     out_mask = np.empty(capacity, dtype=np.uint8)
     ids_len = np.empty(len(starts), dtype=np.int64)
     mask_len = np.empty(len(starts), dtype=np.int64)
+    # Contiguous spans (a reader's are columns of one (n, 2) array): one compiled signature, not one per
+    # layout (~4 s of compiling each, on a machine's first JSONL read).
+    starts, ends = np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(ends, dtype=np.int64)
     ok, n_ids, n_mask = _scan(buf, starts, ends, MAX_TOKEN_ID, out_ids, out_mask, ids_len, mask_len)
     if not ok:
         return None
