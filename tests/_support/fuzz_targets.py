@@ -197,7 +197,9 @@ MODEL_ARGS:
   --lr: 1.0e-4
   --use-mcore-models: true
 """
-_LOG = (
+#: Training-log lines of every format ``curves`` reads (Megatron-LM, Bridge's step time, NeMo): the curves
+#: reader's seed here, and what scripts/test's kernel warm-up reads (``warm_bridgepack.SUITE_WARM_UP``).
+LOG_SEED = (
     b" [2025-04-13 23:41:12] iteration       10/     100 | consumed samples: 320 | elapsed time per"
     b" iteration (ms): 812.3 | learning rate: 1.000000E-04 | global batch size:    32 | lm loss:"
     b" 9.876543E+00 | loss scale: 1.0 | grad norm: 1.234 | number of skipped iterations:   0 |"
@@ -269,7 +271,7 @@ def _targets() -> tuple[Target, ...]:
             (b"model.context_parallel_size=2\n+train.micro_batch_size=1\n~dataset.seq_length\n",),
             names=("override", "config:"),
         ),
-        Target("curves-log", ".log", _curves(None), (_LOG,)),
+        Target("curves-log", ".log", _curves(None), (LOG_SEED,)),
         Target("curves-golden", ".json", _curves("golden"), (_GOLDEN,)),
         Target("curves-csv", ".csv", _curves(None), (b"step,lm loss,run\n1,9.5,a\n2,9.25,a\n3,,a\n",)),
         Target(

@@ -83,19 +83,12 @@ WARM_UP = (
 #: What ``scripts/test`` runs before the suite (:func:`warm_up_kernels`): every command that compiles numba
 #: kernels, so that each is compiled once, here, and the suite's interpreters load it from numba's cache (a
 #: kernel none has written yet is compiled by every process that needs it). Beyond :data:`WARM_UP`'s packs:
-#: JSONL token ids (their scanner: ~5 s of compiling) and the curves of a two-line log in Megatron-LM's
-#: format (no training: torch compiles no kernel, and the suite's collection imports it anyway).
+#: JSONL token ids (their scanner: ~5 s of compiling) and the curves of a log in every format they read (the
+#: fuzz seed; no training: torch compiles no kernel, and the suite's collection imports it anyway).
 SUITE_WARM_UP = (
     *WARM_UP[:4],
     ("pack", "ids.jsonl", "--out", "c", "--pack-size", "1024", "--eos-id", "2", "-q"),
     ("curves", "compare", "m.log", "m.log"),
-)
-#: ``m.log`` of :data:`SUITE_WARM_UP`: two iterations as Megatron-LM logs them.
-_MLM_LOG = "".join(
-    f" [2026-01-01 00:00:0{i}.000000] iteration {i:8d}/{2:8d} | consumed samples: {i:12d} | elapsed time per"
-    f" iteration (ms): 1.0 | learning rate: 1.000000E-04 | global batch size:     1 | lm loss: {9 - i:.6E} |"
-    " grad norm: 1.000 |\n"
-    for i in (1, 2)
 )
 #: The signals the client passes on to the command (what ``kill`` or a terminal sends).
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -508,15 +501,17 @@ def warm_up_kernels() -> None:
 
 
 def _write_suite_inputs(scratch: Path) -> None:
-    """``ids.jsonl`` (the example's token ids as JSONL) and ``m.log`` (:data:`_MLM_LOG`)."""
+    """``ids.jsonl`` (the example's token ids as JSONL) and ``m.log`` (the curves fuzz seed). Only
+    ``scripts/test`` calls it, with tests/ on the path (the warm server runs without it)."""
     import pyarrow.parquet as pq
 
+    from _support.fuzz_targets import LOG_SEED
     from bridgepack.data.samples import example_dataset_path
 
     with open(scratch / "ids.jsonl", "w") as out:
         for row in pq.read_table(example_dataset_path()).to_pylist():
             out.write(json.dumps(row) + "\n")
-    (scratch / "m.log").write_text(_MLM_LOG)
+    (scratch / "m.log").write_bytes(LOG_SEED)
 
 
 def serve(home: Path, parent: int, preload: Sequence[str]) -> None:
