@@ -45,7 +45,7 @@ os.environ.setdefault("BRIDGEPACK_PROGRESS_SECONDS", "1e9")
 
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
-#: What a test run starts once and shares (a Ray cluster, with docs/scale.md's commands that run on it; the
+#: What a test run starts once and shares (a Ray cluster, with docs/scale.md's lines that run on it; the
 #: child interpreters of the Bridge text peer and of the MLM/Bridge resolution peer; the docs pages' runs; the
 #: skills pages' runs): the fixture that stands for it -> its group. Under pytest-xdist (``-n 2 --dist
 #: loadgroup``, scripts/test) every test of a group runs on one worker, so each is started once, not once per
@@ -141,7 +141,7 @@ _RAY_CLUSTER: dict[str, Any] = {"stop": None, "users": 0}
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[Any]:
     """The one Ray cluster of the test run: two simulated nodes on 127.0.0.1 (``_support/ray_cluster.py``),
-    started by the first test that asks for it (the engine tests, docs/scale.md's commands) and stopped after
+    started by the first test that asks for it (the engine tests, docs/scale.md's lines) and stopped after
     the last (the ``ray`` xdist group runs them one after another). Needs the ``ray`` extra (required in
     CI)."""
     import importlib.util

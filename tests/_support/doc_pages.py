@@ -20,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import subprocess
+import traceback
 from pathlib import Path
 
 import pytest
@@ -63,12 +65,11 @@ def command_id(cmd: fenced_blocks.Command) -> str:
 
 
 def run_in_process(cmd: fenced_blocks.Command, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """A pinned ``bridgepack`` command run by ``bridgepack.cli.main`` in this process (in the working
-    directory the test chose): its exit code, standard output and standard error."""
-    from bridgepack.cli import main
-
+    """A pinned command run in this process (in the working directory the test chose): a ``bridgepack``
+    command by ``bridgepack.cli.main``, a ``python`` block as ``__main__``. Its exit code, standard output
+    and standard error."""
     capsys.readouterr()
-    code = main(_bridgepack_args(cmd))
+    code = _run_here(cmd)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -76,18 +77,39 @@ def run_in_process(cmd: fenced_blocks.Command, capsys: pytest.CaptureFixture[str
 def run_captured(cmd: fenced_blocks.Command) -> tuple[int, str, str]:
     """:func:`run_in_process` for a fixture made once per module (where no ``capsys`` is): the command's
     standard output and error are what it writes to ``sys.stdout`` / ``sys.stderr`` while it runs."""
-    from bridgepack.cli import main
-
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(_bridgepack_args(cmd))
+        code = _run_here(cmd)
     return code, out.getvalue(), err.getvalue()
 
 
+def _run_here(cmd: fenced_blocks.Command) -> int:
+    source = cmd.python_source
+    if source is None:
+        from bridgepack.cli import main
+
+        return main(_bridgepack_args(cmd))
+    try:  # as `python -` runs it: its own globals, an uncaught exception's trace on stderr and exit 1
+        exec(compile(source, cmd.where, "exec"), {"__name__": "__main__"})
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except Exception:
+        traceback.print_exc()
+        return 1
+    return 0
+
+
 def _bridgepack_args(cmd: fenced_blocks.Command) -> list[str]:
+    """The command's arguments as bash passes them (quotes, variables and globs expanded by bash itself, in
+    the working directory)."""
     words = cmd.words()
-    assert words[0] == "bridgepack", f"{cmd.where}: a pinned command runs bridgepack"
-    return words[1:]
+    assert words[0] == "bridgepack", f"{cmd.where}: a pinned command runs bridgepack or is a python block"
+    args = cmd.text.strip()[len("bridgepack") :]
+    each_word = (
+        f"for word in {args}\ndo printf '%s\\0' \"$word\"; done"  # a line of its own: the comment ends
+    )
+    expanded = subprocess.run(["bash", "-c", each_word], capture_output=True, check=True)
+    return expanded.stdout.decode().split("\0")[:-1]
 
 
 def broken_promises(cmd: fenced_blocks.Command, code: int, output: str) -> list[str]:

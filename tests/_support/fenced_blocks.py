@@ -29,9 +29,9 @@ The markers, all inside the page itself:
 - pages may also opt in (``commands(..., python=True, prompts=True)``, as the docs test does) to three
   more forms: a block whose info string names a file (```` ```yaml file=sft.yaml ````, ```` ```python
   file=train.py ````) is written to that file in page order, never run; a ``python`` block is one
-  command (the block is the script; a first line ``# exit N`` or
-  ``# needs: X`` marks it, and an output block may follow it; a block of ``>>>`` lines is a doctest,
-  run after the page's earlier doctest blocks), and an output block that follows no command
+  command (the block is the script; a first line ``# exit N``, ``# needs: X`` or ``# pinned: FILE``
+  marks it, and an output block may follow it; a block of ``>>>`` lines is a doctest, run after the
+  page's earlier doctest blocks), and an output block that follows no command
   block but whose lines start with ``$ `` is a transcript: each ``$ `` line is a command, the lines up to
   the next ``$ `` line are its shown output.
 
@@ -126,6 +126,14 @@ class Command:
     def where(self) -> str:
         return f"{self.source}:{self.line}"
 
+    @property
+    def python_source(self) -> str | None:
+        """The script of a ``python`` block's command (what ``python -`` reads), else ``None``."""
+        head, tail = f"python - <<'{_PY_END}'\n", f"\n{_PY_END}"
+        if self.text.startswith(head) and self.text.endswith(tail):
+            return self.text[len(head) : -len(tail)]
+        return None
+
     def words(self) -> list[str]:
         """The command as the shell splits it, comments dropped: what two pages compare to agree on it."""
         return shlex.split(self.text, comments=True)
@@ -211,16 +219,16 @@ def _python_command(block: Block, source: str, earlier_doctests: Sequence[str] =
     A block of ``>>>`` lines is a doctest instead, its shown results checked; it runs after the page's
     earlier doctest blocks (unchecked here), so it sees their names as a reader's session would."""
     first = block.text.lstrip().splitlines()[0] if block.text.strip() else ""
-    exit_code, needs, _ = (0, None, None)
+    exit_code, needs, pinned = (0, None, None)
     if first.startswith("#"):
-        exit_code, needs, _ = _markers(first, f"{source}:{block.line}")
+        exit_code, needs, pinned = _markers(first, f"{source}:{block.line}")
     if first.startswith(">>>"):
         payload = json.dumps([list(earlier_doctests), block.text, f"{source}:{block.line}"])
         body = _DOCTEST_RUNNER.replace("PAYLOAD", repr(payload))
     else:
         body = block.text
     text = f"python - <<'{_PY_END}'\n{body}\n{_PY_END}"
-    return Command(text, source, block.line, exit_code, needs)
+    return Command(text, source, block.line, exit_code, needs, pinned=pinned)
 
 
 _DOCTEST_RUNNER = """import doctest, json, sys

@@ -10,10 +10,11 @@ the package's own data, or ``bridgepack pack --example``: nothing the reader can
 ``# needs: gpu|cluster|network`` are only parsed, at most a tenth of them; so are commands marked
 ``# pinned: tests/...py``, which that unit test runs word for word against the page's promises
 (``_support/doc_pages.py``). Both kinds are read by bridgepack's own parser, so a misspelt option fails here.
-docs/scale.md's ``ray start`` lines are parsed only; its bridgepack lines run on the test run's one Ray
-cluster (``ray_cluster`` in tests/conftest.py), which stands in for the cluster those lines start. The
-runner and its markers are ``tests/_support/fenced_blocks.py`` (the skills' test uses the same); the
-``bridgepack`` commands and python blocks run in forks of one warm process (``_support/warm_bridgepack.py``).
+docs/scale.md's ``ray start`` lines are parsed only; its other lines are pinned to the engine's test, which
+runs them in its own process on the test run's one Ray cluster (``ray_cluster`` in tests/conftest.py), the
+stand-in for the cluster those lines start. The runner and its markers are ``tests/_support/fenced_blocks.py``
+(the skills' test uses the same); the ``bridgepack`` commands and python blocks run in forks of one warm
+process (``_support/warm_bridgepack.py``).
 The test never rewrites a page.
 """
 
@@ -24,7 +25,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -69,8 +69,6 @@ ENV = {"OMP_NUM_THREADS": "1"}
 # The peers' wheels a page downloads (verify.md's `pip download`), served from the tests' cache (no network).
 WHEELS = {"docs/verify.md": (("megatron-bridge", BRIDGE_VERSION), ("megatron-core", MCORE_VERSION))}
 PIP_FROM_CACHE = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(CACHE_DIR / "wheels")}
-# Pages whose `# needs: cluster` lines start a Ray cluster: their other lines run on the session's cluster.
-CLUSTER_PAGES = frozenset({"docs/scale.md"})
 # A command may take this long before the page fails (the whole docs test is held to 4 minutes of CI).
 COMMAND_TIMEOUT_S = 120.0
 # Pages run side by side, each a script of its own in a directory of its own: a page's commands are mostly
@@ -94,16 +92,19 @@ def test_every_fence_is_tagged(page: str) -> None:
 Runs = dict[str, "Future[list[fenced_blocks.Result]]"]
 
 
-def _started(
-    pages: Sequence[str], where: Callable[[str], Path], env: dict[str, str], at_once: int
-) -> Iterator[Runs]:
-    """The pages' runs, ``at_once`` pages at a time in the order given (each page's commands still run in
-    page order, in the page's own directory); what has not started when the module ends is cancelled."""
+@pytest.fixture(scope="module")
+def page_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """Every page of PAGES with examples, the slowest first, started on PAGES_AT_ONCE threads, each in a
+    fresh directory of its own; what has not started when the module ends is cancelled."""
+    pages = [page for page in PAGES if page not in NO_EXAMPLES]
+    pages.sort(key=lambda page: page not in SLOWEST)
     for project, version in (wheel for page in pages for wheel in WHEELS.get(page, ())):
         wheel_file(project, version)  # downloaded into the cache once (the tests of the peers need it too)
-    with ThreadPoolExecutor(at_once) as pool:
+    env = fenced_blocks.default_env({**ENV, **PIP_FROM_CACHE})
+    with ThreadPoolExecutor(PAGES_AT_ONCE) as pool:
+        folders = {page: tmp_path_factory.mktemp(Path(page).stem) for page in pages}
         runs = {
-            page: pool.submit(fenced_blocks.run, page_commands(page), where(page), env, COMMAND_TIMEOUT_S)
+            page: pool.submit(fenced_blocks.run, page_commands(page), folders[page], env, COMMAND_TIMEOUT_S)
             for page in pages
         }
         yield runs
@@ -111,49 +112,15 @@ def _started(
             run.cancel()
 
 
-@pytest.fixture(scope="module")
-def page_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
-    """Every page of PAGES with examples but the cluster pages, the slowest first, started on PAGES_AT_ONCE
-    threads, each in a fresh directory of its own."""
-    pages = [page for page in PAGES if page not in NO_EXAMPLES | CLUSTER_PAGES]
-    pages.sort(key=lambda page: page not in SLOWEST)
-    env = fenced_blocks.default_env({**ENV, **PIP_FROM_CACHE})
-    yield from _started(pages, lambda page: tmp_path_factory.mktemp(Path(page).stem), env, PAGES_AT_ONCE)
-
-
-@pytest.fixture(scope="module")
-def cluster_page_runs(ray_cluster: tuple[Any, Path]) -> Iterator[Runs]:
-    """The cluster pages, on the test run's one Ray cluster: its address for the pages' ``--ray-address
-    auto`` and ``ray_address="auto"`` (its other settings, loopback included, are in this process's
-    environment), and the directory its nodes run in as the page's, as for a reader who starts the nodes
-    where the page runs. A fixture of its own so that only these tests share a worker with the cluster."""
-    from _support.ray_cluster import workdir
-
-    cluster, tmp = ray_cluster
-    env = fenced_blocks.default_env({**ENV, "RAY_ADDRESS": cluster.address})
-    yield from _started(sorted(CLUSTER_PAGES), lambda _page: Path(workdir(tmp)), env, 1)
-
-
-def _page_problems(page: str, runs: Runs) -> list[str]:
-    """How the page's run broke its promises (the first problem of each command, with its output)."""
-    cmds = page_commands(page)
-    assert cmds, f"{page}: no example to run"
-    results = runs[page].result()
-    return [f"{p}\n--- output ---\n{res.output[-3000:]}" for res in results for p in res.problems[:1]]
-
-
-@pytest.mark.parametrize("page", sorted(CLUSTER_PAGES))
-def test_cluster_page_runs_as_written(page: str, cluster_page_runs: Runs) -> None:
-    details = _page_problems(page, cluster_page_runs)
-    assert not details, "\n\n".join(details)
-
-
-@pytest.mark.parametrize("page", [page for page in PAGES if page not in CLUSTER_PAGES])
+@pytest.mark.parametrize("page", PAGES)
 def test_page_runs_as_written(page: str, page_runs: Runs) -> None:
     if page in NO_EXAMPLES:
         assert not page_commands(page), f"{page}: shows commands now; take it off NO_EXAMPLES"
         return
-    details = _page_problems(page, page_runs)
+    cmds = page_commands(page)
+    assert cmds, f"{page}: no example to run"
+    results = page_runs[page].result()
+    details = [f"{p}\n--- output ---\n{res.output[-3000:]}" for res in results for p in res.problems[:1]]
     assert not details, "\n\n".join(details)
 
 
@@ -236,10 +203,15 @@ def test_commands_not_run_here_name_real_options(capsys: pytest.CaptureFixture[s
 
 
 def test_pins_name_the_test_that_runs_them() -> None:
-    """``# pinned: FILE``: a bridgepack command, and FILE is a test module that runs the commands pinned to it
-    (``doc_pages.pinned_by(__file__)``), so the page's promises are checked there instead of here."""
+    """``# pinned: FILE``: a bridgepack command or a python block, and FILE is a test module that runs the
+    commands pinned to it (``doc_pages.pinned_by(__file__)``), so the page's promises are checked there
+    instead of here."""
     pinned = [c for page in PAGES for c in page_commands(page) if c.pinned]
-    bad = [f"{c.where}: a pinned command runs bridgepack" for c in pinned if c.words()[0] != "bridgepack"]
+    bad = [
+        f"{c.where}: a pinned command runs bridgepack or is a python block"
+        for c in pinned
+        if c.python_source is None and c.words()[0] != "bridgepack"
+    ]
     for test_file in sorted({c.pinned for c in pinned if c.pinned}):
         path = REPO_ROOT / test_file
         if not (test_file.startswith("tests/") and path.is_file()):

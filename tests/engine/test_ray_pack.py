@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import bridgepack
+from _support import doc_pages
 from _support.pack_inputs import EOS, random_examples, write_jsonl
 from _support.sample_files import WRITERS
 from bridgepack.cli import main
@@ -33,6 +34,8 @@ from bridgepack.data.samples import INPUT_FORMATS
 from bridgepack.errors import UsageError
 
 PACK = 256
+#: docs/scale.md's lines but ``ray start`` / ``ray stop``: its data, the CLI and API packs and the inspect.
+SCALE_PAGE = doc_pages.pinned_by(__file__)
 
 
 def sequences(files: list[Path]) -> Counter[tuple[tuple[int, ...], tuple[int, ...]]]:
@@ -439,3 +442,25 @@ def test_sigterm_to_the_driver_exits_143_without_a_stack_dump(ray_cluster: Any, 
     assert text.strip().splitlines()[-1] == "Terminated."
     assert "SIGTERM received" not in text and "Traceback" not in text
     assert (out / f".training_{PACK}.staging").is_dir()  # a stopped run: the same command resumes it
+
+
+def test_the_scale_page_runs_as_written_on_the_cluster(
+    ray_cluster: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/scale.md's lines in page order, each held to its exit code and the lines it shows, in this
+    process: joined to the test run's cluster (the ``ray start`` lines' stand-in), as ``--ray-address auto``
+    and ``ray_address="auto"`` join the cluster a reader started, without a Ray job of their own. They run in
+    the nodes' working directory, so a relative path names the same file on the driver and the workers."""
+    from _support.ray_cluster import workdir
+
+    _, ray_tmp = ray_cluster
+    assert [cmd.source for cmd in SCALE_PAGE] == ["docs/scale.md"] * 4
+    monkeypatch.chdir(workdir(ray_tmp))
+    problems = []
+    for cmd in SCALE_PAGE:
+        code, out, err = doc_pages.run_in_process(cmd, capsys)
+        problems += [
+            f"{p}\n--- output ---\n{(out + err)[-3000:]}"
+            for p in doc_pages.broken_promises(cmd, code, out + err)
+        ]
+    assert not problems, "\n\n".join(problems)

@@ -29,6 +29,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
+from _support import warm_bridgepack
 from _support.pack_inputs import EOS, random_examples, write_jsonl
 from bridgepack.cli import main
 
@@ -63,6 +64,14 @@ def _child(
         timeout=120,
         **kw,
     )  # type: ignore[call-overload]
+
+
+def _killed_at(point: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """The command in a process of its own, SIGKILLed by the fault hook at ``point``: a fork of the warm
+    server (``_support.warm_bridgepack``), since how a process starts is not what these tests hold."""
+    env = {**os.environ, "BRIDGEPACK_FAULT": f"{point}:kill"}
+    command = [*warm_bridgepack.bridgepack(), *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
 def _files(out: Path) -> dict[str, object]:
@@ -113,7 +122,7 @@ def test_sigkill_at_any_point_leaves_nothing_inspect_accepts(
 ) -> None:
     source, expected = reference
     out = tmp_path / "out"
-    killed = _child(_args(source, out), {"BRIDGEPACK_FAULT": f"{point}:kill"})
+    killed = _killed_at(point, _args(source, out))
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert not (out / "training_16.idx.parquet").exists()
     assert main(["inspect", os.fspath(out), "--quiet"]) != 0  # nothing there that inspect accepts
@@ -260,7 +269,7 @@ def test_killed_overwrite_leaves_the_old_set_or_a_mix_every_reader_refuses(
     shuffled = tmp_path / "shuffled.jsonl"
     shuffled.write_bytes(b"".join(lines))
     old_meta = (out / f"{PACK_SIZE}_metadata.jsonl").read_bytes()
-    killed = _child([*_args(shuffled, out), "--overwrite"], {"BRIDGEPACK_FAULT": f"{point}:kill"})
+    killed = _killed_at(point, [*_args(shuffled, out), "--overwrite"])
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     new_meta = (out / f"{PACK_SIZE}_metadata.jsonl").read_bytes()
     if point == "write:1":
