@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bridgepack.fingerprint import _hash
+from bridgepack.fingerprint._fingerprint import _kernel_input
 
 M64 = (1 << 64) - 1
 
@@ -112,12 +113,21 @@ def reference(
 
 
 def _csr(packs: list[tuple[list[int], list[int], list[int]]]) -> tuple[np.ndarray, ...]:
-    offsets = np.cumsum([0] + [len(ids) for ids, _, _ in packs]).astype(np.int64)
-    start_offsets = np.cumsum([0] + [len(starts) for _, _, starts in packs]).astype(np.int64)
-    ids = np.array([t for p in packs for t in p[0]], dtype=np.int64)
-    mask = np.array([m for p in packs for m in p[1]], dtype=np.int8)
-    starts = np.array([s for p in packs for s in p[2]], dtype=np.int64)
-    return ids, offsets, mask, offsets.copy(), starts, start_offsets
+    """The kernel's arguments for ``packs``, as every caller passes them (``_kernel_input``: read-only), so
+    the test runs the kernel bridgepack compiles, not a second signature of it."""
+    offsets = np.cumsum([0] + [len(ids) for ids, _, _ in packs])
+    start_offsets = np.cumsum([0] + [len(starts) for _, _, starts in packs])
+    ids = _kernel_input([t for p in packs for t in p[0]], np.int64)
+    mask = _kernel_input([m for p in packs for m in p[1]], np.int8)
+    starts = _kernel_input([s for p in packs for s in p[2]], np.int64)
+    return (
+        ids,
+        _kernel_input(offsets, np.int64),
+        mask,
+        _kernel_input(offsets, np.int64),
+        starts,
+        _kernel_input(start_offsets, np.int64),
+    )
 
 
 @st.composite
@@ -163,6 +173,7 @@ def test_the_token_checks_find_what_the_reader_refuses(algorithm: int) -> None:
     ids, offsets, mask, mask_offsets, starts, start_offsets = _csr(packs)
 
     def check(ids: np.ndarray, mask: np.ndarray, limit: int) -> tuple[bool, int]:
+        ids, mask = _kernel_input(ids, np.int64), _kernel_input(mask, np.int8)
         found = _hash.hash_and_check_packs(
             ids, offsets, mask, mask_offsets, starts, start_offsets, 2, limit, algorithm
         )
