@@ -84,6 +84,7 @@ def run_captured(cmd: fenced_blocks.Command) -> tuple[int, str, str]:
 
 
 def _run_here(cmd: fenced_blocks.Command) -> int:
+    """Run ``cmd`` in this process, as its page's reader runs it in a shell; its exit code."""
     source = cmd.python_source
     if source is None:
         from bridgepack.cli import main
