@@ -245,3 +245,43 @@ def test_the_runner_catches_a_drifted_page(tmp_path: Path) -> None:
     assert all(results[k].problems == [] for k in (3, 4, 5, 6, 7))  # hello.py is written, not run
     assert results[8].problems and "Expected:\n    5\nGot:\n    4" in results[8].output
     assert any(re.search(r"'loss 2.115'", p) for p in results[2].problems)
+
+
+def test_a_pinned_command_runs_in_the_test_process_as_the_page_shows_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a pinned command's test runs is what bash would run: a bridgepack command's globs, quotes and
+    variables expanded by bash; a python block as ``__main__``, its exit code that of ``python -`` (an
+    uncaught exception: 1 with its trace), each held to the page's ``# exit N`` and shown lines."""
+    page = (
+        "```bash\n"
+        'bridgepack inspect data/*.parquet "$SUBDIR/a b" -q   # exit 2, pinned: tests/x/test_y.py\n'
+        "```\n"
+        "```python\n# exit 3, pinned: tests/x/test_y.py\nprint(__name__)\nraise SystemExit(3)\n```\n"
+        "```text\n__main__\n```\n"
+        "```python\n# pinned: tests/x/test_y.py\nraise ValueError('shown on stderr')\n```\n"
+    )
+    cmds = doc_pages.commands_of(page, "p.md")
+    assert [(c.pinned, c.exit_code, c.python_source is None) for c in cmds] == [
+        ("tests/x/test_y.py", 2, True),
+        ("tests/x/test_y.py", 3, False),
+        ("tests/x/test_y.py", 0, False),
+    ]
+    (tmp_path / "data").mkdir()
+    for name in ("b.parquet", "a.parquet"):
+        (tmp_path / "data" / name).write_bytes(b"not parquet")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SUBDIR", "sub dir")
+    assert doc_pages._bridgepack_args(cmds[0]) == [
+        "inspect", "data/a.parquet", "data/b.parquet", "sub dir/a b", "-q",
+    ]  # fmt: skip
+    code, out, err = doc_pages.run_in_process(cmds[0], capsys)
+    assert doc_pages.broken_promises(cmds[0], code, out + err) == [], err
+    code, out, err = doc_pages.run_in_process(cmds[1], capsys)
+    assert (code, out) == (3, "__main__\n")
+    assert doc_pages.broken_promises(cmds[1], code, out + err) == []
+    code, out, err = doc_pages.run_in_process(cmds[2], capsys)
+    assert code == 1 and "ValueError: shown on stderr" in err and "Traceback" in err
+    assert doc_pages.broken_promises(cmds[2], code, out + err) == [
+        f"{cmds[2].where}: exit 1, the page says 0"
+    ]
